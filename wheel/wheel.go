@@ -46,7 +46,10 @@
 // expire_timers does.
 package wheel
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // Wheel geometry (kernel/time/timer.c).
 const (
@@ -126,7 +129,10 @@ type Timer struct {
 	pprev **Timer // nil: not pending
 
 	expires uint64
-	flags   uint32
+	// flags is read without the base lock by the code that must find a
+	// timer's base before locking it (the kernel's lock_timer_base), so it
+	// is an atomic word; it is written only under the base lock.
+	flags atomic.Uint32
 
 	// Func is the timer's function. The wheel never calls it; it is
 	// carried for the code that runs expired timers.
@@ -146,19 +152,19 @@ func (t *Timer) Expires() uint64 { return t.expires }
 func (t *Timer) SetExpires(e uint64) { t.expires = e }
 
 // Flags returns the timer's flag word.
-func (t *Timer) Flags() uint32 { return t.flags }
+func (t *Timer) Flags() uint32 { return t.flags.Load() }
 
 // SetFlags replaces the timer's flag word except the bucket index.
-func (t *Timer) SetFlags(f uint32) { t.flags = t.flags&flagArrayMask | f&^flagArrayMask }
+func (t *Timer) SetFlags(f uint32) { t.flags.Store(t.flags.Load()&flagArrayMask | f&^flagArrayMask) }
 
 // CPU returns the CPU of the base the timer belongs to.
-func (t *Timer) CPU() int { return int(t.flags & FlagCPUMask) }
+func (t *Timer) CPU() int { return int(t.flags.Load() & FlagCPUMask) }
 
 // Index returns the bucket index the timer was last put in.
-func (t *Timer) Index() int { return int(t.flags >> flagArrayShift) }
+func (t *Timer) Index() int { return int(t.flags.Load() >> flagArrayShift) }
 
 func (t *Timer) setIndex(idx int) {
-	t.flags = t.flags&^flagArrayMask | uint32(idx)<<flagArrayShift
+	t.flags.Store(t.flags.Load()&^flagArrayMask | uint32(idx)<<flagArrayShift)
 }
 
 // Base is one timer wheel (the kernel's struct timer_base without its lock
@@ -437,7 +443,7 @@ func (b *Base) MigrateTo(dst *Base, cpu int) (n int, first bool) {
 	for idx := range b.vectors[:b.depth*LvlSize] {
 		for t := b.vectors[idx]; t != nil; t = b.vectors[idx] {
 			b.Detach(t)
-			t.flags = t.flags&^FlagBaseMask | uint32(cpu)&FlagCPUMask
+			t.flags.Store(t.flags.Load()&^FlagBaseMask | uint32(cpu)&FlagCPUMask)
 			if _, _, f := dst.Add(t, t.expires); f {
 				first = true
 			}
