@@ -1,0 +1,189 @@
+package ftrace
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tmigr/tmigr/cpumask"
+)
+
+func TestParseMachine(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want Machine
+	}{
+		{"# machine: cpus=2 nodes=1 node-cpus=0-1 kernel=6.18.44 hz=250 (KVM guest)",
+			Machine{CPUs: 2, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 1)}, Kernel: "6.18.44", HZ: 250, Note: "KVM guest"}},
+		{`# machine: cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.117 hz=250 cmdline="isolcpus=1-7,9-15" busy=1-7,9-15 sleepers= (QEMU TCG)`,
+			Machine{CPUs: 16, Nodes: 2, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 7), cpumask.Range(8, 15)}, Kernel: "6.12.117", HZ: 250,
+				Cmdline: "isolcpus=1-7,9-15", Busy: cpumask.MustParse("1-7,9-15"), Note: "QEMU TCG"}},
+		{`cpus=18 nodes=2 node-cpus=0-8;9-17 kernel=6.12.117 hz=250 cmdline="" busy=1,10 sleepers=3,4,12,13,14 (QEMU TCG)`,
+			Machine{CPUs: 18, Nodes: 2, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 8), cpumask.Range(9, 17)}, Kernel: "6.12.117", HZ: 250,
+				Busy: cpumask.Of(1, 10), Sleepers: cpumask.Of(3, 4, 12, 13, 14), Note: "QEMU TCG"}},
+		// A memory-only node, a quoted command line with blanks and quotes,
+		// a note with parentheses, fields in another order.
+		{`# machine: hz=1000 kernel=6.19.0-rc1 cmdline="isolcpus=nohz,domain,2-3 foo=\"a b\"" cpus=4 nodes=2 node-cpus=0-3; (lab (rack 3))`,
+			Machine{CPUs: 4, Nodes: 2, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 3), {}}, Kernel: "6.19.0-rc1", HZ: 1000,
+				Cmdline: `isolcpus=nohz,domain,2-3 foo="a b"`, Note: "lab (rack 3)"}},
+		{"# machine: cpus=8 nodes=2 node-cpus=0-7:2/4;2-3,6-7 kernel=6.12 hz=100",
+			Machine{CPUs: 8, Nodes: 2, NodeCPUs: []cpumask.Mask{cpumask.Of(0, 1, 4, 5), cpumask.Of(2, 3, 6, 7)}, Kernel: "6.12", HZ: 100}},
+	} {
+		got, err := ParseMachine(tc.line)
+		if err != nil {
+			t.Errorf("%q: %v", tc.line, err)
+			continue
+		}
+		if !machinesEqual(got, tc.want) {
+			t.Errorf("%q:\ngot  %s\nwant %s", tc.line, got.String(), tc.want.String())
+		}
+		again, err := ParseMachine(got.String())
+		if err != nil || !machinesEqual(again, got) {
+			t.Errorf("%q: String %q reads back as %s (%v)", tc.line, got.String(), again.String(), err)
+		}
+	}
+}
+
+func TestParseMachineErrors(t *testing.T) {
+	const ok = "cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.117 hz=250"
+	for _, tc := range []struct{ line, want string }{
+		{"", `machine: field "cpus": missing`},
+		{ok + " x", `machine: "x" is not key=value`},
+		{ok + " hz=250", `machine: field "hz": appears twice`},
+		{strings.Replace(ok, "nodes=2", "nodes=0", 1), `machine: field "nodes": "0" is out of range (want 1..1024)`},
+		{strings.Replace(ok, "cpus=16", "cpus=8193", 1), `machine: field "cpus": "8193" is out of range (want 1..8192)`},
+		{strings.Replace(ok, "kernel=6.12.117", "kernel=", 1), `machine: field "kernel": "" is not a kernel release`},
+		{strings.Replace(ok, "0-7;8-15", "0-7;8-15;", 1), `machine: field "node-cpus": 3 lists for 2 nodes`},
+		{strings.Replace(ok, "0-7;8-15", "0-7;7-15", 1), `machine: field "node-cpus": CPU 7 is in node 1 and an earlier node`},
+		{strings.Replace(ok, "0-7;8-15", "0-5;8-15", 1), `machine: field "node-cpus": CPUs 6-7 are in no node`},
+		{strings.Replace(ok, "0-7;8-15", "0-7;8-x", 1), `machine: field "node-cpus": node 1: cpulist "8-x": bad region "8-x": "x" is not a number`},
+		{ok + ` sleepers=3,,4`, `machine: field "sleepers": cpulist "3,,4": bad region "": empty region`},
+		{ok + ` cmdline="a"b`, `machine: field "cmdline": text "b" after the quoted value`},
+		{ok + ` cmdline="a\q"`, `machine: field "cmdline": unterminated quoted value "a\q"`},
+	} {
+		_, err := ParseMachine(tc.line)
+		var me *MachineError
+		if err == nil || err.Error() != tc.want || !errors.As(err, &me) {
+			t.Errorf("%q:\ngot  %v\nwant %s", tc.line, err, tc.want)
+		}
+	}
+}
+
+func TestMachineValidate(t *testing.T) {
+	good := Machine{CPUs: 4, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 3)}, Kernel: "6.12", HZ: 250}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		edit func(*Machine)
+		want string
+	}{
+		{func(m *Machine) { m.CPUs = 0 }, `machine: field "cpus": 0 is out of range (want 1..8192)`},
+		{func(m *Machine) { m.NodeCPUs = []cpumask.Mask{cpumask.Range(0, 4)} }, `machine: field "node-cpus": node 0 holds CPUs 4, beyond cpus=4`},
+		{func(m *Machine) { m.HZ = -1 }, `machine: field "hz": -1 is not positive`},
+		{func(m *Machine) { m.Kernel = "6 12" }, `machine: field "kernel": "6 12" is not a kernel release`},
+		{func(m *Machine) { m.Busy = cpumask.Of(9) }, `machine: field "busy": holds CPUs 9, beyond cpus=4`},
+		{func(m *Machine) { m.Cmdline = "a\nb" }, `machine: field "cmdline": holds a newline`},
+		{func(m *Machine) { m.Note = "a\nb" }, `machine: note holds a newline`},
+	} {
+		m := good
+		m.NodeCPUs = append([]cpumask.Mask(nil), good.NodeCPUs...)
+		tc.edit(&m)
+		if err := m.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+	}
+	m, _ := ParseMachine("cpus=18 nodes=2 node-cpus=0-8;9-17 kernel=6.12.117 hz=250")
+	for cpu, want := range map[int]int{0: 0, 8: 0, 9: 1, 17: 1, 18: -1, -1: -1} {
+		if got := m.Node(cpu); got != want {
+			t.Errorf("Node(%d) = %d, want %d", cpu, got, want)
+		}
+	}
+}
+
+func TestParseHierarchy(t *testing.T) {
+	want := Hierarchy{Levels: 4, ChildrenPerGroup: 8, CrossnodeLevel: 3}
+	for _, line := range []string{
+		"Timer migration: 4 hierarchy levels; 8 children per group; 3 crossnode level",
+		"[    0.088118] Timer migration: 4 hierarchy levels; 8 children per group; 3 crossnode level",
+		"# Timer migration: 4 hierarchy levels; 8 children per group; 3 crossnode level  ",
+		"<6>[    0.088118] Timer migration: 4 hierarchy levels; 8 children per group; 3 crossnode level",
+	} {
+		got, err := ParseHierarchy(line)
+		if err != nil || got != want {
+			t.Errorf("%q: %+v, %v", line, got, err)
+		}
+	}
+	if got, err := ParseHierarchy(want.String()); err != nil || got != want {
+		t.Errorf("String %q reads back as %+v, %v", want.String(), got, err)
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"Timer migration: 0 hierarchy levels; 8 children per group; 0 crossnode level", "timer migration: 0 hierarchy levels"},
+		{"Timer migration: 2 hierarchy levels; 1 children per group; 0 crossnode level", "timer migration: 1 children per group"},
+		{"Timer migration: 2 hierarchy levels; 8 children per group; 3 crossnode level", "timer migration: crossnode level 3 outside 0..2"},
+		{"Timer migration: 2 hierarchy levels; 8 children per group; 1 crossnode level!", `malformed "Timer migration:" message "Timer migration: 2 hierarchy levels; 8 c..."`},
+		{"Timer migration: two hierarchy levels", `malformed "Timer migration:" message "Timer migration: two hierarchy levels"`},
+		{"Timer migration: 99999999999999999999 hierarchy levels; 8 children per group; 1 crossnode level", `malformed "Timer migration:" message "Timer migration: 99999999999999999999 hi..."`},
+		{"nothing here", `no "Timer migration: " message`},
+	} {
+		if _, err := ParseHierarchy(tc.line); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: got %v, want %s", tc.line, err, tc.want)
+		}
+	}
+}
+
+func TestParseIsolation(t *testing.T) {
+	for _, tc := range []struct {
+		cmdline               string
+		cpus                  int
+		domain, nohz, managed string
+		warnings              []string
+	}{
+		{"", 16, "", "", "", nil},
+		{"isolcpus=1-7,9-15", 16, "1-7,9-15", "", "", nil},
+		{"isolcpus=domain,1-3", 16, "1-3", "", "", nil},
+		{"isolcpus=nohz,1-3", 16, "", "1-3", "", nil},
+		{"isolcpus=managed_irq,1-3", 16, "", "", "1-3", nil},
+		{"isolcpus=nohz,domain,managed_irq,1-3", 16, "1-3", "1-3", "1-3", nil},
+		{"nohz_full=1-11", 12, "", "1-11", "", nil},
+		{"nohz-full=1-11 quiet", 12, "", "1-11", "", nil},
+		{"root=/dev/vda isolcpus=2 isolcpus_x=3", 4, "2", "", "", nil},
+		{"isolcpus=1-3 nohz_full=1-3", 8, "1-3", "1-3", "", nil},
+		{"isolcpus=1-3 nohz_full=2-3", 8, "1-3", "2-3", "", nil},
+		// "N" (the last CPU) is a letter, which the isolcpus flag loop
+		// takes for an unknown flag, as the kernel does.
+		{"isolcpus=N", 8, "", "", "", []string{"isolcpus: Skipped unknown flag N"}},
+		{"isolcpus=domain,N", 8, "", "", "", []string{"isolcpus: Skipped unknown flag N"}},
+		{"nohz_full=N", 8, "", "7", "", nil},
+		{"isolcpus=", 8, "", "", "", nil},
+		{`foo="a b isolcpus=1" isolcpus=2`, 4, "2", "", "", nil},
+		{"isolcpus=1 -- isolcpus=2", 4, "1", "", "", nil},
+		{"isolcpus=foo,1-3", 8, "1-3", "", "", []string{"isolcpus: Skipped unknown flag foo"}},
+		{"isolcpus=f00,1-3", 8, "", "", "", []string{"isolcpus: Invalid flag f00"}},
+		{"isolcpus=nohz", 8, "", "", "", []string{"isolcpus: Skipped unknown flag nohz"}},
+		{"isolcpus=0-15", 16, "1-15", "", "", []string{"Housekeeping: must include one present CPU, using boot CPU:0"}},
+		{"isolcpus=1-99", 16, "", "", "", []string{"Housekeeping: nohz_full= or isolcpus= incorrect CPU range"}},
+		{"isolcpus=nohz,1-3 nohz_full=2-3", 8, "", "1-3", "", []string{"Housekeeping: nohz_full= must match isolcpus="}},
+		{"nohz_full=1-3 isolcpus=0,4-7", 8, "", "1-3", "", []string{"Housekeeping: must include one present CPU neither in nohz_full= nor in isolcpus=domain, ignoring setting 0,4-7"}},
+		// nohz_full over every CPU keeps CPU 0, which then is in neither.
+		{"nohz_full=0-7 isolcpus=1-7", 8, "1-7", "1-7", "", []string{"Housekeeping: must include one present CPU, using boot CPU:0"}},
+	} {
+		iso, err := ParseIsolation(tc.cmdline, tc.cpus)
+		if err != nil {
+			t.Errorf("%q: %v", tc.cmdline, err)
+			continue
+		}
+		if iso.Domain.String() != tc.domain || iso.NohzFull.String() != tc.nohz || iso.ManagedIRQ.String() != tc.managed ||
+			strings.Join(iso.Warnings, "|") != strings.Join(tc.warnings, "|") {
+			t.Errorf("%q on %d CPUs: domain=%q nohz=%q managed=%q warnings=%q; want %q %q %q %q",
+				tc.cmdline, tc.cpus, iso.Domain.String(), iso.NohzFull.String(), iso.ManagedIRQ.String(), iso.Warnings,
+				tc.domain, tc.nohz, tc.managed, tc.warnings)
+		}
+	}
+	if _, err := ParseIsolation(`isolcpus="1-3`, 8); err == nil || err.Error() != `isolation: command line "isolcpus=\"1-3": unterminated quote` {
+		t.Errorf("unterminated quote: %v", err)
+	}
+	if _, err := ParseIsolation("", 0); err == nil {
+		t.Error("a machine of 0 CPUs was accepted")
+	}
+}

@@ -1,0 +1,592 @@
+package ftrace
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// KtimeMax is the kernel's KTIME_MAX, "no event": a tmigr wakeup or nextevt
+// of KtimeMax prints as 9223372036854775807.
+const KtimeMax int64 = math.MaxInt64
+
+// Payload is the typed content of one event line: one struct type per
+// tracepoint (TimerStart, TmigrCPUIdle, ...), plus the marker lines Lost and
+// BufferStarted. A replay switches on the type:
+//
+//	switch p := ev.Data.(type) {
+//	case ftrace.TimerStart:
+//		// p.Expires, p.BucketExpiry, p.Idx ...
+//	case ftrace.TmigrCPUIdle:
+//		// p.CPU, p.NextEvt, p.Wakeup ...
+//	}
+type Payload interface {
+	// Name is the tracepoint's name as the kernel prints it ("timer_start"),
+	// "" for a marker line.
+	Name() string
+	// AppendPayload appends the text the tracepoint's TP_printk prints, byte
+	// for byte, or fails on a value the kernel could not have printed (a
+	// negative jiffies count, a CPU beyond the timer's CPU field, a function
+	// name with a blank at its end, ...).
+	AppendPayload(b []byte) ([]byte, error)
+}
+
+// ErrUnknownEvent is returned by DecodePayload for a tracepoint this package
+// does not decode. The Reader skips (and counts) such events instead.
+var ErrUnknownEvent = errors.New("unknown event")
+
+// DecodePayload decodes the payload text of the named tracepoint, the part of
+// an event line after "name: ". The result's strings are substrings of
+// payload.
+func DecodePayload(name, payload string) (Payload, error) {
+	var d dec
+	p, known := decode(&d, name, payload)
+	if !known {
+		return nil, fmt.Errorf("%w %q", ErrUnknownEvent, name)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return p, nil
+}
+
+// FormatPayload returns the TP_printk text of p.
+func FormatPayload(p Payload) (string, error) {
+	b, err := p.AppendPayload(nil)
+	return string(b), err
+}
+
+// FieldError is a payload field that is missing or holds text that the
+// field's printf conversion cannot have produced.
+type FieldError struct {
+	Event   string // the tracepoint, "timer_start"
+	Field   string // the field, "expires"; "" when the payload as a whole is malformed
+	Value   string // the text found
+	Reason  string // "is not a number", ...
+	Missing bool   // the field is absent
+}
+
+func (e *FieldError) Error() string {
+	switch {
+	case e.Missing:
+		return fmt.Sprintf("%s: missing field %q", e.Event, e.Field)
+	case e.Field == "":
+		return fmt.Sprintf("%s: payload %s", e.Event, e.Reason)
+	default:
+		return fmt.Sprintf("%s: field %q: %q %s", e.Event, e.Field, clip(e.Value), e.Reason)
+	}
+}
+
+// dec pulls typed fields out of one payload. The first failure sticks in err
+// and makes later getters return zero values, so a decoder is a single
+// composite literal followed by one error check.
+//
+// The kernel prints the fields in a fixed order, which is the order the
+// decoders ask for them; so dec first reads them straight off the payload
+// with a cursor, and only when the next field is not the one asked for (a
+// newer kernel added one, or the text is malformed) splits the whole
+// payload into a table and looks fields up there. Either way the result is
+// the same; the cursor just keeps the common case free of work.
+type dec struct {
+	event   string
+	payload string
+	pos     int  // the cursor: payload[:pos] has been read
+	split   bool // fs holds the payload's fields; the cursor is out of use
+	fs      fields
+	err     error
+}
+
+func (d *dec) reset(event, payload string) {
+	d.event, d.payload, d.pos, d.split, d.err = event, payload, 0, false, nil
+}
+
+// finish checks, after a decoder took its fields with the cursor, that the
+// text after them is well-formed fields too.
+func (d *dec) finish() {
+	if d.err == nil && !d.split && trimBlanks(d.payload[d.pos:]) != "" {
+		d.splitAll()
+	}
+}
+
+func (d *dec) splitAll() bool {
+	d.split = true
+	if err := d.fs.split(d.payload); err != nil {
+		d.err = &FieldError{Event: d.event, Reason: err.Error()}
+		return false
+	}
+	return true
+}
+
+func (d *dec) fail(key, val, why string) {
+	if d.err == nil {
+		d.err = &FieldError{Event: d.event, Field: key, Value: val, Reason: why}
+	}
+}
+
+func (d *dec) get(key string) (string, bool) {
+	if d.err != nil {
+		return "", false
+	}
+	if !d.split {
+		if v, end, ok := d.at(key); ok {
+			d.pos = end
+			return v, true
+		}
+		if !d.splitAll() {
+			return "", false
+		}
+	}
+	f, ok := d.fs.lookup(key)
+	if !ok {
+		d.err = &FieldError{Event: d.event, Field: key, Missing: true}
+		return "", false
+	}
+	return f.val, true
+}
+
+// has reports whether the payload holds the field.
+func (d *dec) has(key string) bool {
+	if d.err != nil {
+		return false
+	}
+	if !d.split {
+		if _, _, ok := d.at(key); ok {
+			return true
+		}
+		if !strings.Contains(d.payload[d.pos:], key+"=") || !d.splitAll() {
+			return false
+		}
+	}
+	_, ok := d.fs.lookup(key)
+	return ok
+}
+
+// at reads the field key at the cursor, as fields.split would: "key=value"
+// with any continuation tokens, or "[key=value]". ok is false if the next
+// field is not key.
+func (d *dec) at(key string) (val string, end int, ok bool) {
+	p := d.payload
+	i := d.pos
+	for i < len(p) && p[i] == ' ' {
+		i++
+	}
+	bracket := i < len(p) && p[i] == '['
+	if bracket {
+		i++
+	}
+	if !strings.HasPrefix(p[i:], key) || i+len(key) >= len(p) || p[i+len(key)] != '=' {
+		return "", 0, false
+	}
+	vs := i + len(key) + 1
+	j := vs
+	for j < len(p) && p[j] != ' ' {
+		j++
+	}
+	if bracket {
+		if j-vs < 1 || p[j-1] != ']' {
+			return "", 0, false
+		}
+		return p[vs : j-1], j, true
+	}
+	for {
+		k := j
+		for k < len(p) && p[k] == ' ' {
+			k++
+		}
+		e := k
+		for e < len(p) && p[e] != ' ' {
+			e++
+		}
+		tok := p[k:e]
+		if tok == "" {
+			break
+		}
+		if _, _, isField := bracketField(tok); isField {
+			break
+		}
+		if eq := indexByte(tok, '='); eq > 0 && validKey(tok[:eq]) {
+			break
+		}
+		j = e
+	}
+	return p[vs:j], j, true
+}
+
+// ptr reads %p.
+func (d *dec) ptr(key string) uint64 {
+	s, ok := d.get(key)
+	if !ok {
+		return 0
+	}
+	v, why := parsePtr(s)
+	if why != "" {
+		d.fail(key, s, why)
+	}
+	return v
+}
+
+// hex reads %x / %0x of a C type whose largest value is hi.
+func (d *dec) hex(key string, hi uint64) uint64 {
+	s, ok := d.get(key)
+	if !ok {
+		return 0
+	}
+	v, why := parseHex(s, hi)
+	if why != "" {
+		d.fail(key, s, why)
+	}
+	return v
+}
+
+// d32 reads %d of a 32-bit value (int, or an unsigned int printed with %d).
+func (d *dec) d32(key string) int {
+	s, ok := d.get(key)
+	if !ok {
+		return 0
+	}
+	v, why := parseInt(s, math.MinInt32, math.MaxInt32)
+	if why != "" {
+		d.fail(key, s, why)
+	}
+	return int(v)
+}
+
+// u32 reads %u of an unsigned int no larger than hi.
+func (d *dec) u32(key string, hi uint64) int {
+	s, ok := d.get(key)
+	if !ok {
+		return 0
+	}
+	v, why := parseUint(s, hi)
+	if why != "" {
+		d.fail(key, s, why)
+	}
+	return int(v)
+}
+
+// u64 reads %lu / %llu.
+func (d *dec) u64(key string) uint64 {
+	s, ok := d.get(key)
+	if !ok {
+		return 0
+	}
+	v, why := parseUint(s, math.MaxUint64)
+	if why != "" {
+		d.fail(key, s, why)
+	}
+	return v
+}
+
+// i64 reads %ld / %lld.
+func (d *dec) i64(key string) int64 {
+	s, ok := d.get(key)
+	if !ok {
+		return 0
+	}
+	v, why := parseInt(s, math.MinInt64, math.MaxInt64)
+	if why != "" {
+		d.fail(key, s, why)
+	}
+	return v
+}
+
+// ktime reads %llu of a u64 nanosecond time, which the kernel keeps at or
+// below KTIME_MAX.
+func (d *dec) ktime(key string) int64 {
+	s, ok := d.get(key)
+	if !ok {
+		return 0
+	}
+	v, why := parseUint(s, uint64(KtimeMax))
+	if why == "is out of range" {
+		why = "exceeds KTIME_MAX"
+	}
+	if why != "" {
+		d.fail(key, s, why)
+	}
+	return int64(v)
+}
+
+// s64 reads %llu of an s64 cast to unsigned long long (hrtimer times): the
+// bits are kept, so a negative time round-trips.
+func (d *dec) s64(key string) int64 {
+	return int64(d.u64(key))
+}
+
+// sym reads %ps: a symbol name, "name [module]" for a module symbol, or
+// "0x..." when the kernel has no name for the address.
+func (d *dec) sym(key string) string {
+	s, ok := d.get(key)
+	if !ok {
+		return ""
+	}
+	if why := checkSymbol(s); why != "" {
+		d.fail(key, s, why)
+		return ""
+	}
+	return s
+}
+
+// checkSymbol reports why s cannot be what %ps prints, or "".
+func checkSymbol(s string) string {
+	if s == "" {
+		return "is empty"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ':
+			if i == 0 || i == len(s)-1 || s[i-1] == ' ' {
+				return "is not a symbol (stray blank)"
+			}
+		case c == '=' || c < 0x21 || c > 0x7e:
+			return "is not a symbol"
+		}
+	}
+	return ""
+}
+
+// enc prints typed fields in TP_printk layout: "k=v" separated by blanks.
+type enc struct {
+	event string
+	b     []byte
+	start int
+	err   error
+}
+
+func newEnc(event string, b []byte) enc { return enc{event: event, b: b, start: len(b)} }
+
+func (e *enc) key(k string) {
+	if len(e.b) > e.start {
+		e.b = append(e.b, ' ')
+	}
+	e.b = append(e.b, k...)
+	e.b = append(e.b, '=')
+}
+
+func (e *enc) fail(k, val, why string) {
+	if e.err == nil {
+		e.err = &FieldError{Event: e.event, Field: k, Value: val, Reason: why}
+	}
+}
+
+func (e *enc) ptr(k string, v uint64) {
+	e.key(k)
+	e.b = appendPtr(e.b, v)
+}
+
+func (e *enc) hex(k string, v, hi uint64) {
+	if v > hi {
+		e.fail(k, strconv.FormatUint(v, 16), "is out of range")
+	}
+	e.key(k)
+	e.b = strconv.AppendUint(e.b, v, 16)
+}
+
+func (e *enc) d32(k string, v int) {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		e.fail(k, strconv.Itoa(v), "is out of range")
+	}
+	e.key(k)
+	e.b = strconv.AppendInt(e.b, int64(v), 10)
+}
+
+func (e *enc) u32(k string, v int, hi uint64) {
+	if v < 0 || uint64(v) > hi {
+		e.fail(k, strconv.Itoa(v), "is out of range")
+	}
+	e.key(k)
+	e.b = strconv.AppendInt(e.b, int64(v), 10)
+}
+
+func (e *enc) u64(k string, v uint64) {
+	e.key(k)
+	e.b = strconv.AppendUint(e.b, v, 10)
+}
+
+func (e *enc) ktime(k string, v int64) {
+	if v < 0 {
+		e.fail(k, strconv.FormatInt(v, 10), "is negative (a u64 time)")
+	}
+	e.key(k)
+	e.b = strconv.AppendInt(e.b, v, 10)
+}
+
+func (e *enc) s64(k string, v int64) { e.u64(k, uint64(v)) }
+
+func (e *enc) sym(k, s string) {
+	if why := checkSymbol(s); why != "" {
+		e.fail(k, s, why)
+	}
+	e.key(k)
+	e.b = append(e.b, s...)
+}
+
+func (e *enc) done() ([]byte, error) {
+	if e.err != nil {
+		return e.b[:e.start], e.err
+	}
+	return e.b, nil
+}
+
+// Symbolic values. __print_symbolic prints the name of a value from a fixed
+// table and "0x%lx" for a value the table lacks; __print_flags prints the
+// names of the set bits joined by "|".
+
+type symbol struct {
+	val  uint64
+	name string
+}
+
+func appendSymbolic(b []byte, v uint64, table []symbol) []byte {
+	for _, s := range table {
+		if s.val == v {
+			return append(b, s.name...)
+		}
+	}
+	b = append(b, "0x"...)
+	return strconv.AppendUint(b, v, 16)
+}
+
+func parseSymbolic(s string, table []symbol, hi uint64) (uint64, string) {
+	for _, sym := range table {
+		if sym.name == s {
+			return sym.val, ""
+		}
+	}
+	if len(s) > 2 && s[0] == '0' && s[1] == 'x' {
+		return parseHex(s[2:], hi)
+	}
+	return 0, "is not a known name"
+}
+
+// TimerFlags is the flag part of a timer_list's flags word, with the kernel's
+// bit values (include/linux/timer.h); timer_start prints it as "M|D|P|I".
+type TimerFlags uint32
+
+const (
+	TimerMigrating  TimerFlags = 0x00040000 // M: being moved to another base
+	TimerDeferrable TimerFlags = 0x00080000 // D: may wait for a non-idle CPU
+	TimerPinned     TimerFlags = 0x00100000 // P: stays on the CPU it was queued on
+	TimerIrqsafe    TimerFlags = 0x00200000 // I: callback runs with interrupts off
+
+	timerFlagMask = TimerMigrating | TimerDeferrable | TimerPinned | TimerIrqsafe
+)
+
+var timerFlagNames = [...]struct {
+	f TimerFlags
+	c byte
+}{{TimerMigrating, 'M'}, {TimerDeferrable, 'D'}, {TimerPinned, 'P'}, {TimerIrqsafe, 'I'}}
+
+// String prints the flags as timer_start does: "D|P|I", "" for none.
+func (f TimerFlags) String() string { return string(f.appendTo(nil)) }
+
+func (f TimerFlags) appendTo(b []byte) []byte {
+	first := true
+	for _, n := range timerFlagNames {
+		if f&n.f != 0 {
+			if !first {
+				b = append(b, '|')
+			}
+			b = append(b, n.c)
+			first = false
+		}
+	}
+	if rest := f &^ timerFlagMask; rest != 0 {
+		if !first {
+			b = append(b, '|')
+		}
+		b = append(b, "0x"...)
+		b = strconv.AppendUint(b, uint64(rest), 16)
+	}
+	return b
+}
+
+func parseTimerFlags(s string) (TimerFlags, string) {
+	var f TimerFlags
+	if s == "" {
+		return 0, ""
+	}
+	for part := range strings.SplitSeq(s, "|") {
+		var bit TimerFlags
+		for _, n := range timerFlagNames {
+			if len(part) == 1 && part[0] == n.c {
+				bit = n.f
+			}
+		}
+		if bit == 0 || f&bit != 0 {
+			return 0, "is not a set of M|D|P|I"
+		}
+		f |= bit
+	}
+	return f, ""
+}
+
+// HrtimerMode is enum hrtimer_mode with the kernel's values.
+type HrtimerMode uint32
+
+const (
+	HrtimerModeAbs    HrtimerMode = 0x00 // expiry is an absolute time
+	HrtimerModeRel    HrtimerMode = 0x01 // expiry is relative to now
+	HrtimerModePinned HrtimerMode = 0x02 // stays on the CPU it was started on
+	HrtimerModeSoft   HrtimerMode = 0x04 // expires in softirq context
+	HrtimerModeHard   HrtimerMode = 0x08 // expires in hard interrupt context (PREEMPT_RT)
+)
+
+var hrtimerModes = []symbol{
+	{0x00, "ABS"}, {0x01, "REL"}, {0x02, "ABS|PINNED"}, {0x03, "REL|PINNED"},
+	{0x04, "ABS|SOFT"}, {0x05, "REL|SOFT"}, {0x06, "ABS|PINNED|SOFT"}, {0x07, "REL|PINNED|SOFT"},
+	{0x08, "ABS|HARD"}, {0x09, "REL|HARD"}, {0x0a, "ABS|PINNED|HARD"}, {0x0b, "REL|PINNED|HARD"},
+}
+
+// String prints the mode as hrtimer_start does ("REL|PINNED|HARD").
+func (m HrtimerMode) String() string { return string(appendSymbolic(nil, uint64(m), hrtimerModes)) }
+
+// Rel, Pinned, Soft and Hard test the mode's bits.
+func (m HrtimerMode) Rel() bool    { return m&HrtimerModeRel != 0 }
+func (m HrtimerMode) Pinned() bool { return m&HrtimerModePinned != 0 }
+func (m HrtimerMode) Soft() bool   { return m&HrtimerModeSoft != 0 }
+func (m HrtimerMode) Hard() bool   { return m&HrtimerModeHard != 0 }
+
+// ClockID is a clockid_t as hrtimer_init/hrtimer_setup print it.
+type ClockID int32
+
+const (
+	ClockRealtime  ClockID = 0
+	ClockMonotonic ClockID = 1
+	ClockBoottime  ClockID = 7
+	ClockTAI       ClockID = 11
+)
+
+var clockIDs = []symbol{
+	{0, "CLOCK_REALTIME"}, {1, "CLOCK_MONOTONIC"}, {7, "CLOCK_BOOTTIME"}, {11, "CLOCK_TAI"},
+}
+
+// String prints the clock as the kernel does ("CLOCK_MONOTONIC", or "0x..."
+// for a clock without a name, sign-extended as an unsigned long).
+func (c ClockID) String() string {
+	return string(appendSymbolic(nil, uint64(int64(c)), clockIDs))
+}
+
+// TickDep is the tick dependency mask tick_stop reports (TICK_DEP_MASK_*).
+type TickDep uint32
+
+const (
+	TickDepNone          TickDep = 0
+	TickDepPosixTimer    TickDep = 1 << 0
+	TickDepPerfEvents    TickDep = 1 << 1
+	TickDepSched         TickDep = 1 << 2
+	TickDepClockUnstable TickDep = 1 << 3
+	TickDepRCU           TickDep = 1 << 4
+	TickDepRCUExp        TickDep = 1 << 5
+)
+
+var tickDeps = []symbol{
+	{0, "NONE"}, {1, "POSIX_TIMER"}, {2, "PERF_EVENTS"}, {4, "SCHED"},
+	{8, "CLOCK_UNSTABLE"}, {16, "RCU"}, {32, "RCU_EXP"},
+}
+
+// String prints the dependency as tick_stop does ("NONE", "SCHED", ...).
+func (t TickDep) String() string { return string(appendSymbolic(nil, uint64(t), tickDeps)) }

@@ -1,0 +1,515 @@
+package ftrace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+
+	"github.com/tmigr/tmigr/cpumask"
+)
+
+// ErrNotFtrace is wrapped by the error for input that is not ftrace text at
+// all (a trace.dat, JSON, an image, an empty file): the Reader gives up at
+// the first line that proves it, instead of reporting every line.
+var ErrNotFtrace = errors.New("not ftrace text")
+
+// MaxLineLen is the longest line the Reader accepts.
+const MaxLineLen = 64 << 10
+
+// Reader reads ftrace text: header comments, event lines, and the marker
+// lines the kernel inserts. It streams: it reads its input a buffer (64 KiB)
+// at a time, returns each event as soon as its line is complete (so it can
+// follow a live trace_pipe), and keeps no state beyond the header and the
+// counters. The strings of an event (Task, Payload, a Function) are slices
+// of the buffer they were read in, which stays alive as long as they do.
+type Reader struct {
+	src  io.Reader
+	buf  []byte // scratch for reading, reused
+	text string // the text read and not yet returned is text[pos:]
+	pos  int
+	eof  bool  // src is exhausted
+	rerr error // src failed
+	line int   // lines read
+	hdr  Header
+	dec  dec
+
+	sniffed     bool
+	seen        bool  // something only ftrace text holds was read
+	entryLines  int64 // event lines, decoded or skipped: what Entries counts
+	entriesLine int   // the line of the "# entries-in-buffer" comment
+	digits      int   // decimals of the timestamps so far
+	lastTS      int64
+	stats       Stats
+	err         error // sticky: the input cannot be read further
+}
+
+// Stats counts what the Reader has read so far.
+type Stats struct {
+	Lines       int            // lines read
+	Events      int            // events returned by Next (markers included)
+	Skipped     map[string]int // event lines of tracepoints this package does not decode, by name ("<function>" for the function tracer's)
+	Lost        int64          // events the kernel reported lost ("CPU:3 [LOST 12 EVENTS]")
+	LostUnknown int            // "CPU:3 [LOST EVENTS]" lines, which give no count
+}
+
+// NewReader returns a Reader of r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{src: r}
+}
+
+// Header returns what the header lines said so far; it is complete once Next
+// has returned the first event. The Machine and Hierarchy it points to must
+// not be modified.
+func (r *Reader) Header() Header { return r.hdr }
+
+// Skipped returns how many event lines of each unknown tracepoint were
+// skipped so far.
+func (r *Reader) Skipped() map[string]int { return maps.Clone(r.stats.Skipped) }
+
+// Stats returns the counters so far.
+func (r *Reader) Stats() Stats {
+	s := r.stats
+	s.Skipped = maps.Clone(s.Skipped)
+	return s
+}
+
+// Next returns the next event: a tracepoint this package decodes (Data is
+// its typed payload), or a Lost or BufferStarted marker. It skips comments,
+// blank lines and events of other tracepoints (counting those), and returns
+// io.EOF at the end.
+//
+// Every other error is a *LineError. After one caused by a malformed line,
+// Next continues with the following line; errors that make the rest of the
+// input unreadable (not ftrace text, a bad "# machine:" line, a truncated
+// last line, a read error, fewer events than the header announced) are
+// returned again by every later call.
+func (r *Reader) Next() (Event, error) {
+	if r.err != nil {
+		return Event{}, r.err
+	}
+	for {
+		raw, err := r.readLine()
+		if err != nil {
+			r.err = err
+			return Event{}, err
+		}
+		ev, ok, err := r.handle(raw)
+		if err != nil {
+			return Event{}, err
+		}
+		if ok {
+			r.stats.Events++
+			return ev, nil
+		}
+	}
+}
+
+func (r *Reader) lineErr(err error) error { return &LineError{Line: r.line, Err: err} }
+
+// fatal makes err sticky.
+func (r *Reader) fatal(err error) error {
+	r.err = r.lineErr(err)
+	return r.err
+}
+
+func notFtrace(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNotFtrace, fmt.Sprintf(format, args...))
+}
+
+// readLine returns the next line without its line end. Lines are
+// substrings of text, which holds a whole buffer of input: one allocation per
+// fill rather than per line, and the strings of the events point into it.
+func (r *Reader) readLine() (string, error) {
+	if !r.sniffed {
+		r.sniffed = true
+		r.fill()
+		if why := sniff(r.text); why != "" {
+			return "", &LineError{Line: 1, Err: notFtrace("%s", why)}
+		}
+	}
+	for {
+		rest := r.text[r.pos:]
+		i := strings.IndexByte(rest, '\n')
+		if i > MaxLineLen || i < 0 && len(rest) > MaxLineLen {
+			r.line++
+			if !r.seen {
+				return "", r.lineErr(notFtrace("a line longer than %d bytes", MaxLineLen))
+			}
+			return "", r.lineErr(fmt.Errorf("line longer than %d bytes", MaxLineLen))
+		}
+		if i >= 0 {
+			r.pos += i + 1
+			r.line++
+			r.stats.Lines = r.line
+			l := rest[:i]
+			if n := len(l); n > 0 && l[n-1] == '\r' {
+				l = l[:n-1]
+			}
+			return l, nil
+		}
+		if r.rerr != nil {
+			return "", &LineError{Line: r.line + 1, Err: fmt.Errorf("read: %w", r.rerr)}
+		}
+		if r.eof {
+			if rest == "" {
+				return "", r.atEOF()
+			}
+			r.line++
+			if !r.seen && classify(rest) == kindOther {
+				return "", r.lineErr(r.notFtraceLine(rest))
+			}
+			return "", r.lineErr(errors.New("truncated: the last line has no newline (file cut mid-line?)"))
+		}
+		r.fill()
+	}
+}
+
+// fillSize is how much a fill reads at least, when the input has it.
+const fillSize = 64 << 10
+
+// fill appends input to the unread text until it holds a line end, fills a
+// buffer, or the input ends; a stream's line is returned as soon as it is
+// complete.
+func (r *Reader) fill() {
+	rest := r.text[r.pos:]
+	if need := len(rest) + fillSize; cap(r.buf) < need {
+		r.buf = make([]byte, 0, need)
+	}
+	b := append(r.buf[:0], rest...)
+	start := len(b)
+	for empty := 0; len(b) < cap(b) && !r.eof && r.rerr == nil; {
+		n, err := r.src.Read(b[len(b):cap(b)])
+		if n == 0 && err == nil {
+			if empty++; empty == 100 {
+				r.rerr = io.ErrNoProgress
+			}
+			continue
+		}
+		if n > 0 && bytes.IndexByte(b[len(b):len(b)+n], '\n') >= 0 {
+			b = b[:len(b)+n]
+			if err == io.EOF {
+				r.eof = true
+			} else if err != nil {
+				r.rerr = err
+			}
+			break
+		}
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			r.eof = true
+		case err != nil:
+			r.rerr = err
+		}
+	}
+	if len(b) > start || r.pos > 0 {
+		r.text, r.pos = string(b), 0
+	}
+	r.buf = b
+}
+
+// atEOF checks the file as a whole at its end.
+func (r *Reader) atEOF() error {
+	if !r.seen {
+		return &LineError{Line: max(r.line, 1), Err: notFtrace("no ftrace header and no event lines")}
+	}
+	if r.hdr.HasEntries && r.entryLines != r.hdr.Entries {
+		return &LineError{Line: r.entriesLine, Err: fmt.Errorf(
+			"the header announces %d entries, the file holds %d (truncated or edited?)", r.hdr.Entries, r.entryLines)}
+	}
+	return io.EOF
+}
+
+// sniff names binary formats people mistake for a trace by their first bytes.
+func sniff(head string) string {
+	switch {
+	case strings.HasPrefix(head, "\x17\x08\x44tracing"):
+		return "a trace-cmd trace.dat (binary); convert it with \"trace-cmd report\""
+	case strings.HasPrefix(head, "\x89PNG"):
+		return "a PNG image"
+	case strings.HasPrefix(head, "\x1f\x8b"):
+		return "gzip-compressed data; decompress it first"
+	case strings.HasPrefix(head, "\x28\xb5\x2f\xfd"):
+		return "zstd-compressed data; decompress it first"
+	case strings.HasPrefix(head, "\xfd7zXZ"):
+		return "xz-compressed data; decompress it first"
+	case strings.HasPrefix(head, "\x7fELF"):
+		return "an ELF binary"
+	case strings.HasPrefix(head, "PERFILE"):
+		return "a perf.data file; convert it with \"perf script\""
+	}
+	t := strings.TrimLeft(head, " \t\r\n")
+	if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[{") || strings.HasPrefix(t, `["`) {
+		return "JSON"
+	}
+	return ""
+}
+
+type lineKind int
+
+const (
+	kindOther lineKind = iota
+	kindBlank
+	kindComment
+	kindEvent
+)
+
+// classify tells, cheaply and without judging the details, what a line
+// looks like.
+func classify(s string) lineKind {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return kindBlank
+	case s[0] == '#':
+		return kindComment
+	}
+	if _, _, _, err := parseLine(s); !errors.Is(err, errNotEvent) {
+		return kindEvent
+	}
+	return kindOther
+}
+
+func (r *Reader) notFtraceLine(s string) error {
+	if i := controlChar(s); i >= 0 {
+		return notFtrace("binary data (byte %#02x in line %d)", s[i], r.line)
+	}
+	return notFtrace("%q is neither a header comment nor an event line", clip(s))
+}
+
+// controlChar returns the index of the first control character (other than
+// a tab) in b, or -1. It tests eight bytes at a time: every line is
+// checked, so this is on the hot path.
+func controlChar(b string) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+		// A byte below 0x20, or a byte equal to 0x7f (a zero byte of
+		// w^0x7f7f...); exact for bytes below 0x80, and bytes at or
+		// above 0x80 never match.
+		below := (w - 0x20*ones) &^ w & highs
+		x := w ^ 0x7f*ones
+		del := (x - ones) &^ x & highs
+		if below|del != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}
+
+// handle interprets one line. ok reports an event to return.
+func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
+	if i := controlChar(s); i >= 0 {
+		if !r.seen {
+			return Event{}, false, r.fatal(r.notFtraceLine(s))
+		}
+		return Event{}, false, r.lineErr(fmt.Errorf("control character %#02x at column %d", s[i], i+1))
+	}
+	switch {
+	case len(s) == 0:
+		return Event{}, false, nil
+	case s[0] == '#':
+		return r.comment(s)
+	case strings.HasPrefix(s, "CPU:"):
+		return r.lost(s)
+	case strings.HasPrefix(s, " => "):
+		// A frame of a stack trace, which follows a skipped
+		// "<stack trace>" event.
+		return Event{}, false, nil
+	}
+	ev, digits, tp, err := parseLine(s)
+	if errors.Is(err, errNotEvent) {
+		return r.other(s)
+	}
+	if err != nil {
+		return Event{}, false, r.lineErr(err)
+	}
+	r.seen = true
+	r.entryLines++
+	ev.Line = r.line
+	if m := r.hdr.Machine; m != nil && ev.CPU >= m.CPUs {
+		return Event{}, false, r.lineErr(fmt.Errorf("CPU %d outside the machine's %d CPUs", ev.CPU, m.CPUs))
+	}
+	switch r.digits {
+	case 0:
+		r.digits = digits
+		r.hdr.Nanoseconds = digits == 9
+	case digits:
+	default:
+		return Event{}, false, r.lineErr(fmt.Errorf("timestamp with %d decimals after ones with %d", digits, r.digits))
+	}
+	r.lastTS = ev.TS
+	var p Payload
+	known := false
+	if tp {
+		p, known = decode(&r.dec, ev.Name, ev.Payload)
+	}
+	if !known {
+		if r.stats.Skipped == nil {
+			r.stats.Skipped = map[string]int{}
+		}
+		name := ev.Name
+		if !tp && name[0] != '<' {
+			name = "<function>" // a line of the function tracer
+		}
+		r.stats.Skipped[name]++
+		return Event{}, false, nil
+	}
+	if r.dec.err != nil {
+		return Event{}, false, r.lineErr(r.dec.err)
+	}
+	ev.Data = p
+	ev.Name = p.Name()
+	return ev, true, nil
+}
+
+// other handles a line that is neither a comment nor an event.
+func (r *Reader) other(s string) (Event, bool, error) {
+	if strings.Contains(s, hierarchyPrefix) {
+		return r.hierarchy(s)
+	}
+	if v, ok := strings.CutPrefix(s, "cpus="); ok {
+		// trace-cmd report's first line.
+		n, why := parseUint(v, 1<<20)
+		if why != "" {
+			return Event{}, false, r.lineErr(fmt.Errorf("cpus=%q %s", v, why))
+		}
+		r.seen = true
+		r.hdr.CPUs = int(n)
+		return Event{}, false, nil
+	}
+	if strings.TrimSpace(s) == "" {
+		return Event{}, false, nil
+	}
+	if !r.seen {
+		return Event{}, false, r.fatal(r.notFtraceLine(s))
+	}
+	if strings.HasPrefix(s, "CPU ") && strings.HasSuffix(s, " is empty") {
+		return Event{}, false, nil // trace-cmd report
+	}
+	return Event{}, false, r.lineErr(errNotEvent)
+}
+
+func (r *Reader) hierarchy(s string) (Event, bool, error) {
+	h, err := ParseHierarchy(s)
+	if err != nil {
+		return Event{}, false, r.lineErr(err)
+	}
+	if r.hdr.Hierarchy != nil && *r.hdr.Hierarchy != h {
+		return Event{}, false, r.lineErr(fmt.Errorf("a second, different %q line", hierarchyPrefix))
+	}
+	r.hdr.Hierarchy = &h
+	return Event{}, false, nil
+}
+
+func (r *Reader) comment(s string) (Event, bool, error) {
+	if v, ok := strings.CutPrefix(s, "##### CPU "); ok {
+		if v, ok = strings.CutSuffix(v, " buffer started ####"); ok {
+			cpu, why := parseUint(v, cpumask.MaxCPUs-1)
+			if why != "" {
+				return Event{}, false, r.lineErr(fmt.Errorf("buffer started: CPU %q %s", v, why))
+			}
+			return r.marker(int(cpu), BufferStarted{})
+		}
+	}
+	switch {
+	case strings.HasPrefix(s, machinePrefix):
+		if r.hdr.Machine != nil {
+			return Event{}, false, r.fatal(errors.New("a second \"# machine:\" line"))
+		}
+		m, err := ParseMachine(s)
+		if err != nil {
+			return Event{}, false, r.fatal(err)
+		}
+		r.seen = true
+		r.hdr.Machine = &m
+	case strings.HasPrefix(s, "# tracer: "):
+		r.seen = true
+		r.hdr.Tracer = strings.TrimSpace(s[len("# tracer: "):])
+	case strings.HasPrefix(s, "# entries-in-buffer/entries-written: "):
+		if err := r.entries(s[len("# entries-in-buffer/entries-written: "):]); err != nil {
+			return Event{}, false, r.lineErr(err)
+		}
+		r.seen = true
+	case strings.Contains(s, hierarchyPrefix):
+		return r.hierarchy(s)
+	}
+	return Event{}, false, nil
+}
+
+// entries parses "403/403   #P:2".
+func (r *Reader) entries(s string) error {
+	bad := fmt.Errorf("entries line %q is not \"ENTRIES/WRITTEN   #P:CPUS\"", clip(s))
+	counts, cpus, ok := strings.Cut(s, "#P:")
+	if !ok {
+		return bad
+	}
+	e, w, ok := strings.Cut(strings.TrimSpace(counts), "/")
+	if !ok {
+		return bad
+	}
+	entries, why1 := parseUint(e, 1<<62)
+	written, why2 := parseUint(w, 1<<62)
+	n, why3 := parseUint(strings.TrimSpace(cpus), 1<<20)
+	if why1 != "" || why2 != "" || why3 != "" {
+		return bad
+	}
+	r.hdr.Entries, r.hdr.Written, r.hdr.CPUs, r.hdr.HasEntries = int64(entries), int64(written), int(n), true
+	r.entriesLine = r.line
+	return nil
+}
+
+// lost parses "CPU:3 [LOST 12 EVENTS]" and "CPU:3 [LOST EVENTS]".
+func (r *Reader) lost(s string) (Event, bool, error) {
+	bad := fmt.Errorf("%q is not \"CPU:N [LOST M EVENTS]\"", clip(s))
+	cpuText, rest, ok := strings.Cut(s[len("CPU:"):], " ")
+	if !ok {
+		return Event{}, false, r.lineErr(bad)
+	}
+	cpu, why := parseUint(cpuText, cpumask.MaxCPUs-1)
+	if why != "" {
+		return Event{}, false, r.lineErr(bad)
+	}
+	l := Lost{Count: -1}
+	if rest != "[LOST EVENTS]" {
+		v, ok := strings.CutPrefix(rest, "[LOST ")
+		if v, ok2 := strings.CutSuffix(v, " EVENTS]"); ok && ok2 {
+			n, why := parseUint(v, 1<<62)
+			if why != "" {
+				return Event{}, false, r.lineErr(bad)
+			}
+			l.Count = int64(n)
+		} else {
+			return Event{}, false, r.lineErr(bad)
+		}
+	}
+	ev, ok, err := r.marker(int(cpu), l)
+	if err == nil {
+		if l.Count >= 0 {
+			r.stats.Lost += l.Count
+		} else {
+			r.stats.LostUnknown++
+		}
+	}
+	return ev, ok, err
+}
+
+func (r *Reader) marker(cpu int, p Payload) (Event, bool, error) {
+	if m := r.hdr.Machine; m != nil && cpu >= m.CPUs {
+		return Event{}, false, r.lineErr(fmt.Errorf("CPU %d outside the machine's %d CPUs", cpu, m.CPUs))
+	}
+	r.seen = true
+	return Event{Line: r.line, CPU: cpu, TS: r.lastTS, Data: p}, true, nil
+}

@@ -1,0 +1,390 @@
+package ftrace
+
+import (
+	"math"
+	"strconv"
+)
+
+// The timer_migration system (include/trace/events/timer_migration.h): the
+// pull hierarchy's setup, its per-group state changes and the per-CPU
+// entry points. Groups and parents are %p pointers (hashed, but stable within
+// one boot, so they identify a group throughout a trace); 0 is "none" (the
+// top level's parent, the child of a level-0 update). Masks print with %0x:
+// bit i is child i of the group; a migrator of 0xff (TMIGR_NONE) means none.
+// Times are nanoseconds (u64, KtimeMax for "no event").
+
+// TmigrGroupSet is tmigr_group_set: a group was created.
+//
+//	group=%p lvl=%d numa=%d
+type TmigrGroupSet struct {
+	Group uint64
+	Lvl   int
+	Numa  int // -1 (NUMA_NO_NODE) at and above the crossnode level
+}
+
+// TmigrConnectChildParent is tmigr_connect_child_parent: a group was linked
+// to its parent. Lvl, Numa, Capacity and NumChildren are the parent's.
+//
+//	group=%p groupmask=%0x parent=%p lvl=%d numa=%d [capacity=%d] num_children=%d
+//
+// capacity is printed by kernels with per-capacity hierarchies (2026 on).
+type TmigrConnectChildParent struct {
+	Group       uint64 // the child
+	Groupmask   uint32 // the child's bit in the parent
+	Parent      uint64
+	Lvl         int
+	Numa        int
+	Capacity    int
+	HasCapacity bool // the kernel printed capacity
+	NumChildren int
+}
+
+// TmigrConnectCPUParent is tmigr_connect_cpu_parent: a CPU was linked to its
+// level-0 group.
+//
+//	cpu=%d groupmask=%0x parent=%p lvl=%d numa=%d [capacity=%d] num_children=%d
+type TmigrConnectCPUParent struct {
+	CPU         int
+	Groupmask   uint32 // the CPU's bit in the group
+	Parent      uint64
+	Lvl         int
+	Numa        int
+	Capacity    int
+	HasCapacity bool
+	NumChildren int
+}
+
+// TmigrGroupAndCPU holds the fields of the kernel's tmigr_group_and_cpu event
+// class, the new state of a group after an activation or deactivation walked
+// through it; TmigrGroupSetCPUActive and TmigrGroupSetCPUInactive are its
+// events (convert either to this type to handle both alike).
+//
+//	group=%p lvl=%d numa=%d active=%0x migrator=%0x parent=%p childmask=%0x
+type TmigrGroupAndCPU struct {
+	Group     uint64
+	Lvl       int
+	Numa      int
+	Active    uint8  // the group's active children
+	Migrator  uint8  // the migrator child's bit, 0xff for none
+	Parent    uint64 // 0 at the top level
+	Childmask uint32 // the bit of the child that walked up
+}
+
+// TmigrGroupSetCPUActive is tmigr_group_set_cpu_active (after the CAS in
+// the activation walk).
+type TmigrGroupSetCPUActive TmigrGroupAndCPU
+
+// TmigrGroupSetCPUInactive is tmigr_group_set_cpu_inactive (after a
+// successful CAS in the deactivation walk).
+type TmigrGroupSetCPUInactive TmigrGroupAndCPU
+
+// TmigrCPUGroup holds the fields of the kernel's tmigr_cpugroup event class:
+// a CPU, its level-0 group and its wakeup as stored when the event fired.
+//
+//	cpu=%d parent=%p wakeup=%llu
+type TmigrCPUGroup struct {
+	CPU    int
+	Parent uint64
+	Wakeup int64 // ns, KtimeMax for none
+}
+
+// The tmigr_cpugroup events; convert any of them to TmigrCPUGroup to handle
+// them alike.
+type (
+	TmigrCPUNewTimer     TmigrCPUGroup // tmigr_cpu_new_timer: a new first timer walks up
+	TmigrCPUActive       TmigrCPUGroup // tmigr_cpu_active: the CPU became active
+	TmigrCPUAvailable    TmigrCPUGroup // tmigr_cpu_available: joined the hierarchy
+	TmigrCPUUnavailable  TmigrCPUGroup // tmigr_cpu_unavailable: left it (offline or isolated)
+	TmigrCPUOnline       TmigrCPUGroup // tmigr_cpu_online: tmigr_cpu_available before the 2025 rename
+	TmigrCPUOffline      TmigrCPUGroup // tmigr_cpu_offline: tmigr_cpu_unavailable before the 2025 rename
+	TmigrHandleRemoteCPU TmigrCPUGroup // tmigr_handle_remote_cpu: a migrator expires this CPU's timers
+)
+
+// TmigrIdle holds the fields of the kernel's tmigr_idle event class: a CPU's
+// next local event and the wakeup the hierarchy returned for it.
+//
+//	cpu=%d parent=%p nextevt=%llu wakeup=%llu
+type TmigrIdle struct {
+	CPU     int
+	Parent  uint64
+	NextEvt int64 // ns, KtimeMax for none
+	Wakeup  int64 // ns, KtimeMax for none
+}
+
+// The tmigr_idle events; convert either to TmigrIdle to handle both alike.
+type (
+	TmigrCPUIdle         TmigrIdle // tmigr_cpu_idle: end of the deactivation
+	TmigrCPUNewTimerIdle TmigrIdle // tmigr_cpu_new_timer_idle: end of tmigr_cpu_new_timer
+)
+
+// TmigrUpdateEvents is tmigr_update_events: one step of an event propagation
+// from child (0 for a CPU's own level-0 update) into group.
+//
+//	child=%p group=%p group_lvl=%d child_active=%0x group_active=%0x nextevt=%llu next_expiry=%llu child_evt_expiry=%llu child_evtcpu=%d
+type TmigrUpdateEvents struct {
+	Child          uint64
+	Group          uint64
+	GroupLvl       int
+	ChildActive    uint8
+	GroupActive    uint8
+	NextEvt        int64 // ns
+	NextExpiry     int64 // ns: the group's next_expiry after the update
+	ChildEvtExpiry int64 // ns, 0 when there is no child group
+	ChildEvtCPU    int   // 0 when there is no child group
+}
+
+// TmigrHandleRemote is tmigr_handle_remote: a group visited while expiring
+// remote timers.
+//
+//	group=%p lvl=%d
+type TmigrHandleRemote struct {
+	Group uint64
+	Lvl   int
+}
+
+// Name and AppendPayload implement Payload: the tracepoint's name, and its
+// TP_printk text.
+
+func (TmigrGroupSet) Name() string            { return "tmigr_group_set" }
+func (TmigrConnectChildParent) Name() string  { return "tmigr_connect_child_parent" }
+func (TmigrConnectCPUParent) Name() string    { return "tmigr_connect_cpu_parent" }
+func (TmigrGroupSetCPUActive) Name() string   { return "tmigr_group_set_cpu_active" }
+func (TmigrGroupSetCPUInactive) Name() string { return "tmigr_group_set_cpu_inactive" }
+func (TmigrCPUNewTimer) Name() string         { return "tmigr_cpu_new_timer" }
+func (TmigrCPUActive) Name() string           { return "tmigr_cpu_active" }
+func (TmigrCPUAvailable) Name() string        { return "tmigr_cpu_available" }
+func (TmigrCPUUnavailable) Name() string      { return "tmigr_cpu_unavailable" }
+func (TmigrCPUOnline) Name() string           { return "tmigr_cpu_online" }
+func (TmigrCPUOffline) Name() string          { return "tmigr_cpu_offline" }
+func (TmigrHandleRemoteCPU) Name() string     { return "tmigr_handle_remote_cpu" }
+func (TmigrCPUIdle) Name() string             { return "tmigr_cpu_idle" }
+func (TmigrCPUNewTimerIdle) Name() string     { return "tmigr_cpu_new_timer_idle" }
+func (TmigrUpdateEvents) Name() string        { return "tmigr_update_events" }
+func (TmigrHandleRemote) Name() string        { return "tmigr_handle_remote" }
+
+func (t TmigrGroupSet) AppendPayload(b []byte) ([]byte, error) {
+	e := newEnc(t.Name(), b)
+	e.ptr("group", t.Group)
+	e.d32("lvl", t.Lvl)
+	e.d32("numa", t.Numa)
+	return e.done()
+}
+
+func (t TmigrConnectChildParent) AppendPayload(b []byte) ([]byte, error) {
+	e := newEnc(t.Name(), b)
+	e.ptr("group", t.Group)
+	e.hex("groupmask", uint64(t.Groupmask), math.MaxUint32)
+	e.ptr("parent", t.Parent)
+	e.connectTail(t.Lvl, t.Numa, t.Capacity, t.HasCapacity, t.NumChildren)
+	return e.done()
+}
+
+func (t TmigrConnectCPUParent) AppendPayload(b []byte) ([]byte, error) {
+	e := newEnc(t.Name(), b)
+	e.d32("cpu", t.CPU)
+	e.hex("groupmask", uint64(t.Groupmask), math.MaxUint32)
+	e.ptr("parent", t.Parent)
+	e.connectTail(t.Lvl, t.Numa, t.Capacity, t.HasCapacity, t.NumChildren)
+	return e.done()
+}
+
+func (e *enc) connectTail(lvl, numa, capacity int, hasCapacity bool, children int) {
+	e.d32("lvl", lvl)
+	e.d32("numa", numa)
+	if hasCapacity {
+		e.d32("capacity", capacity)
+	} else if capacity != 0 {
+		e.fail("capacity", strconv.Itoa(capacity), "is set but HasCapacity is false")
+	}
+	e.d32("num_children", children)
+}
+
+func (t TmigrGroupSetCPUActive) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrGroupAndCPU(t).appendTo(b, t.Name())
+}
+
+func (t TmigrGroupSetCPUInactive) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrGroupAndCPU(t).appendTo(b, t.Name())
+}
+
+func (t TmigrGroupAndCPU) appendTo(b []byte, event string) ([]byte, error) {
+	e := newEnc(event, b)
+	e.ptr("group", t.Group)
+	e.d32("lvl", t.Lvl)
+	e.d32("numa", t.Numa)
+	e.hex("active", uint64(t.Active), math.MaxUint8)
+	e.hex("migrator", uint64(t.Migrator), math.MaxUint8)
+	e.ptr("parent", t.Parent)
+	e.hex("childmask", uint64(t.Childmask), math.MaxUint32)
+	return e.done()
+}
+
+func (t TmigrCPUGroup) appendTo(b []byte, event string) ([]byte, error) {
+	e := newEnc(event, b)
+	e.d32("cpu", t.CPU)
+	e.ptr("parent", t.Parent)
+	e.ktime("wakeup", t.Wakeup)
+	return e.done()
+}
+
+func (t TmigrCPUNewTimer) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrCPUGroup(t).appendTo(b, t.Name())
+}
+
+func (t TmigrCPUActive) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrCPUGroup(t).appendTo(b, t.Name())
+}
+
+func (t TmigrCPUAvailable) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrCPUGroup(t).appendTo(b, t.Name())
+}
+
+func (t TmigrCPUUnavailable) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrCPUGroup(t).appendTo(b, t.Name())
+}
+
+func (t TmigrCPUOnline) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrCPUGroup(t).appendTo(b, t.Name())
+}
+
+func (t TmigrCPUOffline) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrCPUGroup(t).appendTo(b, t.Name())
+}
+
+func (t TmigrHandleRemoteCPU) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrCPUGroup(t).appendTo(b, t.Name())
+}
+
+func (t TmigrIdle) appendTo(b []byte, event string) ([]byte, error) {
+	e := newEnc(event, b)
+	e.d32("cpu", t.CPU)
+	e.ptr("parent", t.Parent)
+	e.ktime("nextevt", t.NextEvt)
+	e.ktime("wakeup", t.Wakeup)
+	return e.done()
+}
+
+func (t TmigrCPUIdle) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrIdle(t).appendTo(b, t.Name())
+}
+
+func (t TmigrCPUNewTimerIdle) AppendPayload(b []byte) ([]byte, error) {
+	return TmigrIdle(t).appendTo(b, t.Name())
+}
+
+func (t TmigrUpdateEvents) AppendPayload(b []byte) ([]byte, error) {
+	e := newEnc(t.Name(), b)
+	e.ptr("child", t.Child)
+	e.ptr("group", t.Group)
+	e.d32("group_lvl", t.GroupLvl)
+	e.hex("child_active", uint64(t.ChildActive), math.MaxUint8)
+	e.hex("group_active", uint64(t.GroupActive), math.MaxUint8)
+	e.ktime("nextevt", t.NextEvt)
+	e.ktime("next_expiry", t.NextExpiry)
+	e.ktime("child_evt_expiry", t.ChildEvtExpiry)
+	e.d32("child_evtcpu", t.ChildEvtCPU)
+	return e.done()
+}
+
+func (t TmigrHandleRemote) AppendPayload(b []byte) ([]byte, error) {
+	e := newEnc(t.Name(), b)
+	e.ptr("group", t.Group)
+	e.d32("lvl", t.Lvl)
+	return e.done()
+}
+
+// Decoders.
+
+func decTmigrGroupSet(d *dec) Payload {
+	return TmigrGroupSet{Group: d.ptr("group"), Lvl: d.d32("lvl"), Numa: d.d32("numa")}
+}
+
+func (d *dec) capacity() (int, bool) {
+	if !d.has("capacity") {
+		return 0, false
+	}
+	return d.d32("capacity"), true
+}
+
+func decTmigrConnectChildParent(d *dec) Payload {
+	t := TmigrConnectChildParent{
+		Group:     d.ptr("group"),
+		Groupmask: uint32(d.hex("groupmask", math.MaxUint32)),
+		Parent:    d.ptr("parent"),
+		Lvl:       d.d32("lvl"),
+		Numa:      d.d32("numa"),
+	}
+	t.Capacity, t.HasCapacity = d.capacity()
+	t.NumChildren = d.d32("num_children")
+	return t
+}
+
+func decTmigrConnectCPUParent(d *dec) Payload {
+	t := TmigrConnectCPUParent{
+		CPU:       d.d32("cpu"),
+		Groupmask: uint32(d.hex("groupmask", math.MaxUint32)),
+		Parent:    d.ptr("parent"),
+		Lvl:       d.d32("lvl"),
+		Numa:      d.d32("numa"),
+	}
+	t.Capacity, t.HasCapacity = d.capacity()
+	t.NumChildren = d.d32("num_children")
+	return t
+}
+
+func (d *dec) groupAndCPU() TmigrGroupAndCPU {
+	return TmigrGroupAndCPU{
+		Group:     d.ptr("group"),
+		Lvl:       d.d32("lvl"),
+		Numa:      d.d32("numa"),
+		Active:    uint8(d.hex("active", math.MaxUint8)),
+		Migrator:  uint8(d.hex("migrator", math.MaxUint8)),
+		Parent:    d.ptr("parent"),
+		Childmask: uint32(d.hex("childmask", math.MaxUint32)),
+	}
+}
+
+func decTmigrGroupSetCPUActive(d *dec) Payload   { return TmigrGroupSetCPUActive(d.groupAndCPU()) }
+func decTmigrGroupSetCPUInactive(d *dec) Payload { return TmigrGroupSetCPUInactive(d.groupAndCPU()) }
+
+func (d *dec) cpuGroup() TmigrCPUGroup {
+	return TmigrCPUGroup{CPU: d.d32("cpu"), Parent: d.ptr("parent"), Wakeup: d.ktime("wakeup")}
+}
+
+func decTmigrCPUNewTimer(d *dec) Payload     { return TmigrCPUNewTimer(d.cpuGroup()) }
+func decTmigrCPUActive(d *dec) Payload       { return TmigrCPUActive(d.cpuGroup()) }
+func decTmigrCPUAvailable(d *dec) Payload    { return TmigrCPUAvailable(d.cpuGroup()) }
+func decTmigrCPUUnavailable(d *dec) Payload  { return TmigrCPUUnavailable(d.cpuGroup()) }
+func decTmigrCPUOnline(d *dec) Payload       { return TmigrCPUOnline(d.cpuGroup()) }
+func decTmigrCPUOffline(d *dec) Payload      { return TmigrCPUOffline(d.cpuGroup()) }
+func decTmigrHandleRemoteCPU(d *dec) Payload { return TmigrHandleRemoteCPU(d.cpuGroup()) }
+
+func (d *dec) idle() TmigrIdle {
+	return TmigrIdle{
+		CPU:     d.d32("cpu"),
+		Parent:  d.ptr("parent"),
+		NextEvt: d.ktime("nextevt"),
+		Wakeup:  d.ktime("wakeup"),
+	}
+}
+
+func decTmigrCPUIdle(d *dec) Payload         { return TmigrCPUIdle(d.idle()) }
+func decTmigrCPUNewTimerIdle(d *dec) Payload { return TmigrCPUNewTimerIdle(d.idle()) }
+
+func decTmigrUpdateEvents(d *dec) Payload {
+	return TmigrUpdateEvents{
+		Child:          d.ptr("child"),
+		Group:          d.ptr("group"),
+		GroupLvl:       d.d32("group_lvl"),
+		ChildActive:    uint8(d.hex("child_active", math.MaxUint8)),
+		GroupActive:    uint8(d.hex("group_active", math.MaxUint8)),
+		NextEvt:        d.ktime("nextevt"),
+		NextExpiry:     d.ktime("next_expiry"),
+		ChildEvtExpiry: d.ktime("child_evt_expiry"),
+		ChildEvtCPU:    d.d32("child_evtcpu"),
+	}
+}
+
+func decTmigrHandleRemote(d *dec) Payload {
+	return TmigrHandleRemote{Group: d.ptr("group"), Lvl: d.d32("lvl")}
+}

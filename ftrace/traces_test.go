@@ -1,0 +1,272 @@
+package ftrace
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tmigr/tmigr/cpumask"
+)
+
+// The recordings of the kernel in testdata/traces are the strongest test
+// there is: every line must parse, and print again byte for byte.
+
+const tracesDir = "../testdata/traces"
+
+func traceFiles(t testing.TB) []string {
+	files, err := filepath.Glob(filepath.Join(tracesDir, "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no traces in %s (%v)", tracesDir, err)
+	}
+	return files
+}
+
+// readAll reads a whole trace, failing the test at the first error.
+func readAll(t testing.TB, data []byte) (Header, []Event, *Reader) {
+	t.Helper()
+	r := NewReader(bytes.NewReader(data))
+	var events []Event
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return r.Header(), events, r
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, ev)
+	}
+}
+
+// eventName is an oracle independent of the parser: the first ": name: "
+// of a line.
+var eventName = regexp.MustCompile(`\d: ([a-z_]+): `)
+
+func TestRealTracesRoundTrip(t *testing.T) {
+	for _, f := range traceFiles(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, events, r := readAll(t, data)
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+
+			// Every event line prints again unchanged.
+			for _, ev := range events {
+				b, err := AppendEvent(nil, ev, h.Nanoseconds)
+				if err != nil {
+					t.Fatalf("line %d: %v", ev.Line, err)
+				}
+				if got, want := strings.TrimSuffix(string(b), "\n"), lines[ev.Line-1]; got != want {
+					t.Fatalf("line %d printed as\n%s\nwant\n%s", ev.Line, got, want)
+				}
+			}
+
+			// Counts per event agree with a plain text match.
+			want := map[string]int{}
+			for _, l := range lines {
+				if m := eventName.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "#") {
+					want[m[1]]++
+				}
+			}
+			got := map[string]int{}
+			for _, ev := range events {
+				got[ev.Name]++
+			}
+			if !mapsEqual(got, want) {
+				t.Errorf("counts %v, want %v", got, want)
+			}
+			if len(r.Skipped()) != 0 {
+				t.Errorf("skipped %v", r.Skipped())
+			}
+			if int64(len(events)) != h.Entries || h.Entries != h.Written {
+				t.Errorf("%d events, header says %d/%d", len(events), h.Entries, h.Written)
+			}
+			names := make([]string, 0, len(got))
+			for n := range got {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			var report strings.Builder
+			for _, n := range names {
+				report.WriteString(" " + n + "=")
+				report.WriteString(itoa(got[n]))
+			}
+			t.Logf("%d events:%s", len(events), report.String())
+
+			// The whole file prints again unchanged, but for the machine
+			// line, whose CPU lists come out in canonical form.
+			var out bytes.Buffer
+			if err := WriteTrace(&out, h, events); err != nil {
+				t.Fatal(err)
+			}
+			gotLines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if len(gotLines) != len(lines) {
+				t.Fatalf("rewrite has %d lines, want %d", len(gotLines), len(lines))
+			}
+			for i := range lines {
+				if i == 0 {
+					continue
+				}
+				if gotLines[i] != lines[i] {
+					t.Fatalf("rewrite line %d:\n%s\nwant\n%s", i+1, gotLines[i], lines[i])
+				}
+			}
+			m1, err1 := ParseMachine(lines[0])
+			m2, err2 := ParseMachine(gotLines[0])
+			if err1 != nil || err2 != nil || !machinesEqual(m1, m2) {
+				t.Errorf("machine line %q rewritten as %q (%v, %v)", lines[0], gotLines[0], err1, err2)
+			}
+		})
+	}
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func machinesEqual(a, b Machine) bool {
+	return a.CPUs == b.CPUs && a.Nodes == b.Nodes && a.Kernel == b.Kernel && a.HZ == b.HZ &&
+		a.Cmdline == b.Cmdline && a.Busy.Equal(b.Busy) && a.Sleepers.Equal(b.Sleepers) &&
+		a.Note == b.Note && slices.EqualFunc(a.NodeCPUs, b.NodeCPUs, cpumask.Mask.Equal)
+}
+
+func itoa(n int) string { return string(appendInt(nil, int64(n))) }
+
+// TestRealTracesHeaders checks what the recordings' headers say, against
+// the facts of each recording.
+func TestRealTracesHeaders(t *testing.T) {
+	want := map[string]struct {
+		cpus, nodes int
+		kernel      string
+		domain      string // isolcpus
+		nohzFull    string
+		note        string
+	}{
+		"cpu0-busy-3s.txt":             {2, 1, "6.18.44", "", "", "KVM guest"},
+		"mixed-3s.txt":                 {2, 1, "6.18.44", "", "", "KVM guest"},
+		"vm12-1node-nohzfull-busy.txt": {12, 1, "6.12.117", "", "1-11", "QEMU TCG"},
+		"vm16-2node-isol-busy.txt":     {16, 2, "6.12.117", "1-7,9-15", "", "QEMU TCG"},
+		"vm16-2node-mixed.txt":         {16, 2, "6.12.117", "", "", "QEMU TCG"},
+		"vm18-2node-mixed.txt":         {18, 2, "6.12.117", "", "", "QEMU TCG"},
+	}
+	for _, f := range traceFiles(t) {
+		w, ok := want[filepath.Base(f)]
+		if !ok {
+			t.Errorf("%s: no expectations for this recording", f)
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _, _ := readAll(t, data)
+		m := h.Machine
+		if m == nil {
+			t.Fatalf("%s: no machine line", f)
+		}
+		if h.Tracer != "nop" || h.CPUs != w.cpus || m.CPUs != w.cpus || m.Nodes != w.nodes ||
+			m.Kernel != w.kernel || m.HZ != 250 || m.Note != w.note || h.Nanoseconds {
+			t.Errorf("%s: header %+v machine %+v", f, h, *m)
+		}
+		iso, err := m.Isolation()
+		if err != nil || len(iso.Warnings) != 0 {
+			t.Fatalf("%s: isolation %v %v", f, err, iso.Warnings)
+		}
+		if iso.Domain.String() != w.domain || iso.NohzFull.String() != w.nohzFull || !iso.ManagedIRQ.Empty() {
+			t.Errorf("%s: isolation domain=%s nohz_full=%s", f, iso.Domain, iso.NohzFull)
+		}
+	}
+}
+
+// TestRealTracesDecodedValues checks relations the kernel guarantees between
+// decoded fields, which a field mix-up in a decoder would break.
+func TestRealTracesDecodedValues(t *testing.T) {
+	for _, f := range traceFiles(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, events, _ := readAll(t, data)
+		m := h.Machine
+		var lastTS int64
+		for _, ev := range events {
+			fail := func(why string) { t.Errorf("%s:%d: %s: %+v", filepath.Base(f), ev.Line, why, ev.Data) }
+			if ev.TS < lastTS {
+				fail("time goes back")
+			}
+			lastTS = ev.TS
+			switch p := ev.Data.(type) {
+			case TimerStart:
+				if p.BucketExpiry < p.Expires {
+					fail("bucket expires before the timer")
+				}
+				if p.CPU >= m.CPUs {
+					fail("CPU beyond the machine")
+				}
+			case TimerExpireEntry:
+				if p.BaseClk > p.Now {
+					fail("base clock ahead of jiffies")
+				}
+			case TmigrCPUIdle:
+				checkIdle(fail, ev, TmigrIdle(p))
+			case TmigrCPUNewTimerIdle:
+				checkIdle(fail, ev, TmigrIdle(p))
+			case TmigrCPUActive:
+				if p.CPU != ev.CPU {
+					fail("a CPU activates itself")
+				}
+			case TmigrHandleRemoteCPU:
+				if p.CPU >= m.CPUs {
+					fail("CPU beyond the machine")
+				}
+			case TmigrGroupSetCPUActive:
+				checkGroup(fail, m, TmigrGroupAndCPU(p))
+			case TmigrGroupSetCPUInactive:
+				checkGroup(fail, m, TmigrGroupAndCPU(p))
+			case TmigrUpdateEvents:
+				if p.Child == 0 && (p.ChildEvtExpiry != 0 || p.ChildEvtCPU != 0) {
+					fail("child event without a child")
+				}
+				if p.ChildEvtCPU >= m.CPUs {
+					fail("child event CPU beyond the machine")
+				}
+			}
+		}
+	}
+}
+
+func checkIdle(fail func(string), ev Event, p TmigrIdle) {
+	if p.CPU != ev.CPU {
+		fail("a CPU goes idle on another CPU")
+	}
+	if p.Parent == 0 {
+		fail("a CPU without a group")
+	}
+}
+
+func checkGroup(fail func(string), m *Machine, p TmigrGroupAndCPU) {
+	if p.Numa < -1 || p.Numa >= m.Nodes {
+		fail("NUMA node beyond the machine")
+	}
+	if p.Migrator != 0xff && p.Migrator&(p.Migrator-1) != 0 {
+		fail("migrator is not one child's bit")
+	}
+	if p.Childmask == 0 || p.Childmask&(p.Childmask-1) != 0 {
+		fail("childmask is not one child's bit")
+	}
+}
