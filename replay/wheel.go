@@ -1,0 +1,304 @@
+package replay
+
+import (
+	"fmt"
+
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/wheel"
+)
+
+// The wheel check.
+//
+// For every timer_start the kernel printed the bucket index and bucket
+// expiry it chose; we recompute both with wheel.Index from the timer's
+// expiry and the base clock. The base clock is not in the trace, so it is
+// reconstructed the way __mod_timer moves it:
+//
+//   - jiffies at the time of the event is expires - timeout;
+//   - inside a timer function running on the same base, the clock is one
+//     ahead of the tick being expired (timer_expire_entry prints that tick
+//     as baseclk), else it is at most jiffies;
+//   - __mod_timer forwards the clock to jiffies, or only up to the base's
+//     next_expiry when an overdue timer is still pending there. That is
+//     common on the deferrable base of a CPU that slept: deferrable timers
+//     do not wake it, and when it wakes the softirq expires them one clock
+//     value at a time while their functions re-arm timers.
+//
+// next_expiry needs the base's pending timers. Timers started during the
+// recording are tracked with the bucket the kernel printed. Timers armed
+// before the recording began reveal themselves when they are cancelled or
+// expire; an expiry also reveals their bucket (the baseclk it expired at),
+// so a first pass finds them and counts them pending from the start. A
+// timer that was only ever cancelled leaves its base's next_expiry unknown
+// until then: a start whose bucket a lagging clock could explain is then
+// undetermined, not matched and not a mismatch.
+
+type baseKey struct {
+	cpu int
+	idx int // cpu.BaseLocal, BaseGlobal, BaseDef
+}
+
+func baseOfFlags(f ftrace.TimerFlags) int {
+	switch {
+	case f&ftrace.TimerDeferrable != 0:
+		return 2
+	case f&ftrace.TimerPinned != 0:
+		return 0
+	}
+	return 1
+}
+
+// wheelBase is what we know of one kernel timer base.
+type wheelBase struct {
+	pending  map[uint64]uint64 // timer -> bucket expiry
+	unknown  map[uint64]bool   // pending since before the trace, bucket unknown
+	expiring bool              // a timer function of this base is running
+	baseclk  uint64            // the tick being expired, while expiring
+}
+
+func (b *wheelBase) nextExpiry() (uint64, bool) {
+	var next uint64
+	ok := false
+	for _, e := range b.pending {
+		if !ok || wheel.Before(e, next) {
+			next, ok = e, true
+		}
+	}
+	return next, ok
+}
+
+type timerInfo struct {
+	base  baseKey
+	known bool // base known
+}
+
+// CheckWheel runs the wheel check over a trace recorded at hz.
+func CheckWheel(t *Trace, hz int) Counts {
+	depth := wheel.DepthForHZ(hz)
+	var c Counts
+	bases := map[baseKey]*wheelBase{}
+	getBase := func(k baseKey) *wheelBase {
+		b := bases[k]
+		if b == nil {
+			b = &wheelBase{pending: map[uint64]uint64{}, unknown: map[uint64]bool{}}
+			bases[k] = b
+		}
+		return b
+	}
+	where := map[uint64]baseKey{} // pending timer -> its base
+	seedPreexisting(t, getBase, where)
+	last := map[uint64]baseKey{} // timer -> the base it was last queued on
+	for tm, k := range where {
+		last[tm] = k
+	}
+
+	// running[cpu] is the base whose timer function runs on that CPU;
+	// remote[cpu] the CPU whose global timers it is expiring remotely.
+	running := map[int]baseKey{}
+	runningTimer := map[int]uint64{}
+	remote := map[int]int{}
+
+	for _, ev := range t.Events {
+		switch p := ev.Data.(type) {
+		case ftrace.TmigrHandleRemoteCPU:
+			remote[ev.CPU] = p.CPU
+		case ftrace.TmigrHandleRemote, ftrace.TmigrUpdateEvents:
+			delete(remote, ev.CPU)
+		case ftrace.TimerCancel:
+			if k, ok := where[p.Timer]; ok {
+				b := getBase(k)
+				delete(b.pending, p.Timer)
+				delete(b.unknown, p.Timer)
+				delete(where, p.Timer)
+			}
+		case ftrace.TimerExpireEntry:
+			k, ok := expiringBase(ev.CPU, p.Timer, last, remote)
+			if ok {
+				b := getBase(k)
+				b.expiring, b.baseclk = true, p.BaseClk
+				delete(b.pending, p.Timer)
+				delete(b.unknown, p.Timer)
+				running[ev.CPU] = k
+				runningTimer[ev.CPU] = p.Timer
+			}
+			delete(where, p.Timer)
+		case ftrace.TimerExpireExit:
+			if k, ok := running[ev.CPU]; ok && runningTimer[ev.CPU] == p.Timer {
+				getBase(k).expiring = false
+				delete(running, ev.CPU)
+			}
+		case ftrace.TimerStart:
+			k := baseKey{p.CPU, baseOfFlags(p.Flags)}
+			b := getBase(k)
+			checkStart(&c, ev, p, b, len(getBase(anywhere).unknown) > 0, depth)
+			b.pending[p.Timer] = p.BucketExpiry
+			where[p.Timer] = k
+			last[p.Timer] = k
+		}
+	}
+	return c
+}
+
+// checkStart compares one timer_start with our wheel.
+func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int) {
+	jiffies := p.Now()
+	clk := jiffies
+	if b.expiring && wheel.After(b.baseclk+1, jiffies) {
+		clk = b.baseclk + 1
+	}
+	if next, ok := b.nextExpiry(); ok && !wheel.After(next, jiffies) {
+		// __forward_timer_base: an overdue bucket caps the clock. Outside
+		// an expiry the clock never passed a pending bucket, so it
+		// stops at next; during one it is already one ahead of the
+		// tick being expired and does not move back.
+		clk = next
+		if b.expiring && wheel.Before(next, b.baseclk+1) {
+			clk = b.baseclk + 1
+		}
+	}
+	lower := clk // the lowest clock the kernel could have had
+	if len(b.unknown) > 0 || unknownElsewhere {
+		// A timer of unknown bucket may cap the clock lower still, but
+		// never below the clock of an expiry in progress.
+		lower = 0
+		if b.expiring {
+			lower = b.baseclk + 1
+		}
+	}
+	idx, be := wheel.Index(p.Expires, clk, depth)
+	if idx == p.Idx && be == p.BucketExpiry {
+		c.match()
+		return
+	}
+	if lower != clk && explainable(p, lower, clk, depth) {
+		c.undetermined()
+		return
+	}
+	c.mismatch(Mismatch{
+		Line:   ev.Line,
+		Event:  "timer_start",
+		Kernel: fmt.Sprintf("idx=%d bucket_expiry=%d", p.Idx, p.BucketExpiry),
+		Model:  fmt.Sprintf("idx=%d bucket_expiry=%d (base clock %d)", idx, be, clk),
+	})
+}
+
+// explainable reports whether some base clock in [lo, hi] gives the
+// kernel's bucket. Only the level depends on the clock, so checking the
+// clock at each level boundary is enough.
+func explainable(p ftrace.TimerStart, lo, hi uint64, depth int) bool {
+	try := func(clk uint64) bool {
+		idx, be := wheel.Index(p.Expires, clk, depth)
+		return idx == p.Idx && be == p.BucketExpiry
+	}
+	if try(lo) || try(hi) {
+		return true
+	}
+	for lvl := 1; lvl < depth; lvl++ {
+		for _, d := range []uint64{wheel.LvlStart(lvl) - 1, wheel.LvlStart(lvl)} {
+			clk := p.Expires - d
+			if !wheel.Before(clk, lo) && !wheel.After(clk, hi) && try(clk) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// expiringBase finds the base of a timer whose function starts on cpu: a
+// global base of the CPU being expired remotely, else the timer's own base
+// as its last start named it, else a later start's (timers armed before the
+// trace), else unknown.
+func expiringBase(cpu int, timer uint64, last map[uint64]baseKey, remote map[int]int) (baseKey, bool) {
+	if target, ok := remote[cpu]; ok {
+		return baseKey{target, 1}, true
+	}
+	if k, ok := last[timer]; ok {
+		return k, true
+	}
+	return baseKey{}, false
+}
+
+// seedPreexisting finds the timers that were pending when the recording
+// began (their first event is a cancel or an expiry, not a start) and adds
+// them to their bases: with the bucket their expiry reveals, or as unknown.
+// Their base comes from the next start of the same timer, which keeps the
+// flags, on the CPU the expiry ran on when that start happens inside the
+// timer's own function (a running timer stays on its base).
+func seedPreexisting(t *Trace, getBase func(baseKey) *wheelBase, where map[uint64]baseKey) {
+	seen := map[uint64]bool{}
+	type pre struct {
+		bucket   uint64
+		revealed bool
+		cpu      int
+	}
+	found := map[uint64]*pre{}
+	for i, ev := range t.Events {
+		switch p := ev.Data.(type) {
+		case ftrace.TimerInit:
+			seen[p.Timer] = true
+		case ftrace.TimerStart:
+			if pr := found[p.Timer]; pr != nil && !seen[p.Timer] {
+				k := baseKey{p.CPU, baseOfFlags(p.Flags)}
+				if pr.revealed && pr.cpu != p.CPU {
+					// Re-armed elsewhere: the base it expired on is
+					// not named; keep the type, trust the expiry CPU.
+					k.cpu = pr.cpu
+				}
+				b := getBase(k)
+				if pr.revealed {
+					b.pending[p.Timer] = pr.bucket
+				} else {
+					b.unknown[p.Timer] = true
+				}
+				where[p.Timer] = k
+			}
+			seen[p.Timer] = true
+		case ftrace.TimerCancel, ftrace.TimerExpireEntry:
+			tm := timerOf(p)
+			if seen[tm] || found[tm] != nil {
+				continue
+			}
+			pr := &pre{cpu: ev.CPU}
+			if e, ok := p.(ftrace.TimerExpireEntry); ok {
+				pr.bucket, pr.revealed = e.BaseClk, true
+			} else if e, ok := nextOnCPU(t.Events, i).(ftrace.TimerExpireEntry); ok && e.Timer == tm {
+				// The cancel that detaches a timer for its expiry.
+				pr.bucket, pr.revealed = e.BaseClk, true
+			}
+			found[tm] = pr
+		}
+	}
+	// A timer pending at the start whose base the trace never names may
+	// sit on any base until it goes.
+	for tm := range found {
+		if _, ok := where[tm]; !ok {
+			getBase(anywhere).unknown[tm] = true
+			where[tm] = anywhere
+		}
+	}
+}
+
+// anywhere stands for "some base": timers armed before the recording whose
+// base the trace does not name.
+var anywhere = baseKey{-1, -1}
+
+// nextOnCPU returns the payload of the first event after events[i] on the
+// same CPU, or nil.
+func nextOnCPU(events []ftrace.Event, i int) ftrace.Payload {
+	for _, ev := range events[i+1:] {
+		if ev.CPU == events[i].CPU {
+			return ev.Data
+		}
+	}
+	return nil
+}
+
+func timerOf(p ftrace.Payload) uint64 {
+	switch p := p.(type) {
+	case ftrace.TimerCancel:
+		return p.Timer
+	case ftrace.TimerExpireEntry:
+		return p.Timer
+	}
+	return 0
+}
