@@ -1,0 +1,948 @@
+// Package cpu is the per-CPU timer code of the kernel (kernel/time/timer.c):
+// each CPU's three timer-wheel bases, the choice of base for a timer, the
+// timer API (mod_timer and friends), the tick and softirq that run expired
+// timers, the NOHZ computation of a CPU's next event, and the glue to the
+// migration hierarchy (package hier) that lets an idle CPU's global timers be
+// expired by a busy one.
+//
+// # Bases
+//
+// Since Linux 6.9 every CPU has three wheels:
+//
+//	LOCAL   pinned timers: always expire on this CPU
+//	GLOBAL  ordinary timers: expire here while the CPU is busy; while it is
+//	        idle a busy CPU (the migrator) may expire them remotely
+//	DEF     deferrable timers: never wake an idle CPU
+//
+// A timer's base follows from its flags (get_timer_cpu_base): DEF if
+// deferrable, whatever the pinned bit says, else LOCAL if pinned, else
+// GLOBAL. A timer is always queued on the CPU that arms it; a specific CPU
+// needs AddOn, which pins the timer.
+//
+// # Time
+//
+// The wheels count ticks ("jiffies"); the hierarchy counts nanoseconds.
+// Every value handed to the hierarchy is derived from a tick J with one
+// snapshot (basej, basem) of the last tick update:
+//
+//	ns = basem + (J - basej) * TickNsec
+//
+// and a value handed back is turned into a tick by rounding down. The
+// package never reads a clock: every entry point takes the tick or the
+// snapshot from its driver.
+//
+// # Policies
+//
+// The kernel generation being modelled is an option (Policy): no migration
+// at all (timer_migration=0), the 2009 push at enqueue, the 2024 pull
+// hierarchy, and the pull hierarchy with isolated CPUs excluded (2025, the
+// default).
+//
+// # Concurrency
+//
+// Each base has its own lock, and several bases of one CPU are always locked
+// in index order, as in the kernel. Lock order across packages: timer bases,
+// then the hierarchy's per-CPU lock, then its group locks. A timer's function
+// runs with no lock held; the base remembers the running timer so that a
+// concurrent delete can tell (TryToDelSync returns -1) and a re-arm from
+// elsewhere leaves it on its base.
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/hier"
+	"github.com/tmigr/tmigr/wheel"
+)
+
+// Base indices, in lock order.
+const (
+	BaseLocal  = 0
+	BaseGlobal = 1
+	BaseDef    = 2
+	NumBases   = 3
+)
+
+// KtimeMax is the hierarchy's "no event".
+const KtimeMax = hier.KtimeMax
+
+// Timer flags a caller passes to Setup.
+const (
+	Deferrable = wheel.FlagDeferrable
+	Pinned     = wheel.FlagPinned
+	IRQSafe    = wheel.FlagIRQSafe
+)
+
+// Policy selects the kernel generation whose timer placement is modelled.
+type Policy int
+
+const (
+	// PullIsolated is the hierarchy with isolated CPUs excluded (Linux 6.19).
+	PullIsolated Policy = iota
+	// Pull is the hierarchy of Linux 6.9–6.18: isolated CPUs take part.
+	Pull
+	// Push is the 2009 rule (up to 6.8): a non-pinned timer armed on an
+	// idle CPU is queued on a busy CPU chosen by get_nohz_timer_target, and
+	// every CPU expires only its own timers.
+	Push
+	// None is timer_migration=0: every timer expires on the CPU it was
+	// queued on; an idle CPU wakes for its own global timers.
+	None
+)
+
+var policyNames = [...]string{PullIsolated: "pull-isolated", Pull: "pull", Push: "push", None: "none"}
+
+func (p Policy) String() string {
+	if p >= 0 && int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy returns the policy of the given name: none, push, pull or
+// pull-isolated.
+func ParsePolicy(s string) (Policy, error) {
+	for p, n := range policyNames {
+		if n == s {
+			return Policy(p), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown policy %q (want none, push, pull or pull-isolated)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (p *Policy) UnmarshalText(b []byte) error {
+	q, err := ParsePolicy(string(b))
+	*p = q
+	return err
+}
+
+// Hierarchical reports whether the policy uses the migration hierarchy.
+func (p Policy) Hierarchical() bool { return p == Pull || p == PullIsolated }
+
+// TickNsec returns the length of a tick at hz, rounded as the kernel's
+// TICK_NSEC: (10^9 + hz/2) / hz.
+func TickNsec(hz int) int64 { return (1e9 + int64(hz)/2) / int64(hz) }
+
+// InitialJiffies returns the tick count a 64-bit kernel starts from:
+// -300·HZ truncated to 32 bits, so that 32-bit jiffies wrap five minutes
+// after boot.
+func InitialJiffies(hz int) uint64 { return uint64(uint32(-300 * int32(hz))) }
+
+// Config describes the machine whose timer code a Set runs.
+type Config struct {
+	// NodeOf is the NUMA node of each possible CPU; its length is the
+	// number of possible CPUs.
+	NodeOf []int
+	// HZ is the tick rate.
+	HZ int
+	// Policy selects the placement and expiry model.
+	Policy Policy
+	// Isolation is the housekeeping setup (isolcpus, nohz_full, isolated
+	// cpuset partitions, the timekeeping CPU).
+	Isolation hier.Isolation
+	// Tracer receives the hierarchy's trace events; nil for none.
+	Tracer hier.Tracer
+}
+
+// Set is the timer code of one machine: the bases of every possible CPU
+// and, under a hierarchical policy, the migration hierarchy they share.
+type Set struct {
+	cpus     []CPU
+	h        *hier.Hierarchy // nil unless the policy is hierarchical
+	policy   Policy
+	depth    int
+	tickNsec int64
+	nodeOf   []int
+
+	// timerHK is the housekeeping mask of HK_TYPE_KERNEL_NOISE (CPUs not in
+	// nohz_full) and domainHK that of HK_TYPE_DOMAIN (CPUs not isolated
+	// from the scheduler domains): the push policy looks for targets there.
+	timerHK, domainHK cpumask.Mask
+
+	// Run runs an expired timer's function on CPU handler. Drivers replace
+	// it to account for where and when timers run; the default calls
+	// t.Func(t).
+	Run func(handler int, t *wheel.Timer)
+}
+
+// CPU is one CPU's timer state.
+type CPU struct {
+	id    int
+	bases [NumBases]base
+
+	// softirqJiffies is the tick of the softirq pass this CPU is running,
+	// read by the remote expiry it performs for idle CPUs (the kernel
+	// reads the global jiffies there).
+	softirqJiffies uint64
+
+	// busy is the negation of the scheduler's idle_cpu(): the CPU runs a
+	// task. Only the push policy reads it.
+	busy atomic.Bool
+	// online: the CPU's bases were prepared and not torn down.
+	online bool
+}
+
+type base struct {
+	mu      sync.Mutex
+	w       wheel.Base
+	running *wheel.Timer
+	// next mirrors w.NextExpiry for the tick's lockless check
+	// (run_local_timers reads next_expiry with READ_ONCE).
+	next atomic.Uint64
+	cpu  int
+	idx  int
+}
+
+func (b *base) publish() { b.next.Store(b.w.NextExpiry()) }
+
+// New returns the timer code of a machine with every CPU offline; bring
+// CPUs up with Online.
+func New(c Config) (*Set, error) {
+	n := len(c.NodeOf)
+	if n < 1 || n > cpumask.MaxCPUs {
+		return nil, fmt.Errorf("cpu: %d CPUs: want 1 to %d", n, cpumask.MaxCPUs)
+	}
+	if c.HZ < 1 || c.HZ > 10000 {
+		return nil, fmt.Errorf("cpu: HZ %d outside 1..10000", c.HZ)
+	}
+	if int(c.Policy) < 0 || int(c.Policy) >= len(policyNames) {
+		return nil, fmt.Errorf("cpu: unknown policy %d", int(c.Policy))
+	}
+	s := &Set{
+		cpus:     make([]CPU, n),
+		policy:   c.Policy,
+		depth:    wheel.DepthForHZ(c.HZ),
+		tickNsec: TickNsec(c.HZ),
+		nodeOf:   append([]int(nil), c.NodeOf...),
+	}
+	s.Run = func(_ int, t *wheel.Timer) {
+		if t.Func != nil {
+			t.Func(t)
+		}
+	}
+	all := cpumask.Range(0, n-1)
+	s.timerHK = all.AndNot(c.Isolation.NohzFull)
+	s.domainHK = all.AndNot(c.Isolation.Domain).AndNot(c.Isolation.CpusetIsolated)
+	for i := range s.cpus {
+		cp := &s.cpus[i]
+		cp.id = i
+		for j := range cp.bases {
+			cp.bases[j].cpu, cp.bases[j].idx = i, j
+		}
+	}
+	if c.Policy.Hierarchical() {
+		h, err := hier.New(hier.Options{
+			NodeOf:          c.NodeOf,
+			ExcludeIsolated: c.Policy == PullIsolated,
+			Isolation:       c.Isolation,
+			Tracer:          c.Tracer,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.h = h
+	}
+	return s, nil
+}
+
+// Hierarchy returns the migration hierarchy, or nil under a policy without
+// one.
+func (s *Set) Hierarchy() *hier.Hierarchy { return s.h }
+
+// Policy returns the policy the set models.
+func (s *Set) Policy() Policy { return s.policy }
+
+// NumCPUs returns the number of possible CPUs.
+func (s *Set) NumCPUs() int { return len(s.cpus) }
+
+// TickNsec returns the tick length in nanoseconds.
+func (s *Set) TickNsec() int64 { return s.tickNsec }
+
+// Online brings cpu up at tick jiffies: its bases are emptied and their
+// clocks set to jiffies (timers_prepare_cpu), it joins the hierarchy on its
+// first online (tmigr_cpu_prepare) and becomes available to it, active since
+// a CPU coming up is running the hotplug thread.
+func (s *Set) Online(cpu int, jiffies uint64) error {
+	cp := s.cpu(cpu)
+	if cp.online {
+		return fmt.Errorf("cpu: CPU %d is already online", cpu)
+	}
+	for i := range cp.bases {
+		b := &cp.bases[i]
+		b.mu.Lock()
+		b.w.Init(s.depth, jiffies)
+		b.running = nil
+		b.publish()
+		b.mu.Unlock()
+	}
+	cp.online = true
+	cp.busy.Store(true)
+	if s.h != nil {
+		if err := s.h.Prepare(cpu); err != nil {
+			return err
+		}
+		if err := s.h.SetAvailable(cpu, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Offline takes cpu down: it leaves the hierarchy (tmigr_cpu_unavailable),
+// then every timer of its three bases moves to the same base of CPU to,
+// re-bucketed against that base's clock forwarded to jiffies
+// (timers_dead_cpu). It returns the CPU the hierarchy needs forced active
+// (-1 if none) and whether CPU to must re-evaluate its next event because it
+// received a new first timer while idle.
+func (s *Set) Offline(cpu, to int, jiffies uint64) (trigger int, kick bool, err error) {
+	cp, dst := s.cpu(cpu), s.cpu(to)
+	if !cp.online {
+		return -1, false, fmt.Errorf("cpu: CPU %d is not online", cpu)
+	}
+	if cpu == to || !dst.online {
+		return -1, false, fmt.Errorf("cpu: cannot move CPU %d's timers to CPU %d", cpu, to)
+	}
+	trigger = -1
+	if s.h != nil {
+		if trigger, err = s.h.ClearAvailable(cpu); err != nil {
+			return -1, false, err
+		}
+	}
+	cp.online = false
+	cp.busy.Store(false)
+	for i := range cp.bases {
+		nb, ob := &dst.bases[i], &cp.bases[i]
+		nb.mu.Lock()
+		ob.mu.Lock()
+		nb.w.Forward(jiffies)
+		_, first := ob.w.MigrateTo(&nb.w, to)
+		ob.running = nil
+		if first && i != BaseDef && nb.w.IsIdle {
+			kick = true
+		}
+		ob.publish()
+		nb.publish()
+		ob.mu.Unlock()
+		nb.mu.Unlock()
+	}
+	return trigger, kick, nil
+}
+
+// IsOnline reports whether cpu is online.
+func (s *Set) IsOnline(cpu int) bool { return s.cpu(cpu).online }
+
+// SetBusy records whether cpu runs a task (the scheduler's !idle_cpu()).
+// The push policy queues timers armed on idle CPUs on busy ones.
+func (s *Set) SetBusy(cpu int, busy bool) { s.cpu(cpu).busy.Store(busy) }
+
+func (s *Set) cpu(cpu int) *CPU {
+	if cpu < 0 || cpu >= len(s.cpus) {
+		panic(fmt.Sprintf("cpu: CPU %d out of range 0..%d", cpu, len(s.cpus)-1))
+	}
+	return &s.cpus[cpu]
+}
+
+// baseIndex is get_timer_cpu_base's choice: DEF for deferrable timers
+// whatever their pinned bit, else LOCAL for pinned, else GLOBAL.
+func baseIndex(flags uint32) int {
+	switch {
+	case flags&wheel.FlagDeferrable != 0:
+		return BaseDef
+	case flags&wheel.FlagPinned != 0:
+		return BaseLocal
+	}
+	return BaseGlobal
+}
+
+// BaseOf returns the base index a timer with these flags belongs to.
+func BaseOf(flags uint32) int { return baseIndex(flags) }
+
+// Setup prepares a timer (timer_setup): its function and its flags, a
+// combination of Deferrable, Pinned and IRQSafe. The timer must not be
+// pending.
+func Setup(t *wheel.Timer, fn func(*wheel.Timer), flags uint32) {
+	if t.Pending() {
+		panic("cpu: Setup of a pending timer")
+	}
+	t.Func = fn
+	t.SetFlags(flags & wheel.FlagInitMask)
+}
+
+// lockTimerBase finds and locks the base a timer belongs to
+// (lock_timer_base): the flags name it, and a timer being moved between
+// CPUs is marked migrating until it has arrived.
+func (s *Set) lockTimerBase(t *wheel.Timer) *base {
+	for {
+		f := t.Flags()
+		if f&wheel.FlagMigrating == 0 {
+			b := &s.cpus[int(f&wheel.FlagCPUMask)].bases[baseIndex(f)]
+			b.mu.Lock()
+			if t.Flags() == f {
+				return b
+			}
+			b.mu.Unlock()
+		}
+		runtime.Gosched()
+	}
+}
+
+// kick decides whether enqueueing a new first timer on base b must wake
+// its CPU (trigger_dyntick_cpu): only a non-deferrable timer on a base whose
+// CPU has stopped its tick.
+func kick(b *base, t *wheel.Timer, first bool) int {
+	if first && b.w.IsIdle && t.Flags()&wheel.FlagDeferrable == 0 {
+		return b.cpu
+	}
+	return -1
+}
+
+// ModOpt modifies Mod as the kernel's mod_timer variants do.
+type ModOpt uint8
+
+const (
+	// ModPendingOnly is mod_timer_pending: an inactive timer stays
+	// inactive.
+	ModPendingOnly ModOpt = 1 << iota
+	// ModReduce is timer_reduce: a pending timer only ever moves earlier.
+	ModReduce
+	// ModNotPending skips the same-expiry shortcut (add_timer).
+	ModNotPending
+)
+
+// Mod arms t to expire at tick expires from CPU this at tick jiffies
+// (__mod_timer). It returns 1 if the timer was pending, else 0, and the CPU
+// that must be woken to re-evaluate its sleep, or -1.
+//
+// The timer is queued on CPU this, except that a timer whose function is
+// running stays on its base (a timer is serialised against itself), and
+// that under the push policy a non-pinned timer armed on an idle CPU goes to
+// a busy one. A pending timer whose new expiry falls into the bucket it
+// already sits in only has its expiry updated. A shut-down timer (nil Func)
+// is ignored.
+func (s *Set) Mod(this int, t *wheel.Timer, expires, jiffies uint64, opts ModOpt) (ret, kickCPU int) {
+	kickCPU = -1
+	b := s.lockTimerBase(t)
+	if t.Func == nil {
+		b.mu.Unlock()
+		return 0, -1
+	}
+	b.w.Forward(jiffies)
+	idx, clk := -1, uint64(0)
+	var bucketExpiry uint64
+	if opts&ModNotPending == 0 && t.Pending() {
+		diff := int64(t.Expires() - expires)
+		if diff == 0 || (opts&ModReduce != 0 && diff <= 0) {
+			b.mu.Unlock()
+			return 1, -1
+		}
+		clk = b.w.Clk()
+		idx, bucketExpiry = wheel.Index(expires, clk, s.depth)
+		if idx == t.Index() {
+			if opts&ModReduce == 0 || wheel.After(t.Expires(), expires) {
+				t.SetExpires(expires)
+			}
+			b.publish()
+			b.mu.Unlock()
+			return 1, -1
+		}
+	}
+	if b.w.Detach(t) {
+		ret = 1
+	} else if opts&ModPendingOnly != 0 {
+		b.publish()
+		b.mu.Unlock()
+		return 0, -1
+	}
+	target := s.targetCPU(this, t.Flags())
+	nb := &s.cpus[target].bases[baseIndex(t.Flags())]
+	if nb != b && b.running != t {
+		// Move the timer: mark it migrating so lockTimerBase waits, switch
+		// locks, then name the new CPU in its flags.
+		t.SetFlags(t.Flags() | wheel.FlagMigrating)
+		b.publish()
+		b.mu.Unlock()
+		b = nb
+		b.mu.Lock()
+		t.SetFlags(t.Flags()&^wheel.FlagBaseMask | uint32(target))
+		b.w.Forward(jiffies)
+	}
+	var first bool
+	if idx >= 0 && clk == b.w.Clk() {
+		t.SetExpires(expires)
+		first = b.w.Enqueue(t, idx, bucketExpiry)
+	} else {
+		_, _, first = b.w.Add(t, expires)
+	}
+	kickCPU = kick(b, t, first)
+	b.publish()
+	b.mu.Unlock()
+	return ret, kickCPU
+}
+
+// targetCPU is the CPU a timer armed on CPU this is queued on: this CPU
+// since the pull model, or under the push policy the get_nohz_timer_target
+// choice for a non-pinned timer.
+func (s *Set) targetCPU(this int, flags uint32) int {
+	if s.policy != Push || flags&wheel.FlagPinned != 0 {
+		return this
+	}
+	return s.NohzTimerTarget(this)
+}
+
+// NohzTimerTarget is get_nohz_timer_target: the CPU itself if it is a
+// housekeeping CPU and busy; else the first busy housekeeping CPU, searching
+// the scheduler domains from the smallest: the CPU's NUMA node, then the
+// machine (CPUs isolated from the scheduler domains have none); else the
+// CPU itself if it is housekeeping, else the first online housekeeping CPU.
+// The model has no SMT or cache-sharing domains.
+func (s *Set) NohzTimerTarget(this int) int {
+	def := -1
+	if s.timerHK.Test(this) {
+		if s.cpus[this].busy.Load() {
+			return this
+		}
+		def = this
+	}
+	if s.domainHK.Test(this) {
+		node := s.nodeOf[this]
+		for pass := 0; pass < 2; pass++ {
+			for c := s.domainHK.First(); c >= 0; c = s.domainHK.Next(c) {
+				if c == this || !s.timerHK.Test(c) || (pass == 0 && s.nodeOf[c] != node) {
+					continue
+				}
+				if cp := &s.cpus[c]; cp.online && cp.busy.Load() {
+					return c
+				}
+			}
+		}
+	}
+	if def < 0 {
+		for c := s.timerHK.First(); c >= 0; c = s.timerHK.Next(c) {
+			if s.cpus[c].online {
+				return c
+			}
+		}
+		def = this
+	}
+	return def
+}
+
+// AddOn arms t on CPU cpu at tick expires (add_timer_on): the timer is
+// pinned to that CPU. It returns the CPU to wake, or -1. A pending timer is
+// left alone (the kernel warns).
+func (s *Set) AddOn(t *wheel.Timer, cpu int, expires, jiffies uint64) (kickCPU int) {
+	t.SetFlags(t.Flags() | wheel.FlagPinned)
+	b := s.lockTimerBase(t)
+	if t.Pending() || t.Func == nil {
+		b.mu.Unlock()
+		return -1
+	}
+	nb := &s.cpus[cpu].bases[baseIndex(t.Flags())]
+	if nb != b {
+		if b.running == t {
+			// add_timer_on moves the timer anyway once the function is
+			// done; the kernel spins on the migrating flag meanwhile.
+			// Arming a running timer on another CPU keeps it here.
+			nb = b
+		} else {
+			t.SetFlags(t.Flags() | wheel.FlagMigrating)
+			b.mu.Unlock()
+			b = nb
+			b.mu.Lock()
+			t.SetFlags(t.Flags()&^wheel.FlagBaseMask | uint32(cpu))
+		}
+	}
+	b.w.Forward(jiffies)
+	_, _, first := b.w.Add(t, expires)
+	kickCPU = kick(b, t, first)
+	b.publish()
+	b.mu.Unlock()
+	return kickCPU
+}
+
+// Del cancels t (timer_delete) and reports whether it was pending. It does
+// not wait for a running function.
+func (s *Set) Del(t *wheel.Timer) bool {
+	b := s.lockTimerBase(t)
+	ok := b.w.Detach(t)
+	b.publish()
+	b.mu.Unlock()
+	return ok
+}
+
+// TryToDelSync cancels t unless its function is running right now
+// (try_to_del_timer_sync): -1 while it runs, else 1 if it was pending, 0 if
+// not.
+func (s *Set) TryToDelSync(t *wheel.Timer) int {
+	b := s.lockTimerBase(t)
+	defer b.mu.Unlock()
+	if b.running == t {
+		return -1
+	}
+	ok := b.w.Detach(t)
+	b.publish()
+	if ok {
+		return 1
+	}
+	return 0
+}
+
+// Shutdown cancels t and makes every later arm a no-op until Setup
+// (timer_shutdown). It returns -1 if the function is running, else whether
+// the timer was pending.
+func (s *Set) Shutdown(t *wheel.Timer) int {
+	b := s.lockTimerBase(t)
+	defer b.mu.Unlock()
+	t.Func = nil
+	if b.running == t {
+		return -1
+	}
+	ok := b.w.Detach(t)
+	b.publish()
+	if ok {
+		return 1
+	}
+	return 0
+}
+
+// Running reports whether t's function is running now.
+func (s *Set) Running(t *wheel.Timer) bool {
+	b := s.lockTimerBase(t)
+	defer b.mu.Unlock()
+	return b.running == t
+}
+
+// Pending reports whether t is pending.
+func (s *Set) Pending(t *wheel.Timer) bool {
+	b := s.lockTimerBase(t)
+	defer b.mu.Unlock()
+	return t.Pending()
+}
+
+// Tick is the timer part of the tick on CPU cpu at tick jiffies
+// (run_local_timers without the hrtimers): it reports whether the timer
+// softirq must run, because a base is due or, checked last, because the
+// hierarchy has remote timers due for this CPU to expire (now is the time of
+// the last tick update).
+func (s *Set) Tick(cpu int, jiffies uint64, now int64) bool {
+	cp := s.cpu(cpu)
+	for i := range cp.bases {
+		if wheel.AfterEq(jiffies, cp.bases[i].next.Load()) {
+			return true
+		}
+	}
+	return s.h != nil && s.h.RequiresHandleRemote(cpu, now)
+}
+
+// Softirq is the timer softirq of CPU cpu (run_timer_softirq): it runs the
+// expired timers of the LOCAL, GLOBAL and DEF bases up to tick jiffies,
+// then, under a hierarchical policy, the due global timers of idle CPUs this
+// CPU is migrator for. (basej, basem) is the last tick update.
+func (s *Set) Softirq(cpu int, jiffies, basej uint64, basem int64) {
+	cp := s.cpu(cpu)
+	cp.softirqJiffies = jiffies
+	for i := range cp.bases {
+		s.runBase(cpu, &cp.bases[i], jiffies)
+	}
+	if s.h != nil {
+		s.h.HandleRemote(cpu, basem, basej, s)
+	}
+}
+
+// runBase expires the due timers of b on CPU handler (__run_timer_base):
+// one clock value at a time, each timer's function called with the lock
+// dropped and the timer recorded as running.
+func (s *Set) runBase(handler int, b *base, jiffies uint64) {
+	if wheel.Before(jiffies, b.next.Load()) {
+		return
+	}
+	b.mu.Lock()
+	if b.running != nil {
+		// Another CPU is expiring this base (a remote expiry).
+		b.mu.Unlock()
+		return
+	}
+	for b.w.Collect(jiffies) {
+		b.publish()
+		for t := b.w.NextExpired(); t != nil; t = b.w.NextExpired() {
+			if t.Func == nil {
+				continue
+			}
+			b.running = t
+			b.mu.Unlock()
+			s.Run(handler, t)
+			b.mu.Lock()
+			b.running = nil
+		}
+	}
+	b.publish()
+	b.mu.Unlock()
+}
+
+// ExpireRemote implements hier.Expirer: CPU handler runs target's due
+// GLOBAL timers (timer_expire_remote) up to the tick of its softirq pass.
+func (s *Set) ExpireRemote(handler, target int) {
+	s.runBase(handler, &s.cpus[target].bases[BaseGlobal], s.cpus[handler].softirqJiffies)
+}
+
+// LockBases implements hier.Expirer: it locks target's LOCAL and GLOBAL
+// bases, in that order.
+func (s *Set) LockBases(target int) {
+	cp := &s.cpus[target]
+	cp.bases[BaseLocal].mu.Lock()
+	cp.bases[BaseGlobal].mu.Lock()
+}
+
+// UnlockBases implements hier.Expirer.
+func (s *Set) UnlockBases(target int) {
+	cp := &s.cpus[target]
+	cp.bases[BaseGlobal].mu.Unlock()
+	cp.bases[BaseLocal].mu.Unlock()
+}
+
+// NextGlobalRemote implements hier.Expirer: target's next global event as
+// fetch_next_timer_interrupt_remote computes it, with the caller's
+// snapshot; target's bases must be locked.
+func (s *Set) NextGlobalRemote(target int, basej uint64, now int64) int64 {
+	cp := &s.cpus[target]
+	ev := s.fetchNext(cp, basej, now)
+	return ev.global
+}
+
+// events is the kernel's struct timer_events: the next local and global
+// event in ns, KtimeMax for none.
+type events struct {
+	local, global int64
+	next          uint64 // the next event in ticks
+}
+
+// fetchNext is fetch_next_timer_interrupt: the CPU's next local and next
+// global event. Ties go to the local wheel; an event at most one tick away
+// (or missed) is reported as local only (and copied to global if the global
+// wheel was first, for remote callers, who must not lose it); otherwise
+// global is set only if the global wheel is strictly first and non-empty.
+// The LOCAL and GLOBAL bases must be locked.
+func (s *Set) fetchNext(cp *CPU, basej uint64, basem int64) events {
+	lb, gb := &cp.bases[BaseLocal], &cp.bases[BaseGlobal]
+	nl := lb.w.NextTimerInterrupt(basej)
+	ng := gb.w.NextTimerInterrupt(basej)
+	lb.publish()
+	gb.publish()
+	ev := events{local: KtimeMax, global: KtimeMax}
+	localFirst := !wheel.After(nl, ng)
+	ev.next = ng
+	if localFirst {
+		ev.next = nl
+	}
+	if !wheel.After(ev.next, basej+1) {
+		if wheel.Before(ev.next, basej) {
+			ev.next = basej
+		}
+		ev.local = basem + int64(ev.next-basej)*s.tickNsec
+		if !localFirst {
+			ev.global = ev.local
+		}
+		return ev
+	}
+	if !localFirst && gb.w.TimersPending() {
+		ev.global = basem + int64(ng-basej)*s.tickNsec
+	}
+	if lb.w.TimersPending() {
+		ev.local = basem + int64(nl-basej)*s.tickNsec
+	}
+	return ev
+}
+
+// idlePath says which hierarchy call __get_next_timer_interrupt makes.
+type idlePath int
+
+const (
+	pathPredict idlePath = iota // get_next_timer_interrupt
+	pathStop                    // timer_base_try_to_set_idle
+)
+
+// nextInterrupt is __get_next_timer_interrupt: the CPU's next wheel event in
+// ns (min of its own local event and, when it is the last CPU to go idle,
+// the hierarchy's first event), with the NOHZ side effects of the chosen
+// path. It returns the event and whether the base is now idle.
+func (s *Set) nextInterrupt(cpu int, basej uint64, basem int64, path idlePath) (int64, bool) {
+	cp := s.cpu(cpu)
+	if !cp.online {
+		return KtimeMax, true
+	}
+	lb, gb := &cp.bases[BaseLocal], &cp.bases[BaseGlobal]
+	lb.mu.Lock()
+	gb.mu.Lock()
+	ev := s.fetchNext(cp, basej, basem)
+	idlePossible := wheel.After(ev.next, basej+1)
+	wasIdle := lb.w.IsIdle
+	if idlePossible {
+		s.useTmigr(cpu, basej, basem, &ev, path, wasIdle)
+	}
+	lb.w.Forward(basej)
+	gb.w.Forward(basej)
+	idle := wasIdle
+	if path == pathStop {
+		if !lb.w.IsIdle && wheel.After(ev.next, basej+1) {
+			lb.w.IsIdle = true
+			if s.timerHKExcludes(cpu) {
+				gb.w.IsIdle = true
+			}
+		}
+		idle = lb.w.IsIdle
+		if !idle && idlePossible && s.h != nil {
+			// Undo the deactivation: an active base must not sit
+			// under an inactive hierarchy.
+			s.h.Activate(cpu)
+		}
+	}
+	gb.mu.Unlock()
+	lb.mu.Unlock()
+	return ev.local, idle
+}
+
+// timerHKExcludes reports whether cpu is nohz_full (not timer
+// housekeeping): its GLOBAL base is marked idle with the LOCAL one, so that
+// a global timer queued while it runs a task with the tick stopped kicks it.
+func (s *Set) timerHKExcludes(cpu int) bool { return !s.timerHK.Test(cpu) }
+
+// useTmigr is timer_use_tmigr: hand the first global event to the
+// hierarchy, or without a hierarchy keep it as this CPU's own event, and
+// when the result comes before the local event wake for it instead.
+func (s *Set) useTmigr(cpu int, basej uint64, basem int64, ev *events, path idlePath, baseIdle bool) {
+	var next int64
+	switch {
+	case s.h == nil:
+		// No migration: the CPU expires its own global timers, so its
+		// next event is the earlier of both wheels.
+		next = ev.global
+	case baseIdle:
+		next = s.h.NewTimer(cpu, ev.global)
+	case path == pathStop:
+		next = s.h.Deactivate(cpu, ev.global)
+	default:
+		next = s.h.QuickCheck(cpu, ev.global)
+	}
+	if next < ev.local {
+		if next < basem {
+			next = basem
+		}
+		ev.next = basej + uint64((next-basem)/s.tickNsec)
+		ev.local = next
+	}
+}
+
+// NextEvent is get_next_timer_interrupt: the CPU's next wheel event in ns,
+// for the idle code to predict its sleep. On a CPU whose base is already
+// idle it publishes a new first global timer to the hierarchy
+// (tmigr_cpu_new_timer).
+func (s *Set) NextEvent(cpu int, basej uint64, basem int64) int64 {
+	t, _ := s.nextInterrupt(cpu, basej, basem, pathPredict)
+	return t
+}
+
+// TryToSetIdle is timer_base_try_to_set_idle, called when the CPU stops its
+// tick: if the next event is more than a tick away the bases are marked
+// idle and the CPU leaves the hierarchy (tmigr_cpu_deactivate). It returns
+// the event to arm (KtimeMax if the base was already idle) and whether the
+// base is idle.
+func (s *Set) TryToSetIdle(cpu int, basej uint64, basem int64) (int64, bool) {
+	cp := s.cpu(cpu)
+	cp.bases[BaseLocal].mu.Lock()
+	already := cp.bases[BaseLocal].w.IsIdle
+	cp.bases[BaseLocal].mu.Unlock()
+	if already {
+		return KtimeMax, true
+	}
+	return s.nextInterrupt(cpu, basej, basem, pathStop)
+}
+
+// ClearIdle is timer_clear_idle, called when the CPU leaves idle or
+// restarts its tick: the bases are no longer idle and the CPU becomes
+// active in the hierarchy.
+func (s *Set) ClearIdle(cpu int) {
+	cp := s.cpu(cpu)
+	lb, gb := &cp.bases[BaseLocal], &cp.bases[BaseGlobal]
+	lb.mu.Lock()
+	was := lb.w.IsIdle
+	lb.w.IsIdle = false
+	lb.mu.Unlock()
+	gb.mu.Lock()
+	gb.w.IsIdle = false
+	gb.mu.Unlock()
+	if was && s.h != nil {
+		s.h.Activate(cpu)
+	}
+}
+
+// BaseIdle reports whether cpu's timer base is marked idle.
+func (s *Set) BaseIdle(cpu int) bool {
+	b := &s.cpu(cpu).bases[BaseLocal]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.w.IsIdle
+}
+
+// NextDeferrable returns the tick of cpu's first deferrable timer, or false
+// if none: deferrable timers never wake an idle CPU, but a driver showing a
+// CPU's state wants to know.
+func (s *Set) NextDeferrable(cpu int, basej uint64) (uint64, bool) {
+	b := &s.cpu(cpu).bases[BaseDef]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.w.NextTimerInterrupt(basej)
+	b.publish()
+	return n, b.w.TimersPending()
+}
+
+// InitIsolation is the hierarchy's late initcall (tmigr_init_isolation):
+// once every boot CPU is online, the CPUs isolated from the scheduler
+// domains leave the hierarchy under the pull-isolated policy. It returns the
+// CPUs the driver must force active.
+func (s *Set) InitIsolation() []int {
+	if s.h == nil {
+		return nil
+	}
+	return s.h.InitIsolation(s.BaseIdle)
+}
+
+// ExcludeIsolated changes the set of isolated CPUs at run time
+// (tmigr_isolated_exclude_cpumask) under the pull-isolated policy; it
+// returns the CPUs the driver must force active. Under other policies it
+// does nothing.
+func (s *Set) ExcludeIsolated(e cpumask.Mask) []int {
+	if s.h == nil || s.policy != PullIsolated {
+		return nil
+	}
+	return s.h.ExcludeIsolated(e, s.BaseIdle)
+}
+
+// Len returns the number of pending timers on cpu's base i. It walks the
+// wheel: for tests and diagnostics.
+func (s *Set) Len(cpu, i int) int {
+	b := &s.cpu(cpu).bases[i]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.w.Len()
+}
+
+// ToTick converts a time in ns to the tick at or before it, relative to the
+// snapshot (basej, basem); times before basem give basej.
+func (s *Set) ToTick(t int64, basej uint64, basem int64) uint64 {
+	if t <= basem {
+		return basej
+	}
+	if t == math.MaxInt64 {
+		return basej + wheel.NextTimerMaxDelta
+	}
+	return basej + uint64((t-basem)/s.tickNsec)
+}
