@@ -2,9 +2,9 @@ package cpu
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
