@@ -1,0 +1,387 @@
+package hier
+
+// The five walks. Each climbs from a group (normally the CPU's level-0
+// group) towards the top, calling its step function per group; a step that
+// returns true ends the walk (__walk_groups_from). The parent pointer is
+// loaded once per step, and the child's groupmask is read only after a
+// non-nil parent was loaded (the kernel reads it unconditionally; the value
+// is unused when the walk ends, and reading it only after the parent keeps
+// the read ordered after the setup code's write).
+
+// hookPoint names a place where a test can pause a walk (see testHook).
+type hookPoint int
+
+const (
+	// hookInactiveCAS: in the deactivation walk, just before the CAS of a
+	// group's state (its child state already read for this attempt).
+	hookInactiveCAS hookPoint = iota
+	// hookActiveCAS: in the activation walk, just before the CAS.
+	hookActiveCAS
+	// hookUpdateLock: in an event update, just before the group (and
+	// child) locks are taken.
+	hookUpdateLock
+	// hookRemoteExpire: in a remote expiry, after the target was claimed
+	// (remote set) and its lock dropped, before its timers run.
+	hookRemoteExpire
+	// hookRemoteRelock: in a remote expiry, after the target's timers ran,
+	// before its bases and lock are taken again for the walk.
+	hookRemoteRelock
+	// hookNewTimerRemote: NewTimer found its CPU being expired remotely
+	// while its event was ignored, and returns without walking: the case
+	// where the kernel loses the new timer (see the package doc).
+	hookNewTimerRemote
+	// hookStaleStop: a deactivation walk stops at a group (its CAS left the
+	// group active) whose event update, under the lock, found it idle: the
+	// group's event may not reach the parent (see the package doc).
+	hookStaleStop
+)
+
+// testHook, when set (by tests only, before any concurrent use), is called
+// at each hookPoint with the CPU running the walk and the group concerned
+// (nil for hookRemoteExpire, where cpu is the handler and target the
+// target). Tests use it to pause a walk and interleave another, the way the
+// kernel comment's race scenarios do.
+var testHook func(p hookPoint, cpu int, g *group, target int)
+
+func hook(p hookPoint, cpu int, g *group, target int) {
+	if f := testHook; f != nil {
+		f(p, cpu, g, target)
+	}
+}
+
+// walkActiveUp walks tmigr_active_up from group (child below it).
+func (h *Hierarchy) walkActiveUp(w *walk, child, g *group) {
+	for g != nil {
+		if h.activeUp(g, w) {
+			return
+		}
+		child = g
+		if g = child.parent.Load(); g == nil {
+			return
+		}
+		w.childmask = child.groupmask
+	}
+}
+
+// walkInactiveUp walks tmigr_inactive_up from the CPU's group.
+func (h *Hierarchy) walkInactiveUp(w *walk, g *group) {
+	var child *group
+	for g != nil {
+		if h.inactiveUp(g, child, w) {
+			return
+		}
+		child = g
+		if g = child.parent.Load(); g == nil {
+			return
+		}
+		w.childmask = child.groupmask
+	}
+}
+
+// walkUpdate walks tmigr_new_timer_up (= tmigr_update_events) from the
+// CPU's group.
+func (h *Hierarchy) walkUpdate(w *walk, g *group) {
+	var child *group
+	for g != nil {
+		if h.updateEvents(g, child, w) {
+			return
+		}
+		child = g
+		if g = child.parent.Load(); g == nil {
+			return
+		}
+		w.childmask = child.groupmask
+	}
+}
+
+// walkHandleRemote walks tmigr_handle_remote_up from the CPU's group.
+func (h *Hierarchy) walkHandleRemote(w *walk, g *group) {
+	for g != nil {
+		if h.handleRemoteUp(g, w) {
+			return
+		}
+		child := g
+		if g = child.parent.Load(); g == nil {
+			return
+		}
+		w.childmask = child.groupmask
+	}
+}
+
+// walkRequires walks tmigr_requires_handle_remote_up from the CPU's group.
+func (h *Hierarchy) walkRequires(w *walk, g *group) {
+	for g != nil {
+		// Handle the group only if the child is its migrator or it has
+		// none; otherwise its own migrator handles it.
+		if !checkMigrator(g, w.childmask) {
+			return
+		}
+		w.firstexp = g.nextExpiry.Load()
+		if w.now >= w.firstexp {
+			w.check = true
+			return
+		}
+		child := g
+		if g = child.parent.Load(); g == nil {
+			return
+		}
+		w.childmask = child.groupmask
+	}
+}
+
+// activeUp is tmigr_active_up: set the child active in g; it becomes
+// migrator only if g had none, and only then does the walk go on (g was
+// idle, so its parent must learn that it is active now).
+func (h *Hierarchy) activeUp(g *group, w *walk) bool {
+	childmask := w.childmask
+	cur := g.state.Load()
+	var next migrState
+	var done bool
+	for {
+		s := migrState(cur)
+		done = true
+		migrator := s.migrator()
+		if migrator == MigratorNone {
+			migrator = childmask
+			done = false
+		}
+		next = makeState(s.active()|childmask, migrator, s.seq()+1)
+		hook(hookActiveCAS, w.cpu, g, -1)
+		if g.state.CompareAndSwap(cur, uint32(next)) {
+			break
+		}
+		cur = g.state.Load()
+	}
+	if h.tr != nil {
+		h.tr.GroupSetCPUActive(g.id(), g.parentID(), g.node, next.active(), next.migrator(), childmask)
+	}
+	// The group is active again: its event in the parent's queue may be
+	// ignored. Written without the lock; the worst outcome of a race is one
+	// useless remote expiry by the parent's migrator.
+	g.evt.ignore.Store(true)
+	return done
+}
+
+// inactiveUp is tmigr_inactive_up: clear the child's active bit in g if the
+// child is really inactive (its state is re-read on every attempt: race
+// R1), hand the migrator role to the lowest remaining active bit if the
+// child had it, and go on only if g became idle. The events are updated at
+// every level visited; update_events' result does not steer this walk.
+func (h *Hierarchy) inactiveUp(g, child *group, w *walk) bool {
+	childmask := w.childmask
+	cur := g.state.Load()
+	var next migrState
+	var done bool
+	for {
+		var childActive uint8
+		if child != nil {
+			childActive = child.loadState().active()
+		}
+		s := migrState(cur)
+		done = true
+		active, migrator := s.active(), s.migrator()
+		if childActive == 0 {
+			active &^= childmask
+		}
+		if migrator == childmask && childActive == 0 {
+			migrator = lowestBit(active)
+			if migrator == MigratorNone {
+				done = false // g became idle: propagate
+			}
+		}
+		next = makeState(active, migrator, s.seq()+1)
+		if next.migrator() != MigratorNone && next.active() == 0 {
+			h.warn()
+		}
+		hook(hookInactiveCAS, w.cpu, g, -1)
+		if g.state.CompareAndSwap(cur, uint32(next)) {
+			break
+		}
+		cur = g.state.Load()
+	}
+	if h.tr != nil {
+		h.tr.GroupSetCPUInactive(g.id(), g.parentID(), g.node, next.active(), next.migrator(), childmask)
+	}
+	w.remote = false
+	w.sawIdle = false
+	h.updateEvents(g, child, w)
+	if done && w.sawIdle && g.parent.Load() != nil {
+		hook(hookStaleStop, w.cpu, g, -1)
+	}
+	return done
+}
+
+// updateEvents is tmigr_update_events, the only place where a group
+// event's expiry is set. With child == nil it queues the CPU event w.evt
+// with expiry w.nextexp in the level-0 group g; otherwise it propagates the
+// child group's first event into g. It reports whether the walk is done.
+//
+// The group and child states are read under the locks (race R3): whoever
+// takes the top group's lock second sees the other's effect.
+func (h *Hierarchy) updateEvents(g, child *group, w *walk) bool {
+	remote := w.remote
+	done := false
+	var evt, first *event
+	var nextexp int64
+	var ignore bool
+	var childState, groupState migrState
+
+	if child != nil {
+		hook(hookUpdateLock, w.cpu, g, -1)
+		child.mu.Lock()
+		g.mu.Lock()
+		childState = child.loadState()
+		groupState = g.loadState()
+		if childState.active() != 0 {
+			// An active child's migrator takes care of its events.
+			g.mu.Unlock()
+			child.mu.Unlock()
+			return true
+		}
+		first = child.nextGroupEvt()
+		nextexp = child.nextExpiry.Load()
+		evt = &child.evt
+		// May race with a concurrent activation of child: if this write
+		// wins, the parent's migrator may do one useless remote expiry.
+		ignore = nextexp == KtimeMax
+		evt.ignore.Store(ignore)
+	} else {
+		nextexp = w.nextexp
+		evt, first = w.evt, w.evt
+		ignore = evt.ignore.Load()
+		// Level-0 fast path: an ignored CPU event need not be touched here;
+		// the parent step drops it lazily. Not after a remote expiry, and
+		// not in a single-level hierarchy where g is the top.
+		if ignore && !remote && g.parent.Load() != nil {
+			return true
+		}
+		hook(hookUpdateLock, w.cpu, g, -1)
+		g.mu.Lock()
+		groupState = g.loadState()
+	}
+	w.sawIdle = groupState.active() == 0
+
+	if evt.queued {
+		if evt.expires == nextexp && !ignore {
+			// Same expiry, but maybe a different CPU owns it now.
+			evt.cpu = first.cpu
+			goto checkTop
+		}
+		if !g.events.del(evt) {
+			g.nextExpiry.Store(KtimeMax)
+		}
+	}
+	if ignore {
+		// Nothing to propagate. After a remote expiry the walk must still
+		// go on through inactive groups, so events queued there are
+		// propagated again (race R4).
+		if !remote || groupState.active() != 0 {
+			done = true
+		}
+	} else {
+		evt.expires = nextexp
+		evt.cpu = first.cpu
+		if g.events.add(evt) {
+			g.nextExpiry.Store(nextexp)
+		}
+	}
+
+checkTop:
+	if g.parent.Load() == nil && groupState.migrator() == MigratorNone {
+		// The whole hierarchy is idle: hand the first event back so the
+		// CPU going idle (or adding the timer) arms for it. After a remote
+		// expiry the handle-remote walk computes it itself.
+		done = true
+		if remote {
+			g.mu.Unlock()
+			if child != nil {
+				child.mu.Unlock()
+			}
+			return done
+		}
+		w.firstexp = g.nextGroupEvtExpires()
+	}
+
+	if h.tr != nil {
+		childID, childExp, childCPU := NoGroup, int64(0), 0
+		if child != nil {
+			childID, childExp, childCPU = child.id(), child.evt.expires, child.evt.cpu
+		}
+		h.tr.UpdateEvents(childID, g.id(), childState.active(), groupState.active(),
+			nextexp, g.nextExpiry.Load(), childExp, childCPU)
+	}
+	g.mu.Unlock()
+	if child != nil {
+		child.mu.Unlock()
+	}
+	return done
+}
+
+// handleRemoteUp is tmigr_handle_remote_up: while this child is the
+// migrator of g (or g has none), dequeue g's expired events one by one and
+// expire the CPU each stands for; then record g's next expiry and go up.
+func (h *Hierarchy) handleRemoteUp(g *group, w *walk) bool {
+	if h.tr != nil {
+		h.tr.HandleRemote(g.id())
+	}
+	for {
+		if !checkMigrator(g, w.childmask) {
+			return true
+		}
+		g.mu.Lock()
+		if e := g.nextExpiredGroupEvt(w.now); e != nil {
+			target := e.cpu
+			g.mu.Unlock()
+			h.handleRemoteCPU(target, w)
+			continue
+		}
+		// firstexp is overwritten at every level: it ends up as the
+		// next expiry of the highest group handled.
+		w.firstexp = g.nextExpiry.Load()
+		g.mu.Unlock()
+		return false
+	}
+}
+
+// handleRemoteCPU is tmigr_handle_remote_cpu: expire the global timers of
+// target on the walking CPU, then walk target's event up again.
+func (h *Hierarchy) handleRemoteCPU(target int, w *walk) {
+	t := &h.cpus[target]
+	t.mu.Lock()
+	// Unavailable: its timers were migrated, or it handles them itself.
+	// remote: someone is already on it. ignore: it woke up. Expiry in the
+	// future: its event was updated, and whoever did so takes care of it.
+	if !t.available.Load() || t.remote.Load() || t.evt.ignore.Load() || w.now < t.evt.expires {
+		t.mu.Unlock()
+		return
+	}
+	if h.tr != nil {
+		h.tr.HandleRemoteCPU(target, t.parentID(), t.wakeup.Load())
+	}
+	t.remote.Store(true)
+	t.wakeup.Store(KtimeMax)
+	t.mu.Unlock() // let the target leave idle meanwhile
+
+	hook(hookRemoteExpire, w.cpu, nil, target)
+	// Unconditionally, also for target == w.cpu: the kernel skipped the
+	// self case until the June 2026 livelock fix (d486b4934a8e).
+	w.x.ExpireRemote(w.cpu, target)
+	hook(hookRemoteRelock, w.cpu, nil, target)
+
+	// Lock order: timer bases, then the CPU lock, then groups.
+	w.x.LockBases(target)
+	t.mu.Lock()
+	if !t.available.Load() || !t.idle.Load() {
+		// Offline meanwhile (already walked then), or awake and in
+		// charge of its own state.
+		w.x.UnlockBases(target)
+	} else {
+		global := w.x.NextGlobalRemote(target, w.basej, w.now)
+		w.x.UnlockBases(target)
+		// Walk even without a new global timer (race R4).
+		rw := walk{nextexp: global, firstexp: KtimeMax, evt: &t.evt, remote: true, cpu: w.cpu}
+		h.walkUpdate(&rw, t.tmgroup.Load())
+	}
+	t.remote.Store(false)
+	t.mu.Unlock()
+}
