@@ -33,6 +33,17 @@
 // The one exception is a timeout beyond the wheel's capacity (more than
 // 12 days at HZ=1000, 48 at HZ=250): it is clamped and fires early.
 //
+// # A kernel corner reproduced on purpose
+//
+// Enqueue takes a new bucket as the base's next expiry only if it is
+// strictly before the stored next_expiry, which on an empty base is the
+// "nothing pending" value clk + NextTimerMaxDelta as of the last
+// recalculation. A timeout near the wheel's capacity, armed on a base that
+// has been empty while its clock was forwarded for hours, can land at or
+// after that value: the base then believes nothing is pending, and the
+// timer fires up to 2^30 ticks late. The kernel's timer.c behaves the same;
+// wheel/testdata/sentinel.txt replays it.
+//
 // # Ownership
 //
 // Timers are intrusive: a Timer is a value the caller owns, linked into its
@@ -434,7 +445,7 @@ func (b *Base) NextExpired() *Timer {
 	return nil
 }
 
-// MigrateTo moves every timer of b to dst, as timers_dead_cpu does when a
+// MigrateTo moves every timer of b to dst (dst != b), as timers_dead_cpu does when a
 // CPU goes offline: bucket by bucket from index 0, each timer taken from the
 // head of its bucket, rewritten to belong to cpu and re-added against dst's
 // clock (the caller forwards dst first). Pinned timers move too. It returns
