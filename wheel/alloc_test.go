@@ -107,15 +107,20 @@ func TestLockDroppedWhileRunning(t *testing.T) {
 	var rearm func(tm *Timer)
 	rearm = func(tm *Timer) {
 		ends.Add(1) // this arm fired
-		if !stop.Load() && tm.Expires()%3 == 0 {
-			mu.Lock()
+		if stop.Load() {
+			return
+		}
+		// The expiry is read under the lock: another goroutine may re-arm
+		// the timer while its function runs.
+		mu.Lock()
+		if e := tm.Expires(); e%3 == 0 {
 			b.Forward(jiffies.Load())
 			if !tm.Pending() {
-				b.Add(tm, jiffies.Load()+tm.Expires()%50)
+				b.Add(tm, jiffies.Load()+e%50)
 				arms.Add(1)
 			}
-			mu.Unlock()
 		}
+		mu.Unlock()
 	}
 	for i := range timers {
 		timers[i].Func = rearm
