@@ -189,3 +189,34 @@ func TestLargeMachines(t *testing.T) {
 		})
 	}
 }
+
+// TestPicture: small machines get the drawing, large ones the outline, whose
+// lines cover every CPU once.
+func TestPicture(t *testing.T) {
+	h := newPrepared(t, 48, 2, Options{})
+	if h.Picture() != h.Drawing() {
+		t.Fatal("48 CPUs: not the drawing")
+	}
+	h = newPrepared(t, 4096, 8, Options{})
+	p := h.Picture()
+	if p != h.Outline() {
+		t.Fatal("4096 CPUs: not the outline")
+	}
+	lines := strings.Split(strings.TrimSpace(p), "\n")
+	if lines[0] != "GRP3:0 node - CPUs 0-4095" {
+		t.Fatalf("first line %q", lines[0])
+	}
+	if !strings.HasPrefix(lines[1], "  GRP2:") || !strings.HasSuffix(lines[1], "CPUs 0-511") {
+		t.Fatalf("second line %q", lines[1])
+	}
+	n0 := 0
+	for _, l := range lines {
+		if len(l) > 4*DrawingWidth {
+			t.Fatalf("line of %d columns", len(l))
+		}
+		n0 += strings.Count(l, "GRP0:")
+	}
+	if n0 != 512 {
+		t.Fatalf("%d level-0 groups listed, want 512", n0)
+	}
+}

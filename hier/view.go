@@ -341,6 +341,91 @@ func (h *Hierarchy) Drawing() string {
 	return b.String()
 }
 
+// DrawingWidth is the widest Drawing that Picture returns; wider machines
+// get the Outline.
+const DrawingWidth = 160
+
+// Picture returns the Drawing when it fits in DrawingWidth columns, else the
+// Outline: a drawing of a machine of thousands of CPUs is one line of
+// thousands of columns.
+func (h *Hierarchy) Picture() string {
+	d := h.Drawing()
+	for l := range strings.SplitSeq(d, "\n") {
+		if len(l) > DrawingWidth {
+			return h.Outline()
+		}
+	}
+	return d
+}
+
+// Outline lists the hierarchy as an indented tree, one line per group of
+// level 1 and above, with its node and CPUs, and the level-0 groups below
+// it on the same line:
+//
+//	GRP2:0 node - CPUs 0-127
+//	  GRP1:0 node 0 CPUs 0-63: GRP0:0 0-7, GRP0:1 8-15, ...
+//
+// A machine whose hierarchy has a single level is one level-0 group.
+func (h *Hierarchy) Outline() string {
+	h.setupMu.Lock()
+	defer h.setupMu.Unlock()
+	if len(h.lists) == 0 || len(h.lists[0]) == 0 {
+		return ""
+	}
+	kids := h.childrenLocked()
+	cpus := make(map[*group]cpumask.Mask)
+	var under func(g *group) cpumask.Mask
+	under = func(g *group) cpumask.Mask {
+		if m, ok := cpus[g]; ok {
+			return m
+		}
+		var m cpumask.Mask
+		for _, c := range kids[g] {
+			if c.g == nil {
+				m.Set(c.cpu)
+			} else {
+				m = m.Or(under(c.g))
+			}
+		}
+		cpus[g] = m
+		return m
+	}
+	node := func(g *group) string {
+		if g.node == NoNode {
+			return "-"
+		}
+		return strconv.Itoa(g.node)
+	}
+	var b strings.Builder
+	var walk func(g *group, depth int)
+	walk = func(g *group, depth int) {
+		fmt.Fprintf(&b, "%s%s node %s CPUs %s", strings.Repeat("  ", depth), g.id(), node(g), under(g))
+		if g.level == 1 {
+			b.WriteString(":")
+			for i, c := range kids[g] {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, " %s %s", c.g.id(), under(c.g))
+			}
+		}
+		b.WriteByte('\n')
+		if g.level > 1 {
+			for _, c := range kids[g] {
+				walk(c.g, depth+1)
+			}
+		}
+	}
+	for l := len(h.lists) - 1; l >= 0; l-- {
+		for _, g := range h.lists[l] {
+			if g.parent.Load() == nil {
+				walk(g, 0)
+			}
+		}
+	}
+	return b.String()
+}
+
 // collect appends the groups of level l below (and including) g, in tree
 // order.
 func collect(g *group, l int, kids map[*group][]child, out *[]*group) {

@@ -88,7 +88,7 @@ func runTopo(args []string, stdout, stderr io.Writer) int {
 	}
 	if line := h.BootLine(); line != "" {
 		fmt.Fprintln(stdout, line)
-		fmt.Fprint(stdout, h.Drawing())
+		fmt.Fprint(stdout, h.Picture())
 	} else {
 		fmt.Fprintln(stdout, "No timer migration hierarchy: the kernel builds none on a uniprocessor.")
 	}
