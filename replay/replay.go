@@ -1,17 +1,3 @@
-// Package replay drives tmigr's core from a recorded kernel trace and
-// compares, event by event, what our model computes with what the kernel
-// printed.
-//
-// Two checks exist. The wheel check recomputes the bucket of every
-// timer_start with package wheel. The tmigr check feeds the traced inputs of
-// the migration hierarchy (CPUs going idle and active, new timers on idle
-// CPUs, remote expiry rounds) into package hier on the topology the trace
-// describes and compares every decision.
-//
-// A recording starts in the middle of a running system: timers armed before
-// it began, group states, and base clocks are not in it. What the trace
-// cannot tell is reported as undetermined, apart from matched and
-// mismatched; the replay never guesses.
 package replay
 
 import (
@@ -20,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 )
 
@@ -66,12 +53,16 @@ func Read(r io.Reader) (*Trace, error) {
 	return t, nil
 }
 
-// Counts is the outcome of one check over one trace.
+// Counts is the outcome of one check over one trace. Every decision
+// checked is matched, undetermined (the trace does not hold what it depends
+// on; UndeterminedReasons says what, so that no model error can hide there)
+// or a mismatch.
 type Counts struct {
-	Checked      int        `json:"checked"`
-	Matched      int        `json:"matched"`
-	Undetermined int        `json:"undetermined"`
-	Mismatches   []Mismatch `json:"mismatches,omitempty"`
+	Checked             int            `json:"checked"`
+	Matched             int            `json:"matched"`
+	Undetermined        int            `json:"undetermined"`
+	UndeterminedReasons map[string]int `json:"undetermined_reasons"`
+	Mismatches          []Mismatch     `json:"mismatches"`
 }
 
 // Mismatch is one kernel decision our model does not reproduce.
@@ -82,19 +73,47 @@ type Mismatch struct {
 	Model  string `json:"model"`
 }
 
-func (c *Counts) match()        { c.Checked++; c.Matched++ }
-func (c *Counts) undetermined() { c.Checked++; c.Undetermined++ }
+func (c *Counts) match() { c.Checked++; c.Matched++ }
+
+// forJSON returns c with empty rather than nil maps and lists, so that the
+// JSON form always has every key.
+func (c Counts) forJSON() *Counts {
+	if c.UndeterminedReasons == nil {
+		c.UndeterminedReasons = map[string]int{}
+	}
+	if c.Mismatches == nil {
+		c.Mismatches = []Mismatch{}
+	}
+	return &c
+}
+
+func (c *Counts) undetermined(why string) {
+	c.Checked++
+	c.Undetermined++
+	if c.UndeterminedReasons == nil {
+		c.UndeterminedReasons = map[string]int{}
+	}
+	c.UndeterminedReasons[why]++
+}
 func (c *Counts) mismatch(m Mismatch) {
 	c.Checked++
 	c.Mismatches = append(c.Mismatches, m)
 }
 
 // Options selects the checks of Run and supplies what a trace without a
-// "# machine:" line does not say.
+// "# machine:" line does not say; a value set here overrides the trace's.
 type Options struct {
 	Wheel, Tmigr bool
-	// HZ overrides or supplies the tick rate (0: from the trace).
+	// HZ is the tick rate (0: from the trace).
 	HZ int
+	// CPUs and Nodes are the machine's possible CPUs and NUMA nodes (0:
+	// from the trace); NodeCPUs the CPUs of each node (nil: from the
+	// trace, or contiguous blocks).
+	CPUs, Nodes int
+	NodeCPUs    []cpumask.Mask
+	// Kernel is the kernel release ("6.12.117"; "": from the trace), which
+	// selects the hierarchy's generation.
+	Kernel string
 }
 
 // Result is the outcome of the checks on one trace.
@@ -111,17 +130,24 @@ func (r *Result) Mismatched() bool {
 
 // Run runs the selected checks on a trace.
 func Run(t *Trace, o Options) (*Result, error) {
-	hz := o.HZ
-	if hz == 0 && t.Header.Machine != nil {
-		hz = t.Header.Machine.HZ
+	s, err := shapeOf(t, o)
+	if err != nil && o.Tmigr {
+		return nil, err
 	}
-	if hz <= 0 {
+	if s.HZ <= 0 {
 		return nil, errors.New("the trace has no \"# machine:\" line naming its HZ; give it with --hz")
 	}
 	r := &Result{File: t.File}
 	if o.Wheel {
-		c := CheckWheel(t, hz)
-		r.Wheel = &c
+		c := CheckWheel(t, s.HZ)
+		r.Wheel = c.forJSON()
+	}
+	if o.Tmigr {
+		c, err := CheckTmigr(t, s)
+		if err != nil {
+			return nil, err
+		}
+		r.Tmigr = c.forJSON()
 	}
 	return r, nil
 }

@@ -171,7 +171,7 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 		return
 	}
 	if lower != clk && explainable(p, lower, clk, depth) {
-		c.undetermined()
+		c.undetermined("base clock held back by a timer armed before the recording")
 		return
 	}
 	c.mismatch(Mismatch{

@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 
+	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -13,27 +17,73 @@ func init() {
 	register("replay", "run recorded kernel traces through the model and print the agreement", runReplay)
 }
 
+const replayUsage = `usage: tmigr replay [flags] FILE...
+
+Replays ftrace text recordings of the timer and timer_migration events
+through the model and prints, per file, how many kernel decisions it
+reproduces:
+
+  wheel  the bucket and bucket expiry of every timer_start;
+  tmigr  the wakeup of every tmigr_cpu_idle and tmigr_cpu_new_timer_idle,
+         the group states after every tmigr_group_set_cpu_active/inactive,
+         the groups visited and CPUs expired by every remote round, the
+         stored wakeups the per-CPU events print, and the kernel's boot
+         line "Timer migration: ..." against ours.
+
+A decision that depends on what the recording does not hold (state from
+before it started, a jiffy the trace cannot pin) is counted undetermined,
+with its reason, apart from matched and mismatched. The machine comes
+from the file's "# machine:" line; the flags supply or override it.
+Exit status 1 when a mismatch was found.
+
+flags:
+`
+
 func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	wheelOnly := fs.Bool("wheel", false, "check only the timer wheel (every timer_start's bucket)")
+	wheel := fs.Bool("wheel", false, "check the timer wheel (default: both checks)")
+	tmigr := fs.Bool("tmigr", false, "check the migration hierarchy (default: both checks)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	hz := fs.Int("hz", 0, "tick rate, for traces without a \"# machine:\" line")
+	hz := fs.Int("hz", 0, "tick rate (CONFIG_HZ), for traces without a \"# machine:\" line")
+	cpus := fs.Int("cpus", 0, "number of possible CPUs, for traces without a \"# machine:\" line")
+	nodes := fs.Int("nodes", 0, "number of NUMA nodes, CPUs in contiguous blocks")
+	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
+	kernel := fs.String("kernel", "", "kernel release (e.g. 6.12.117); 6.19 and later exclude isolated CPUs")
 	maxShow := fs.Int("show", 5, "mismatches to print per file and check")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tmigr replay [flags] FILE...")
-		fmt.Fprintln(stderr, "\nReplays ftrace text recordings of the timer and timer_migration events through")
-		fmt.Fprintln(stderr, "the model and prints, per file, how many kernel decisions it reproduces.")
+		fmt.Fprint(stderr, replayUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return 2
 	}
-	opts := replay.Options{Wheel: true, Tmigr: !*wheelOnly, HZ: *hz}
+	opts := replay.Options{Wheel: *wheel || !*tmigr, Tmigr: *tmigr || !*wheel, HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel}
+	if *hz < 0 || *cpus < 0 || *nodes < 0 {
+		fmt.Fprintln(stderr, "tmigr replay: --hz, --cpus and --nodes must not be negative")
+		return 2
+	}
+	if *nodeCPUs != "" {
+		if *nodes != 0 {
+			fmt.Fprintln(stderr, "tmigr replay: give either --nodes or --node-cpus, not both")
+			return 2
+		}
+		for i, l := range strings.Split(*nodeCPUs, ";") {
+			m, err := cpumask.Parse(strings.TrimSpace(l))
+			if err != nil {
+				fmt.Fprintf(stderr, "tmigr replay: --node-cpus: node %d: %v\n", i, err)
+				return 2
+			}
+			opts.NodeCPUs = append(opts.NodeCPUs, m)
+		}
+	}
 	var results []*replay.Result
 	status := 0
 	for _, f := range fs.Args() {
@@ -63,37 +113,64 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return status
 	}
 	for _, r := range results {
-		fmt.Fprintf(stdout, "%s:", r.File)
-		sep := " "
-		for _, c := range []struct {
-			name string
-			c    *replay.Counts
-		}{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}} {
-			if c.c == nil {
-				continue
-			}
-			fmt.Fprintf(stdout, "%s%s %d/%d", sep, c.name, c.c.Matched, c.c.Checked)
-			if c.c.Undetermined > 0 {
-				fmt.Fprintf(stdout, " (%d undetermined)", c.c.Undetermined)
-			}
-			sep = ", "
-		}
-		fmt.Fprintln(stdout, " matched")
-		for _, c := range []struct {
-			name string
-			c    *replay.Counts
-		}{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}} {
-			if c.c == nil {
-				continue
-			}
-			for i, m := range c.c.Mismatches {
-				if i == *maxShow {
-					fmt.Fprintf(stdout, "  ... %d more %s mismatches\n", len(c.c.Mismatches)-i, c.name)
-					break
-				}
-				fmt.Fprintf(stdout, "  %s line %d: %s: kernel %s, model %s\n", c.name, m.Line, m.Event, m.Kernel, m.Model)
-			}
-		}
+		printResult(stdout, r, *maxShow)
 	}
 	return status
+}
+
+// printResult prints one file's outcome:
+//
+//	FILE: wheel 73/73, tmigr 1721/1791 matched
+//	  tmigr: 70 undetermined: 55 event from before the recording, ...
+//	  tmigr line 2445: tmigr_cpu_idle: kernel 15336000000, model max
+func printResult(w io.Writer, r *replay.Result, maxShow int) {
+	type check struct {
+		name string
+		c    *replay.Counts
+	}
+	var checks []check
+	for _, c := range []check{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}} {
+		if c.c != nil {
+			checks = append(checks, c)
+		}
+	}
+	fmt.Fprintf(w, "%s:", r.File)
+	for i, c := range checks {
+		sep := " "
+		if i > 0 {
+			sep = ", "
+		}
+		fmt.Fprintf(w, "%s%s %d/%d", sep, c.name, c.c.Matched, c.c.Checked)
+	}
+	fmt.Fprintln(w, " matched")
+	for _, c := range checks {
+		if c.c.Undetermined > 0 {
+			fmt.Fprintf(w, "  %s: %d undetermined: %s\n", c.name, c.c.Undetermined, reasons(c.c.UndeterminedReasons))
+		}
+		for i, m := range c.c.Mismatches {
+			if i == maxShow {
+				fmt.Fprintf(w, "  ... %d more %s mismatches\n", len(c.c.Mismatches)-i, c.name)
+				break
+			}
+			fmt.Fprintf(w, "  %s line %d: %s: kernel %s, model %s\n", c.name, m.Line, m.Event, m.Kernel, m.Model)
+		}
+	}
+}
+
+// reasons lists undetermined reasons, most frequent first.
+func reasons(m map[string]int) string {
+	type kv struct {
+		k string
+		v int
+	}
+	var l []kv
+	for k, v := range m {
+		l = append(l, kv{k, v})
+	}
+	sort.Slice(l, func(a, b int) bool { return l[a].v > l[b].v || l[a].v == l[b].v && l[a].k < l[b].k })
+	s := make([]string, len(l))
+	for i, e := range l {
+		s[i] = fmt.Sprintf("%d %s", e.v, e.k)
+	}
+	return strings.Join(s, ", ")
 }

@@ -78,6 +78,15 @@ func TestTopoMachines(t *testing.T) {
 			if !strings.HasPrefix(out, want) {
 				t.Errorf("first line %q, want %q", strings.SplitN(out, "\n", 2)[0], want)
 			}
+			if !strings.Contains(out, "\nLVL 0 ") {
+				// Too wide to draw: the outline names every group of
+				// level 1 and above on a line of its own, and the root
+				// first.
+				if !strings.Contains(out, fmt.Sprintf("\nGRP%d:0 ", levels-1)) {
+					t.Errorf("outline does not start at the root:\n%s", out)
+				}
+				return
+			}
 			for l := 0; l < levels; l++ {
 				if !strings.Contains(out, fmt.Sprintf("\nLVL %d ", l)) {
 					t.Errorf("drawing has no line for level %d", l)

@@ -1,0 +1,166 @@
+// Package replay drives tmigr's core from a recorded kernel trace and
+// compares, decision by decision, what our model computes with what the
+// kernel printed.
+//
+// Two checks exist. The wheel check (wheel.go) recomputes the bucket of
+// every timer_start with package wheel. The tmigr check (tmigr.go) feeds
+// the inputs of the migration hierarchy that the trace shows into package
+// hier, on the topology of the machine the trace describes, and compares
+// every decision:
+//
+//   - the wakeup every tmigr_cpu_idle prints (Deactivate's result);
+//   - whether every tmigr_cpu_new_timer_idle walked (a tmigr_cpu_new_timer
+//     line precedes it) and its wakeup (NewTimer's result);
+//   - the active mask and migrator after every group transition
+//     (tmigr_group_set_cpu_active/inactive), and that the walk went through
+//     the same groups;
+//   - the groups every remote round visited and the CPUs it expired, in
+//     order (one tmigr_handle_remote round);
+//   - the stored wakeups the per-CPU events print (tmigr_cpu_active,
+//     tmigr_cpu_new_timer, tmigr_handle_remote_cpu, tmigr_cpu_available):
+//     values earlier decisions left;
+//   - the kernel's boot line "Timer migration: ..." when the file carries
+//     it, against hier's sizing of the machine.
+//
+// A recording starts in the middle of a running system: group states,
+// queued events and wakeups from before it are not in it. What a decision
+// depends on and the trace cannot tell makes it undetermined, counted apart
+// from matched and mismatched with its reason (Counts.UndeterminedReasons);
+// the replay never guesses. A difference between the model and the kernel
+// on a decision whose inputs are all known is a mismatch.
+//
+// # The machine
+//
+// The "# machine:" line (or Options) gives the possible CPUs, the nodes and
+// their CPUs, HZ, the kernel release and the isolation parameters of the
+// command line. The hierarchy is built by preparing CPUs 0 to N-1 in order,
+// as the kernel brings them up. The release selects the generation: the
+// exclusion of isolated CPUs (merged for 6.19) is modelled for 6.19 and
+// later, with the static key on from the start unless the trace starts at
+// boot; 6.9 to 6.18, and traces that name no release, keep isolated CPUs in
+// the hierarchy.
+//
+// # Groups
+//
+// The kernel prints groups as hashed pointers. Every walk climbs the path
+// of one CPU, so the group of level l in an operation of CPU c is the l-th
+// group of c's path in our topology; a trace from boot also names them by
+// creation (the i-th tmigr_group_set of level l is GRPl:i) and connection.
+// A pointer naming two groups, a group with two pointers, or a level, node,
+// parent or child bit that differs from ours is a "topology" mismatch, and
+// the check stops there: the kernel built another tree.
+//
+// # Operations
+//
+// The lines a CPU prints during one call of a hierarchy entry point form an
+// operation (ops.go): an activation (tmigr_cpu_active and its group
+// transitions), a deactivation (group transitions, event updates,
+// tmigr_cpu_idle), a new timer (tmigr_cpu_new_timer and its updates, then
+// tmigr_cpu_new_timer_idle, or that line alone when nothing was walked), a
+// remote round (tmigr_handle_remote per group visited, tmigr_handle_remote_cpu
+// per CPU expired with that CPU's timer lines and walk), a CPU going online
+// or offline. The kernel calls them with interrupts off, so one CPU's lines
+// never mix two operations. Operations are replayed one by one in the order
+// they take effect: a deactivation, a new timer or a round at its first
+// line, an activation at its first transition (tmigr_cpu_active comes just
+// before it).
+//
+// Other CPUs do not stop meanwhile. Three interleavings are replayed as the
+// trace shows them:
+//
+//   - A round runs the expired CPU's timers with no lock held. Operations of
+//     other CPUs that begin after the round did and before the round's next
+//     line are replayed inside the model's Expirer.ExpireRemote, where that
+//     window is in hier: the target may wake up meanwhile, and the walk that
+//     follows then sees it.
+//   - Per-CPU buffers are merged by timestamp, and a CPU's line trails its
+//     compare-and-swap. When an operation's transition starts from another
+//     state than the model's, and the next pending operation of another CPU,
+//     within a millisecond, leads exactly from the model's state to that
+//     one, that operation is replayed first.
+//   - A CPU whose transitions the trace lacks altogether (see below).
+//
+// # What the trace reveals, and what is unknown
+//
+// The replay keeps, beside the model, whether each part of the model's state
+// is the kernel's: every group's state word, every CPU's event, every
+// group's event in its parent, every CPU's wakeup. A decision is determined
+// when everything it reads is known:
+//
+//   - a transition reads the states of the groups up to its level;
+//   - a deactivation's result reads the same, and, when the walk leaves the
+//     top group idle (no other CPU active), the top group's queue: every
+//     idle CPU's event as propagated;
+//   - a new timer reads the CPU's event (whether it walks; not for
+//     KTIME_MAX, which never walks), its stored wakeup if it does not walk,
+//     else the groups up to the first active one, and the top's queue if
+//     none is;
+//   - a round reads the states up its path as long as it is migrator (and
+//     its wakeup if it is not the migrator of its own group: the fast exit),
+//     the queues of the groups it handles, now, and the next global expiry
+//     of every CPU it expires.
+//
+// The start of the recording is inferred where the trace reveals it. A
+// group's state before its first transition follows from the state that
+// transition printed (the kernel prints every compare-and-swap, so nothing
+// changed it before): an activation added the CPU's bit and took the
+// migrator role only if there was none; a deactivation cleared the bit and,
+// if it was the migrator, handed the role to the lowest remaining bit, so
+// when the printed migrator is that bit the old one may have been either
+// (unknown until printed again). The first transition itself is
+// undetermined: it is what the state was inferred from. A CPU whose first
+// operation is a deactivation was active (its event is ignored: known); a
+// CPU idle when the recording began has an unknown event until it publishes
+// one (tmigr_cpu_idle, a walking new timer, a remote expiry's walk, or a
+// tmigr_cpu_new_timer_idle that did not walk with an expiry: its event
+// already was that). Such an unknown event does not count for a round of
+// its own group when a later round of that group handled it completely
+// (its walk went on to the parent) without expiring the CPU, and nothing
+// could change the event in between: it was not due then, so not before
+// either. Wakeups are unknown until an operation sets them
+// (deactivation, walking new timer, activation, round) or a line prints
+// them and the model agrees. Group events follow the events they are
+// computed from (hier's Tracer reports every update as it happens); an
+// unknown CPU event makes the events above it unknown until they are
+// computed again from known ones. A trace that starts at boot (its first
+// tmigr line creates a group) holds everything: nothing is unknown.
+//
+// A discrepancy between the model's state and the state a transition
+// implies is an interleaving (above), unknown state (the model is then set
+// to the kernel's, through hier's public entry points: a new hierarchy
+// whose CPUs are activated top-down along the migrator chains, then the
+// idle CPUs' events published, see model.seed), or a mismatch: a CPU that
+// traces its transitions cannot change unseen, so nothing else explains
+// it. A CPU whose transitions the trace never shows, although other CPUs'
+// lines show it change (the 6.18 recordings' CPU 1: its idle-path
+// tracepoints are all missing), is untraced: its state and event are
+// unknown at every moment, and so is whatever depends on them. The
+// evidence of a CPU's state besides its own lines: its bit in other CPUs'
+// transitions, a remote expiry of its timers (it was idle), a task running
+// on it (it was active, unless it is nohz_full or the trace shows it idle
+// under a task). Lost events (a "[LOST n EVENTS]" marker) make that CPU's
+// state unknown until the trace shows it again. A new timer printed while
+// another CPU expires that CPU's timers (the kernel then walks nothing) is
+// replayed inside that round; one the merged trace puts just beside it is
+// undetermined.
+//
+// # Time
+//
+// See clock.go: nanoseconds and jiffies are tied by ns(J) = J·TICK_NSEC +
+// off, with off found from the CPUs' published expiries and their timers'
+// buckets; a round's now is bounded by the jiffies the trace shows before
+// and after it. A round where an event falls between those bounds is
+// undetermined unless the kernel and the model differ on something that
+// no value of now explains (a mismatch). The model replays such a round
+// with the earliest now at which the events the kernel expired were due,
+// to stay in step with the kernel.
+//
+// # Remote rounds
+//
+// The model's HandleRemote asks an Expirer (remote.go) to run the target's
+// timers, and then for the target's next global expiry: the nextevt of the
+// level-0 tmigr_update_events the kernel printed for that target. At an
+// idle top, the walk after a remote expiry prints nothing; then only a trace
+// from boot, which holds every timer, tells the expiry (from its timer
+// lines); otherwise it is unknown.
+package replay

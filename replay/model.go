@@ -1,0 +1,233 @@
+package replay
+
+import (
+	"fmt"
+
+	"github.com/tmigr/tmigr/hier"
+)
+
+// mline is one tracepoint our hierarchy emitted, with the fields the
+// replay compares.
+type mline struct {
+	name             string
+	group, parent    hier.GroupID
+	child            hier.GroupID
+	active, migrator uint8
+	childmask        uint8
+	cpu              int
+	wakeup, nextevt  int64
+	why              string // handle_remote_cpu: why the target's wakeup may differ from the kernel's
+}
+
+// recorder is the hierarchy's Tracer: it keeps the lines of the operation
+// being replayed and tells the knowledge bookkeeping about event updates
+// while they happen (a walk propagates bottom-up, each step from what the
+// previous one left).
+type recorder struct {
+	on          bool
+	lines       []mline
+	onUpdate    func(child, group hier.GroupID)
+	onActive    func(group hier.GroupID)
+	onRemoteCPU func(cpu int) string
+}
+
+func (r *recorder) add(l mline) {
+	if r.on {
+		r.lines = append(r.lines, l)
+	}
+}
+
+func (r *recorder) GroupSet(hier.GroupID, int)                                {}
+func (r *recorder) ConnectChildParent(_, _ hier.GroupID, _, _ int, _ uint8)   {}
+func (r *recorder) ConnectCPUParent(_ int, _ hier.GroupID, _, _ int, _ uint8) {}
+func (r *recorder) CPUAvailable(cpu int, _ hier.GroupID, wakeup int64) {
+	r.add(mline{name: "tmigr_cpu_available", cpu: cpu, wakeup: wakeup})
+}
+func (r *recorder) CPUUnavailable(cpu int, _ hier.GroupID, wakeup int64) {
+	r.add(mline{name: "tmigr_cpu_unavailable", cpu: cpu, wakeup: wakeup})
+}
+func (r *recorder) HandleRemote(g hier.GroupID) { r.add(mline{name: "tmigr_handle_remote", group: g}) }
+func (r *recorder) CPUActive(cpu int, _ hier.GroupID, wakeup int64) {
+	r.add(mline{name: "tmigr_cpu_active", cpu: cpu, wakeup: wakeup})
+}
+func (r *recorder) CPUNewTimer(cpu int, _ hier.GroupID, wakeup int64) {
+	r.add(mline{name: "tmigr_cpu_new_timer", cpu: cpu, wakeup: wakeup})
+}
+func (r *recorder) CPUIdle(cpu int, _ hier.GroupID, nextevt, wakeup int64) {
+	r.add(mline{name: "tmigr_cpu_idle", cpu: cpu, nextevt: nextevt, wakeup: wakeup})
+}
+func (r *recorder) CPUNewTimerIdle(cpu int, _ hier.GroupID, nextevt, wakeup int64) {
+	r.add(mline{name: "tmigr_cpu_new_timer_idle", cpu: cpu, nextevt: nextevt, wakeup: wakeup})
+}
+
+func (r *recorder) HandleRemoteCPU(cpu int, _ hier.GroupID, wakeup int64) {
+	l := mline{name: "tmigr_handle_remote_cpu", cpu: cpu, wakeup: wakeup}
+	if r.on && r.onRemoteCPU != nil {
+		l.why = r.onRemoteCPU(cpu)
+	}
+	r.add(l)
+}
+
+func (r *recorder) GroupSetCPUActive(g, parent hier.GroupID, _ int, active, migrator, childmask uint8) {
+	r.add(mline{name: "tmigr_group_set_cpu_active", group: g, parent: parent, active: active, migrator: migrator, childmask: childmask})
+	if r.on && r.onActive != nil {
+		r.onActive(g)
+	}
+}
+
+func (r *recorder) GroupSetCPUInactive(g, parent hier.GroupID, _ int, active, migrator, childmask uint8) {
+	r.add(mline{name: "tmigr_group_set_cpu_inactive", group: g, parent: parent, active: active, migrator: migrator, childmask: childmask})
+}
+
+func (r *recorder) UpdateEvents(child, g hier.GroupID, _, _ uint8, nextevt, _, _ int64, _ int) {
+	r.add(mline{name: "tmigr_update_events", group: g, child: child, nextevt: nextevt})
+	if r.on && r.onUpdate != nil {
+		r.onUpdate(child, g)
+	}
+}
+
+// gstate is a group's state word without its sequence counter.
+type gstate struct{ active, migrator uint8 }
+
+func (s gstate) String() string {
+	return fmt.Sprintf("active=%x migrator=%x", s.active, s.migrator)
+}
+
+// model is our hierarchy, as the replay drives it.
+type model struct {
+	opts hier.Options
+	h    *hier.Hierarchy
+	rec  *recorder
+	topo *topology
+	boot bool
+}
+
+// newModel builds the hierarchy of the trace's machine with every CPU
+// prepared in ascending order, as the kernel brings them up, idle, with no
+// event, and available unless boot (a trace that starts at boot brings
+// them online itself).
+func newModel(opts hier.Options, rec *recorder, boot bool) (*model, error) {
+	m := &model{opts: opts, rec: rec, boot: boot}
+	avail := make([]bool, len(opts.NodeOf))
+	for c := range avail {
+		avail[c] = !boot
+	}
+	if err := m.fresh(avail); err != nil {
+		return nil, err
+	}
+	if m.h.Levels() > 0 {
+		t, err := newTopology(m.h)
+		if err != nil {
+			return nil, err
+		}
+		m.topo = t
+	}
+	return m, nil
+}
+
+// fresh replaces the hierarchy by a new one whose available CPUs are idle
+// and have no event.
+func (m *model) fresh(avail []bool) error {
+	o := m.opts
+	o.Tracer = m.rec
+	h, err := hier.New(o)
+	if err != nil {
+		return err
+	}
+	for c := 0; c < h.CPUs(); c++ {
+		if err := h.Prepare(c); err != nil {
+			return err
+		}
+	}
+	// With the 2025 exclusion, isolated CPUs are out after the late
+	// initcall: in a trace that starts later, switch the key on first, so
+	// that the online callbacks leave them out. A trace from boot shows
+	// them join and leave.
+	if !m.boot {
+		h.InitIsolation(nil)
+	}
+	for c := 0; c < h.CPUs(); c++ {
+		if avail[c] {
+			if err := h.SetAvailable(c, true); err != nil {
+				return err
+			}
+		}
+	}
+	m.h = h
+	return nil
+}
+
+// states returns every group's state.
+func (m *model) states() map[hier.GroupID]gstate {
+	s := map[hier.GroupID]gstate{}
+	for _, gi := range m.h.Groups() {
+		s[gi.ID] = gstate{gi.Active, gi.Migrator}
+	}
+	return s
+}
+
+// seedEvt is an idle CPU's published event.
+type seedEvt struct {
+	cpu     int
+	expires int64
+}
+
+// seed replaces the hierarchy by one in the given state (with the given
+// CPUs available), reached through
+// the public entry points only: CPUs are activated top-down along the
+// migrator chains (an activation takes the migrator role exactly in the
+// groups that had none, so the first CPU activated below a group becomes
+// its migrator), then the idle CPUs publish their events with NewTimer, in
+// the given order (which decides the order of equal expiries). The states
+// must be consistent: a group is active in its parent exactly when it has
+// an active child, and its migrator is one of its active children.
+func (m *model) seed(st map[hier.GroupID]gstate, evts []seedEvt, avail []bool) error {
+	on := m.rec.on
+	m.rec.on = false
+	defer func() { m.rec.on = on }()
+	if err := m.fresh(avail); err != nil {
+		return err
+	}
+	var realize func(g hier.GroupID) error
+	realize = func(g hier.GroupID) error {
+		s := st[g]
+		if s.active == 0 {
+			return nil
+		}
+		n := m.topo.info[g]
+		for pass := 0; pass < 2; pass++ {
+			// The migrator's branch first, then the other active ones.
+			if len(n.cpus) > 0 {
+				for _, c := range n.cpus {
+					b := m.topo.cpuBit[c]
+					if s.active&b != 0 && (b == s.migrator) == (pass == 0) {
+						m.h.Activate(c)
+					}
+				}
+				continue
+			}
+			for _, k := range n.kids {
+				b := m.topo.info[k].bit
+				if s.active&b != 0 && (b == s.migrator) == (pass == 0) {
+					if err := realize(k); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := realize(m.topo.top); err != nil {
+		return err
+	}
+	for _, e := range evts {
+		m.h.NewTimer(e.cpu, e.expires)
+	}
+	got := m.states()
+	for g, want := range st {
+		if got[g] != want {
+			return fmt.Errorf("replay: seeding %v gave %v, want %v", g, got[g], want)
+		}
+	}
+	return nil
+}

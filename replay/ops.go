@@ -1,0 +1,207 @@
+package replay
+
+import (
+	"sort"
+
+	"github.com/tmigr/tmigr/ftrace"
+)
+
+// opKind is the hierarchy entry point an operation of the trace ran.
+type opKind int
+
+const (
+	opActivate   opKind = iota // tmigr_cpu_activate
+	opDeactivate               // tmigr_cpu_deactivate
+	opNewTimer                 // tmigr_cpu_new_timer
+	opRemote                   // tmigr_handle_remote (one timer softirq's round)
+	opPartial                  // lines of an operation whose start is missing
+	opHotplug                  // availability changes (online/offline)
+	opLost                     // a marker: the CPU's buffer lost events here
+)
+
+var opNames = [...]string{"activate", "deactivate", "new_timer", "handle_remote", "partial", "hotplug", "lost"}
+
+func (k opKind) String() string { return opNames[k] }
+
+// op is one call of a hierarchy entry point as the trace shows it: the
+// lines one CPU printed during that call. The kernel calls these entry
+// points with interrupts off (the remote round runs in the timer softirq
+// and no entry point nests in it), so the lines of one CPU never mix two
+// operations.
+type op struct {
+	idx   int // its index in the replay order
+	kind  opKind
+	cpu   int   // the CPU running it
+	lines []int // indexes into Trace.Events, in order
+
+	// Activate: tmigr_cpu_active's wakeup (the stored value before the
+	// reset). NewTimer: the old wakeup printed by tmigr_cpu_new_timer.
+	oldWakeup int64
+	// Deactivate and NewTimer: the argument and the result.
+	nextevt, wakeup int64
+	// NewTimer: the kernel walked (printed tmigr_cpu_new_timer).
+	walked bool
+	// closed: the operation's last line was seen (tmigr_cpu_idle,
+	// tmigr_cpu_new_timer_idle); rounds never close.
+	closed bool
+	// cut: the recording may have stopped in the middle of the operation
+	// (it is its CPU's last, or lost events follow): lines may be missing
+	// at its end.
+	cut bool
+
+	groups  []int // tmigr_group_set_cpu_{active,inactive}
+	updates []int // tmigr_update_events
+	levels  []int // tmigr_handle_remote
+	targets []int // tmigr_handle_remote_cpu
+}
+
+func (o *op) first() int { return o.lines[0] }
+func (o *op) last() int  { return o.lines[len(o.lines)-1] }
+
+// key is where the operation takes effect for the other CPUs: an
+// activation at its first group transition (tmigr_cpu_active is printed
+// just before it), every other operation at its first line (a deactivation
+// starts with its transition, a new timer and a remote round with the
+// locked sections they print).
+func (o *op) key() int {
+	if o.kind == opActivate && len(o.groups) > 0 {
+		return o.groups[0]
+	}
+	return o.lines[0]
+}
+
+// splitOps groups the tmigr lines of a trace into operations, ordered by
+// their key.
+func splitOps(events []ftrace.Event) []*op {
+	var ops []*op
+	cur := map[int]*op{} // per CPU, the operation its lines go to
+	start := func(kind opKind, cpu, i int) *op {
+		o := &op{kind: kind, cpu: cpu, lines: []int{i}}
+		ops = append(ops, o)
+		cur[cpu] = o
+		return o
+	}
+	// open reports whether cpu's current operation is of kind and still
+	// takes lines.
+	open := func(cpu int, kinds ...opKind) *op {
+		o := cur[cpu]
+		if o == nil || o.closed {
+			return nil
+		}
+		for _, k := range kinds {
+			if o.kind == k {
+				return o
+			}
+		}
+		return nil
+	}
+	for i, ev := range events {
+		cpu := ev.CPU
+		switch p := ev.Data.(type) {
+		case ftrace.TmigrCPUActive:
+			o := start(opActivate, cpu, i)
+			o.oldWakeup = p.Wakeup
+		case ftrace.TmigrGroupSetCPUActive:
+			o := open(cpu, opActivate, opPartial)
+			if o == nil {
+				o = start(opPartial, cpu, i)
+			} else {
+				o.lines = append(o.lines, i)
+			}
+			o.groups = append(o.groups, i)
+		case ftrace.TmigrGroupSetCPUInactive:
+			o := open(cpu, opDeactivate)
+			if o == nil {
+				o = start(opDeactivate, cpu, i)
+			} else {
+				o.lines = append(o.lines, i)
+			}
+			o.groups = append(o.groups, i)
+		case ftrace.TmigrUpdateEvents:
+			o := open(cpu, opDeactivate, opNewTimer, opRemote, opPartial)
+			if o == nil || o.kind == opNewTimer && !o.walked {
+				o = start(opPartial, cpu, i)
+			} else {
+				o.lines = append(o.lines, i)
+			}
+			o.updates = append(o.updates, i)
+		case ftrace.TmigrCPUIdle:
+			o := open(cpu, opDeactivate)
+			if o == nil {
+				o = start(opPartial, cpu, i)
+			} else {
+				o.lines = append(o.lines, i)
+			}
+			o.nextevt, o.wakeup, o.closed = p.NextEvt, p.Wakeup, true
+		case ftrace.TmigrCPUNewTimer:
+			o := start(opNewTimer, cpu, i)
+			o.walked, o.oldWakeup = true, p.Wakeup
+		case ftrace.TmigrCPUNewTimerIdle:
+			o := open(cpu, opNewTimer)
+			if o == nil || !o.walked {
+				o = start(opNewTimer, cpu, i)
+			} else {
+				o.lines = append(o.lines, i)
+			}
+			o.nextevt, o.wakeup, o.closed = p.NextEvt, p.Wakeup, true
+		case ftrace.TmigrHandleRemote:
+			o := open(cpu, opRemote)
+			if p.Lvl == 0 || o == nil {
+				o = start(opRemote, cpu, i)
+				if p.Lvl != 0 {
+					o.kind = opPartial
+				}
+			} else {
+				o.lines = append(o.lines, i)
+			}
+			o.levels = append(o.levels, i)
+		case ftrace.TmigrHandleRemoteCPU:
+			o := open(cpu, opRemote, opPartial)
+			if o == nil {
+				o = start(opPartial, cpu, i)
+			} else {
+				o.lines = append(o.lines, i)
+			}
+			o.targets = append(o.targets, i)
+		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOffline:
+			o := open(cpu, opDeactivate)
+			if o == nil {
+				o = start(opHotplug, cpu, i)
+			} else {
+				o.kind = opHotplug
+				o.lines = append(o.lines, i)
+			}
+			o.closed = true
+		case ftrace.Lost, ftrace.BufferStarted:
+			o := start(opLost, cpu, i)
+			o.closed = true
+		}
+	}
+	// A deactivation or a walking new timer without its last line, and an
+	// activation without a transition, lost their ends: replay them as
+	// partial. The last operation of a CPU, or one before lost events, may
+	// have lost lines at its end.
+	last := map[int]*op{}
+	for _, o := range ops {
+		if o.kind == opLost {
+			if p := last[o.cpu]; p != nil {
+				p.cut = true
+			}
+		}
+		last[o.cpu] = o
+		switch {
+		case o.kind == opDeactivate && !o.closed,
+			o.kind == opNewTimer && !o.closed,
+			o.kind == opActivate && len(o.groups) == 0:
+			o.kind = opPartial
+		}
+	}
+	for _, o := range last {
+		o.cut = true
+	}
+	sort.SliceStable(ops, func(a, b int) bool { return ops[a].key() < ops[b].key() })
+	for i, o := range ops {
+		o.idx = i
+	}
+	return ops
+}

@@ -1,0 +1,523 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
+)
+
+// Remote rounds.
+//
+// A round is one tmigr_handle_remote call, at the end of a timer softirq:
+// its lines are one tmigr_handle_remote per group the walk visited and one
+// tmigr_handle_remote_cpu per CPU whose global timers it ran, each followed
+// by that CPU's timer lines and the update_events of its walk. The model's
+// HandleRemote asks the Expirer to run the target's timers and then for the
+// target's next global expiry: the first answer is "what the kernel did
+// meanwhile" (operations of other CPUs that the trace shows between the
+// tmigr_handle_remote_cpu line and the round's next line are replayed right
+// there, as they happened while the handler ran the timers with no lock
+// held), the second is the nextevt of the level-0 tmigr_update_events the
+// kernel printed for that target.
+
+// round is a remote round being replayed.
+type round struct {
+	idx    int // op index
+	o      *op
+	used   []bool       // kernel targets matched to the model's
+	cur    int          // the kernel target of the model's current expiry, -1
+	why    string       // why the round is undetermined, beyond its start
+	lo, hi int64        // now lies in [lo, hi] (ns)
+	amb    map[int]bool // CPUs with an event between lo and hi
+	walked []int        // targets whose events the model walked up again
+	nested bool         // operations of other CPUs were replayed inside it
+	wWhy   string       // why the handler's wakeup afterwards may differ
+}
+
+// q0Reason is qReason for the level-0 group a round handles: an idle CPU's
+// event from before the recording does not count when the trace shows it
+// was not due at that round (see notDueYet). Its value may still be the
+// group's next expiry, which the handler keeps as its wakeup.
+func (r *replayer) q0Reason(g hier.GroupID, s gstate, idx int, rd *round) string {
+	n := r.topo.info[g]
+	activeKnown := r.gk[g] == ""
+	for _, c := range n.cpus {
+		if activeKnown && s.active&r.topo.cpuBit[c] != 0 {
+			continue
+		}
+		if r.ek[c] == whyEvent && activeKnown && r.notDueYet(c, idx) {
+			if rd != nil {
+				rd.wWhy = first(rd.wWhy, whyEvent)
+			}
+			continue
+		}
+		if r.ek[c] != "" {
+			return r.ek[c]
+		}
+	}
+	return ""
+}
+
+// notDueYet reports whether the trace shows that cpu's event, unknown
+// since before the recording, was not due at the round r.ops[idx]: a later
+// round of a CPU of the same group handled that group (its walk went on to
+// the parent, which it does only once no due event is left) without
+// expiring cpu, and cpu's event cannot have changed from this round to that
+// one (no operation of cpu, no remote expiry of it, this round's included,
+// no lost events). Its now was no earlier: the same handler later, or a
+// line further than the clock skew. Had the event been due here, it would
+// have been due there. The model holds no event for such a CPU, so it
+// expires nothing either.
+func (r *replayer) notDueYet(cpu, idx int) bool {
+	if r.witness == nil {
+		r.findWitnesses()
+	}
+	o := r.ops[idx]
+	ts := r.ev[o.key()].TS
+	for _, j := range r.witness[cpu] {
+		if j <= idx {
+			continue
+		}
+		for _, c := range r.changes[cpu] {
+			// A change at the round itself (it expired cpu) counts.
+			if c >= idx && c <= j {
+				return false
+			}
+		}
+		if r.ops[j].cpu == o.cpu || r.ev[r.ops[j].key()].TS > ts+skewNS {
+			return true
+		}
+	}
+	return false
+}
+
+// findWitnesses lists, per CPU, the operations that may change its event
+// (r.changes) and the rounds that show its event was not due (r.witness),
+// as op indexes in order.
+func (r *replayer) findWitnesses() {
+	r.witness, r.changes = map[int][]int{}, map[int][]int{}
+	for j, o := range r.ops {
+		switch o.kind {
+		case opNewTimer:
+			if !o.walked && o.nextevt == hier.KtimeMax {
+				continue
+			}
+			r.changes[o.cpu] = append(r.changes[o.cpu], j)
+		case opRemote:
+			targets := map[int]bool{}
+			for _, ti := range o.targets {
+				x := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
+				targets[x] = true
+				r.changes[x] = append(r.changes[x], j)
+			}
+			if len(o.levels) < 2 {
+				continue // did not show that it handled its group
+			}
+			for _, x := range r.topo.info[r.topo.cpuG[o.cpu]].cpus {
+				if x != o.cpu && !targets[x] {
+					r.witness[x] = append(r.witness[x], j)
+				}
+			}
+		default:
+			r.changes[o.cpu] = append(r.changes[o.cpu], j)
+		}
+	}
+}
+
+// roundDeps returns why what a round of h reads may differ from the
+// kernel's: the states of the groups up its path while its branch is their
+// migrator, their queues, and h's wakeup if h is not the migrator of its
+// own group (the fast exit). With rd, it also notes the queued events that
+// now decides about.
+func (r *replayer) roundDeps(h int, rd *round, idx int) string {
+	gis := r.m.h.Groups()
+	st := map[hier.GroupID]gstate{}
+	queues := map[hier.GroupID][]hier.EventInfo{}
+	for _, gi := range gis {
+		st[gi.ID] = gstate{gi.Active, gi.Migrator}
+		queues[gi.ID] = gi.Events
+	}
+	g0 := r.topo.cpuG[h]
+	why := r.gk[g0]
+	if m := st[g0].migrator; m != r.topo.cpuBit[h] && m != hier.MigratorNone {
+		why = first(why, r.wk[h])
+	}
+	bit := r.topo.cpuBit[h]
+	for k, g := range r.topo.path[h] {
+		if k > 0 {
+			bit = r.topo.info[r.topo.path[h][k-1]].bit
+		}
+		why = first(why, r.gk[g])
+		if m := st[g].migrator; m != bit && m != hier.MigratorNone {
+			break
+		}
+		if k == 0 {
+			why = first(why, r.q0Reason(g, st[g], idx, rd))
+		} else {
+			why = first(why, r.qReason(g, st[g]))
+		}
+		if rd != nil {
+			for _, e := range queues[g] {
+				if !e.Ignore {
+					rd.note(e.CPU, e.Expires)
+				}
+			}
+		}
+	}
+	return why
+}
+
+// expirer implements hier.Expirer for the replay.
+type expirer struct{ r *replayer }
+
+func (x expirer) ExpireRemote(handler, target int) { x.r.expireRemote(handler, target) }
+func (x expirer) LockBases(int)                    {}
+func (x expirer) UnlockBases(int)                  {}
+func (x expirer) NextGlobalRemote(target int, basej uint64, now int64) int64 {
+	return x.r.nextGlobalRemote(target)
+}
+
+const (
+	minNS = -1 << 63
+	maxNS = 1<<63 - 1
+)
+
+// runRemote replays one round.
+func (r *replayer) runRemote(idx int, o *op) {
+	h := o.cpu
+	rd := &round{idx: idx, o: o, used: make([]bool, len(o.targets)), cur: -1, lo: minNS, hi: maxNS}
+	why := ""
+	if !r.clk.known {
+		why = whyNoClock
+	} else {
+		lo, hi, hasLo, hasHi := r.clk.bounds(o.first(), h)
+		if hasLo {
+			rd.lo = r.clk.ns(lo)
+		}
+		if hasHi {
+			rd.hi = r.clk.ns(hi)
+		}
+		if rd.hi < rd.lo {
+			rd.hi = rd.lo // inconsistent observations: trust the earlier
+		}
+	}
+
+	why = first(why, r.roundDeps(h, rd, idx))
+	now := rd.nowFor(r)
+	basej := uint64(0)
+	if r.clk.known {
+		basej = uint64((now - r.clk.off) / r.clk.tick)
+	}
+	r.rounds = append(r.rounds, rd)
+	ml := r.collect(func() { r.m.h.HandleRemote(h, now, basej, expirer{r}) })
+	r.rounds = r.rounds[:len(r.rounds)-1]
+	why = first(why, rd.why)
+	if rd.nested {
+		// Operations replayed inside the round may have left state it
+		// read afterwards unknown.
+		why = first(why, r.roundDeps(h, nil, idx))
+	}
+	// A walk after a remote expiry that reaches an idle top updates the
+	// top's queue but prints nothing (and does not report it): if what it
+	// propagated was unknown, so is the event it left there.
+	if top := r.topo.top; r.m.states()[top].active == 0 {
+		for _, x := range rd.walked {
+			if p := r.topo.path[x]; len(p) >= 2 {
+				ch := p[len(p)-2]
+				r.gev[ch] = first(r.gev[ch], r.qIdle(ch))
+			}
+		}
+	}
+
+	var kl, ml0 []string
+	for _, i := range o.levels {
+		id, _ := r.gm.id(r.ev[i].Data.(ftrace.TmigrHandleRemote).Group)
+		kl = append(kl, id.String())
+	}
+	for _, l := range only(ml, "tmigr_handle_remote") {
+		ml0 = append(ml0, l.group.String())
+	}
+	var kt, mt []int
+	for _, i := range o.targets {
+		kt = append(kt, r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU)
+	}
+	for _, l := range only(ml, "tmigr_handle_remote_cpu") {
+		mt = append(mt, l.cpu)
+	}
+	kernel := fmt.Sprintf("groups=%s cpus=%s", strings.Join(kl, ","), fmtCPUs(kt))
+	model := fmt.Sprintf("groups=%s cpus=%s", strings.Join(ml0, ","), fmtCPUs(mt))
+	if why == "" && len(rd.amb) > 0 {
+		// Where now lies between the bounds decides whether an event is
+		// due: the round is undetermined, unless the kernel and the model
+		// differ on something now does not explain.
+		if kernel == model || strings.Join(kl, ",") == strings.Join(ml0, ",") &&
+			fmtCPUs(rd.without(kt)) == fmtCPUs(rd.without(mt)) {
+			why = whyNow
+		}
+	}
+	if o.cut && kernel != model && strings.HasPrefix(strings.Join(ml0, ","), strings.Join(kl, ",")) &&
+		strings.HasPrefix(fmtCPUs(mt), fmtCPUs(kt)) {
+		why = first(why, whyPartial) // the recording ended in the round
+	}
+	r.check(r.ev[o.first()].Line, "tmigr_handle_remote", why, kernel, model)
+	// h's wakeup is now the next expiry of the highest group it handled.
+	r.wk[h] = first(why, rd.wWhy)
+	if kernel != model {
+		// The model expired other CPUs than the kernel: their events,
+		// wakeups and everything above them may differ now.
+		w := first(why, whyDiverged)
+		for _, c := range append(kt, mt...) {
+			r.setEvUnknown(c, w)
+			r.wk[c] = w
+		}
+	}
+	r.volatile()
+}
+
+func fmtCPUs(cs []int) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = fmt.Sprint(c)
+	}
+	return strings.Join(s, ",")
+}
+
+// note records an event the round may dequeue; an event due at some but
+// not all of the possible values of now makes its CPU ambiguous.
+func (rd *round) note(cpu int, expires int64) {
+	if rd.ambiguous(expires) {
+		if rd.amb == nil {
+			rd.amb = map[int]bool{}
+		}
+		rd.amb[cpu] = true
+	}
+}
+
+// without returns cs without the ambiguous CPUs.
+func (rd *round) without(cs []int) []int {
+	var out []int
+	for _, c := range cs {
+		if !rd.amb[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// nowFor picks the value of now to replay the round with: the earliest
+// within the bounds the trace gives at which every event the kernel
+// expired was due, as far as the model knows those events (before any
+// event at all when the trace bounds now from above only). A round whose
+// decision hinges on that choice is undetermined anyway; the choice keeps
+// the model in step with the kernel for what follows.
+func (rd *round) nowFor(r *replayer) int64 {
+	now := rd.lo
+	exp := map[int]int64{}
+	for k, i := range rd.o.targets {
+		x := r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU
+		e, ok := exp[x]
+		if !ok {
+			ci := r.m.h.CPU(x)
+			if ci.EvtIgnore || !ci.EvtQueued || r.ek[x] != "" {
+				continue // only a known event tells when now was
+			}
+			e = ci.EvtExpires
+		}
+		if e > now && e <= rd.hi {
+			now = e
+		}
+		if n, ok := r.refetched(rd.o, k); ok {
+			exp[x] = n
+		}
+	}
+	if now == minNS {
+		return 0 // before every event
+	}
+	return now
+}
+
+// refetched returns the nextevt of the level-0 update the kernel printed
+// after expiring its k-th target.
+func (r *replayer) refetched(o *op, k int) (int64, bool) {
+	ti := o.targets[k]
+	target := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
+	for _, i := range o.lines {
+		if i <= ti {
+			continue
+		}
+		switch p := r.ev[i].Data.(type) {
+		case ftrace.TmigrUpdateEvents:
+			if id, ok := r.gm.id(p.Group); p.Child == 0 && ok && id == r.topo.cpuG[target] {
+				return p.NextEvt, true
+			}
+		case ftrace.TmigrHandleRemoteCPU, ftrace.TmigrHandleRemote:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// ambiguous reports whether an event at expires is due at some but not all
+// of the possible values of now.
+func (rd *round) ambiguous(expires int64) bool {
+	return rd.lo < rd.hi && expires > rd.lo && expires <= rd.hi
+}
+
+// expireRemote is the model's timer_expire_remote: match the kernel's
+// target, check the wakeup it printed, and replay what other CPUs did while
+// the kernel ran the target's timers.
+func (r *replayer) expireRemote(handler, target int) {
+	rd := r.rounds[len(r.rounds)-1]
+	rd.cur = -1
+	for k, i := range rd.o.targets {
+		if !rd.used[k] && r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU == target {
+			rd.used[k], rd.cur = true, k
+			break
+		}
+	}
+	if rd.cur < 0 {
+		return
+	}
+	ti := rd.o.targets[rd.cur]
+	// The wakeup the kernel printed for the target, before its reset.
+	if ls := only(r.rec.lines, "tmigr_handle_remote_cpu"); len(ls) > 0 {
+		ml := ls[len(ls)-1]
+		kw := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).Wakeup
+		r.check(r.ev[ti].Line, "tmigr_handle_remote_cpu wakeup", ml.why, fmtNS(kw), fmtNS(ml.wakeup))
+	}
+	// The window: up to the round's next line, or to the handler's next
+	// operation.
+	end := len(r.ev)
+	for _, i := range rd.o.lines {
+		if i > ti {
+			end = i
+			break
+		}
+	}
+	if end == len(r.ev) {
+		for j := rd.idx + 1; j < len(r.ops); j++ {
+			if r.ops[j].cpu == handler {
+				end = r.ops[j].key()
+				break
+			}
+		}
+	}
+	// Operations of other CPUs that began since the round started and
+	// before its next line ran, as far as the trace can tell, while the
+	// handler was between its dequeue and its walk: replay them here.
+	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
+		if !r.done[j] && r.ops[j].cpu != handler {
+			rd.nested = true
+			r.exec(j)
+		}
+	}
+}
+
+// nextGlobalRemote answers fetch_next_timer_interrupt_remote for the
+// current target from the kernel's walk after the expiry.
+func (r *replayer) nextGlobalRemote(target int) int64 {
+	rd := r.rounds[len(r.rounds)-1]
+	if rd.cur >= 0 {
+		rd.walked = append(rd.walked, target)
+		if n, ok := r.refetched(rd.o, rd.cur); ok {
+			r.ek[target] = ""
+			rd.note(target, n)
+			return n
+		}
+	}
+	if rd.cur >= 0 && r.boot {
+		if j, ok := r.wheel[rd.o.targets[rd.cur]]; ok {
+			r.ek[target] = ""
+			if j == 0 {
+				return hier.KtimeMax
+			}
+			n := r.clk.ns(j)
+			if rd.lo == rd.hi && n < rd.lo {
+				n = rd.lo // an overdue timer is reported at now
+			}
+			rd.note(target, n)
+			return n
+		}
+	}
+	r.setEvUnknown(target, whyRefetch)
+	rd.why = first(rd.why, whyRefetch)
+	return hier.KtimeMax
+}
+
+// wheelNext answers, for a trace from boot, what the target of each remote
+// expiry has as its next global timer once its timers ran: the earliest
+// bucket among its pending global timers, if strictly before its first
+// pinned one (a local timer wins ties: the target wakes up for it anyway),
+// in jiffies; 0 for none. The kernel prints that value in the level-0
+// update of its walk, except at an idle top, where the walk of a remote
+// expiry prints nothing (a single-level hierarchy whose last CPU handles
+// its own wakeup); then the timer lines tell, if they hold every timer: a
+// timer cancelled or expired without a start in the trace (armed before
+// it) leaves nothing answered.
+func wheelNext(events []ftrace.Event, ops []*op) map[int]uint64 {
+	// The answer for a target line is read at the handler's next tmigr
+	// line: its timers ran in between.
+	at := map[int][]int{} // event index -> target lines answered there
+	for _, o := range ops {
+		if o.kind != opRemote {
+			continue
+		}
+		for _, ti := range o.targets {
+			end := len(events) - 1
+			for i := ti + 1; i < len(events); i++ {
+				if events[i].CPU == o.cpu && strings.HasPrefix(events[i].Name, "tmigr_") {
+					end = i
+					break
+				}
+			}
+			at[end] = append(at[end], ti)
+		}
+	}
+	type pend struct {
+		cpu    int
+		bucket uint64
+		pinned bool
+	}
+	pending := map[uint64]pend{}
+	started := map[uint64]bool{}
+	out := map[int]uint64{}
+	for i, ev := range events {
+		for _, ti := range at[i] {
+			cpu := events[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
+			var g, l uint64
+			for _, p := range pending {
+				switch {
+				case p.cpu != cpu:
+				case p.pinned:
+					if l == 0 || p.bucket < l {
+						l = p.bucket
+					}
+				case g == 0 || p.bucket < g:
+					g = p.bucket
+				}
+			}
+			if g != 0 && l != 0 && l <= g {
+				g = 0
+			}
+			out[ti] = g
+		}
+		switch p := ev.Data.(type) {
+		case ftrace.TimerStart:
+			started[p.Timer] = true
+			if p.Flags&ftrace.TimerDeferrable != 0 {
+				delete(pending, p.Timer)
+			} else {
+				pending[p.Timer] = pend{p.CPU, p.BucketExpiry, p.Flags&ftrace.TimerPinned != 0}
+			}
+		case ftrace.TimerCancel, ftrace.TimerExpireEntry:
+			tm := timerOf(p)
+			if !started[tm] {
+				return nil
+			}
+			delete(pending, tm)
+		}
+	}
+	return out
+}
