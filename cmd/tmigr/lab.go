@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
+	"github.com/tmigr/tmigr/lab"
+)
+
+func init() {
+	register("lab", "record real kernels' timer traces under QEMU, and check the model against them", runLab)
+	registerLab("record", "boot a Linux guest of any CPU/NUMA shape under QEMU and record its timer trace", runLabRecord)
+}
+
+// labCommand is a subcommand of "tmigr lab". Each lives in a file of its
+// own and registers itself with registerLab from its init.
+type labCommand struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+var labCommands = map[string]labCommand{}
+
+func registerLab(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
+	if _, dup := labCommands[name]; dup {
+		panic("tmigr: lab command registered twice: " + name)
+	}
+	labCommands[name] = labCommand{summary, run}
+}
+
+func runLab(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		labUsage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := labCommands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "tmigr lab: unknown subcommand %q\n\n", args[0])
+		labUsage(stderr)
+		return 2
+	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+func labUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: tmigr lab <subcommand> [flags]")
+	fmt.Fprintln(w, "\nsubcommands:")
+	names := make([]string, 0, len(labCommands))
+	for n := range labCommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, labCommands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'tmigr lab <subcommand> -h' for its flags.")
+}
+
+const labRecordUsage = `usage: tmigr lab record --cpus N [--nodes K | --node-cpus LIST;LIST...] [flags] -o FILE
+
+Boots Debian's Linux 6.12 under QEMU (TCG) as a guest of N CPUs on K NUMA
+nodes, runs a load pinned to its CPUs, records the kernel's timer and
+timer_migration trace events for --duration, and writes them to FILE as
+ftrace text that starts with a "# machine:" line ("tmigr replay" reads it).
+The kernel, busybox and the guest program are fetched or built into a cache
+on first use; QEMU is installed with apt-get if missing (as root).
+
+Loads, one per CPU, as cpulists ("1-7,9-15"):
+  --busy         a busy loop
+  --sleepers     a SCHED_OTHER task sleeping --period at a time
+  --rt-sleepers  the same as SCHED_FIFO (--fifo-prio); on --kernel rt these
+                 are woken from hard interrupt context, the others from the
+                 timer softirq
+The machine line's sleepers= lists both kinds; its note names the SCHED_FIFO
+ones and the period.
+
+flags:
+`
+
+func runLabRecord(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lab record", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var s lab.Spec
+	fs.IntVar(&s.CPUs, "cpus", 0, "vCPUs of the guest (1-288)")
+	fs.IntVar(&s.Nodes, "nodes", 0, "NUMA nodes, the CPUs spread in contiguous blocks (default 1)")
+	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
+	fs.StringVar(&s.Cmdline, "cmdline", "", "kernel parameters to add (isolcpus=..., nohz_full=...)")
+	busy := fs.String("busy", "", "CPUs that run a busy loop")
+	sleepers := fs.String("sleepers", "", "CPUs that run a periodic SCHED_OTHER sleeper")
+	rtSleepers := fs.String("rt-sleepers", "", "CPUs that run a periodic SCHED_FIFO sleeper")
+	fs.DurationVar(&s.Period, "period", 0, "the sleepers' period (default 3ms)")
+	fs.BoolVar(&s.Absolute, "abs", false, "sleepers sleep to absolute deadlines (TIMER_ABSTIME)")
+	fs.IntVar(&s.FIFOPrio, "fifo-prio", 0, "SCHED_FIFO priority of the rt sleepers (default 50)")
+	fs.DurationVar(&s.Duration, "duration", 0, "how long to record (default 3s)")
+	kernel := fs.String("kernel", "generic", "the kernel: generic (Debian cloud-amd64) or rt (rt-amd64, PREEMPT_RT)")
+	fs.StringVar(&s.KernelVersion, "kernel-version", "", "pin the kernel's version, 6.12.N (default: newest cached, else newest in Debian)")
+	fs.BoolVar(&s.HRTimers, "hrtimers", false, "record the hrtimer_* events too (always on with --kernel rt)")
+	fs.IntVar(&s.BufferKB, "buffer-kb", 0, "per-CPU trace buffer in KiB (default 2048)")
+	fs.IntVar(&s.MemoryMB, "mem", 0, "guest memory in MiB (default from the CPUs and the buffer)")
+	fs.DurationVar(&s.Timeout, "timeout", 0, "limit on the QEMU run (default 1m + duration + 3s per CPU)")
+	fs.StringVar(&s.Host.CacheDir, "cache", "", "cache directory (default $XDG_CACHE_HOME/tmigr/lab or ~/.cache/tmigr/lab)")
+	fs.StringVar(&s.Host.Mirror, "mirror", "", "Debian archive base URL (default http://deb.debian.org)")
+	fs.BoolVar(&s.Host.NoInstall, "no-install", false, "never run apt-get install; fail naming what is missing")
+	fs.StringVar(&s.Host.QEMU, "qemu", "", "qemu-system-x86_64 to use")
+	fs.StringVar(&s.Host.Busybox, "busybox", "", "static busybox to use")
+	fs.StringVar(&s.Host.Guest, "guest", "", "built tmigr-guest to use (static)")
+	fs.StringVar(&s.Host.KernelImage, "kernel-image", "", "kernel image to boot instead of Debian's (needs --kernel-config)")
+	fs.StringVar(&s.Host.KernelConfig, "kernel-config", "", "the config of --kernel-image")
+	fs.StringVar(&s.Host.SourceDir, "source", "", "the tmigr module's directory, to build the guest program from (default: the working directory's module)")
+	console := fs.String("console", "", "also write the guest's serial console log to this file")
+	out := fs.String("o", "", "the recording's file (\"-\" for standard output)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, labRecordUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	bad := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "tmigr lab record: "+format+"\n", args...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	if *out == "" {
+		return bad("give the output file with -o FILE")
+	}
+	if s.CPUs < 1 || s.CPUs > cpumask.MaxCPUs {
+		return bad("--cpus: %d; give the guest's CPUs, 1 to %d", s.CPUs, lab.MaxCPUs)
+	}
+	s.Kernel = lab.Flavour(*kernel)
+	if *nodeCPUs != "" {
+		if s.Nodes != 0 {
+			return bad("give either --nodes or --node-cpus, not both")
+		}
+		for i, l := range strings.Split(*nodeCPUs, ";") {
+			m, err := cpumask.ParseFor(strings.TrimSpace(l), s.CPUs)
+			if err != nil {
+				return bad("--node-cpus: node %d: %v", i, err)
+			}
+			s.NodeCPUs = append(s.NodeCPUs, m)
+		}
+	}
+	for _, l := range []struct {
+		flag string
+		text string
+		m    *cpumask.Mask
+	}{{"--busy", *busy, &s.Busy}, {"--sleepers", *sleepers, &s.Sleepers}, {"--rt-sleepers", *rtSleepers, &s.RTSleepers}} {
+		m, err := cpumask.ParseFor(l.text, s.CPUs)
+		if err != nil {
+			return bad("%s: %v", l.flag, err)
+		}
+		*l.m = m
+	}
+	if err := s.Validate(); err != nil {
+		return bad("%v", err)
+	}
+
+	s.Progress = prefixWriter{stderr, "tmigr lab: "}
+	if *console != "" {
+		f, err := os.Create(*console)
+		if err != nil {
+			return bad("--console: %v", err)
+		}
+		defer f.Close()
+		s.Console = f
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var buf bytes.Buffer
+	if err := lab.Record(ctx, s, &buf); err != nil {
+		fmt.Fprintf(stderr, "tmigr lab record: %v\n", err)
+		return 1
+	}
+	if err := writeOutput(*out, buf.Bytes(), stdout); err != nil {
+		fmt.Fprintf(stderr, "tmigr lab record: %v\n", err)
+		return 1
+	}
+	if *out != "-" {
+		fmt.Fprintf(stderr, "tmigr lab: wrote %s\n", *out)
+	}
+	return checkBootLine(&s, buf.Bytes(), stderr)
+}
+
+// writeOutput writes the recording to path atomically (a file appears
+// whole or not at all), or to stdout for "-".
+func writeOutput(path string, data []byte, stdout io.Writer) error {
+	if path == "-" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// checkBootLine compares the kernel's "Timer migration:" boot line with the
+// hierarchy our model builds for the same machine; a difference is a
+// finding about the model (exit status 1), the recording stands.
+func checkBootLine(s *lab.Spec, rec []byte, stderr io.Writer) int {
+	r := ftrace.NewReader(bytes.NewReader(rec))
+	if _, err := r.Next(); err != nil && err != io.EOF {
+		fmt.Fprintf(stderr, "tmigr lab record: reading the recording back: %v\n", err)
+		return 1
+	}
+	h := r.Header()
+	m := h.Machine
+	if m == nil {
+		fmt.Fprintln(stderr, "tmigr lab record: the recording lacks its machine line")
+		return 1
+	}
+	nodeOf := make([]int, m.CPUs)
+	for c := range nodeOf {
+		nodeOf[c] = m.Node(c)
+	}
+	model, err := hier.New(hier.Options{NodeOf: nodeOf, Nodes: m.Nodes})
+	if err != nil {
+		fmt.Fprintf(stderr, "tmigr lab record: the model's hierarchy: %v\n", err)
+		return 1
+	}
+	kernel := ""
+	if h.Hierarchy != nil {
+		kernel = h.Hierarchy.String()
+	}
+	if want := model.BootLine(); kernel != want {
+		fmt.Fprintf(stderr, "tmigr lab: the kernel's boot line %q differs from the model's %q\n", kernel, want)
+		return 1
+	}
+	if kernel == "" {
+		kernel = "no timer migration hierarchy"
+	}
+	fmt.Fprintf(stderr, "tmigr lab: kernel boot line matches the model: %s\n", kernel)
+	return 0
+}
+
+// prefixWriter prefixes every write (one line each) with a label.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
+}

@@ -1,0 +1,113 @@
+// Package lab records real Linux kernels' timer traces on machines of any
+// shape: it boots Debian's 6.12 kernel under QEMU (TCG, so on any host and
+// with any number of vCPUs and NUMA nodes), runs a load pinned to the
+// guest's CPUs, records the kernel's timer and timer_migration trace events,
+// and writes them as ftrace text that package ftrace and "tmigr replay"
+// read. These recordings are the conformance data of the model: the real
+// kernel's decisions on the machine shapes the model claims to cover.
+//
+// # tmigr lab record
+//
+//	tmigr lab record --cpus 16 --nodes 2 --cmdline "isolcpus=1-7,9-15" \
+//	    --busy 1-7,9-15 --duration 3s -o vm16-2node-isol-busy.txt
+//
+// Flags (each also a field of Spec):
+//
+//	--cpus N            vCPUs (1-288)
+//	--nodes K           NUMA nodes; CPU c goes to node c*K/N (contiguous
+//	                    blocks, as "tmigr topo" spreads them)
+//	--node-cpus L;L     each node's CPUs instead, as cpulists
+//	--cmdline "..."     kernel parameters: isolcpus=, nohz_full=, ...
+//	--busy LIST         CPUs that run a busy loop
+//	--sleepers LIST     CPUs that run a SCHED_OTHER task sleeping --period
+//	                    (default 3ms) in a loop; --abs sleeps to absolute
+//	                    deadlines (TIMER_ABSTIME)
+//	--rt-sleepers LIST  the same as SCHED_FIFO, priority --fifo-prio (50)
+//	--duration D        how long to record (default 3s)
+//	--kernel generic|rt Debian's cloud-amd64 or rt-amd64 (PREEMPT_RT) kernel;
+//	                    rt also records the hrtimer_* events (--hrtimers
+//	                    asks for them on generic)
+//	--kernel-version V  pin 6.12.V; default the newest cached, else the
+//	                    newest the Debian archive has
+//	-o FILE             the recording ("-": standard output)
+//
+// and --buffer-kb, --mem, --timeout, --cache, --mirror, --no-install,
+// --console FILE (the whole serial log), and paths to a QEMU, busybox,
+// guest program or kernel to use instead of fetching them.
+//
+// The sleepers of the two kinds matter on the rt kernel: PREEMPT_RT wakes a
+// SCHED_FIFO sleeper from hard interrupt context and any other from the
+// timer softirq. The machine line's sleepers= lists both; its note says
+// which were SCHED_FIFO and the period:
+//
+//	# machine: cpus=8 ... busy=7 sleepers=1-6 (QEMU TCG; PREEMPT_RT; fifo-sleepers=4-6; period=3ms)
+//
+// # The recording
+//
+// The file is what /sys/kernel/tracing/trace printed, after two lines of
+// ours: the "# machine:" line (see ftrace.Machine) and the kernel's own boot
+// message on the hierarchy it built, as a comment:
+//
+//	# machine: cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.118 hz=250 cmdline="" busy=1,9 sleepers=2-4,10-12 (QEMU TCG; period=3ms)
+//	# Timer migration: 2 hierarchy levels; 8 children per group; 1 crossnode level
+//	# tracer: nop
+//	...
+//
+// The events are the wheel's (timer_init, timer_start, timer_expire_entry,
+// timer_expire_exit, timer_cancel), every timer_migration event, and with
+// hrtimers the hrtimer_* events. A recording is refused, not written, when
+// the guest's CPUs or nodes differ from the spec, when the per-CPU trace
+// buffer overran, or when the text does not read back with ftrace.
+// "tmigr lab record" then compares the boot line with the hierarchy of
+// package hier for the same machine and exits 1 if they differ.
+//
+// # How
+//
+//	host                                      guest (QEMU q35, TCG)
+//	----                                      ---------------------
+//	fetch kernel, busybox (cache)
+//	build cmd/tmigr-guest (cache)
+//	write /init, pack initramfs   -- boot --> /init: mount proc, sys, dev, tracefs
+//	                                          enable events, size the buffer
+//	                                          tmigr-guest run (loads, pinned)
+//	                                          record D seconds
+//	parse console, check, write  <-- ttyS0 -- sections between nonce markers:
+//	                                          uname, nodes, dmesg, trace (gzip+base64)
+//	                                          poweroff
+//
+// Debian's 6.12 kernels are not in bookworm's archive but in
+// bookworm-backports and trixie; the recorder keeps an apt state of its own
+// in the cache, so "apt-get update" and "apt-get download" there change
+// nothing in the system's apt configuration (see fetch.go). Only a missing
+// QEMU is installed into the system, with apt-get, as root, and never with
+// --no-install.
+//
+// Under TCG the guest's clock runs at the host's pace but its vCPUs do not.
+// Measured on a 2-core host, from QEMU's start to the guest's /init: 3 to
+// 5 s for 2 vCPUs, 6 to 9 s for 9, 12 to 30 s for 16, 24 to 28 s for 24,
+// 70 to 90 s for 40 and about 160 s for 64, depending on what else the host
+// runs; a recording of 3 s adds the load's start, the recording and the
+// dump. The kernel's decisions are real; only the vCPUs are slow, which
+// changes how often things happen, not what happens. Two things keep it
+// so:
+//
+//   - The busy CPUs' vCPU threads drop to nice 19 on the host once the
+//     guest runs its /init. They only spin; without this, 38 spinning
+//     vCPUs on 2 host cores starve the idle ones, whose every wakeup is a
+//     decision the recording is for, and a 3 s recording took 6 s of the
+//     guest's clock with a third of the events.
+//   - The guest boots with tsc=unstable (see kernelArgs): without it,
+//     QEMU 7.2's multi-threaded TCG sometimes crashed a 6.12 guest of 24 or
+//     more vCPUs at boot, while the kernel patched its clock code. A guest
+//     that still dies before its /init is booted again (Spec.Retries).
+//
+// A failed recording keeps its run directory (run-* in the cache: the
+// console logs and the initramfs) and names it in the error; delete them
+// at will.
+//
+// # API
+//
+// Record is the whole recording, for one Spec; a program that records many
+// shapes calls it once per shape. The package keeps no state between calls:
+// everything lasting is in the cache directory.
+package lab

@@ -1,0 +1,350 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmigr/tmigr/ftrace"
+)
+
+// TimeoutError is a guest that did not finish in time.
+type TimeoutError struct {
+	Timeout time.Duration
+	Stage   string // the last stage the guest reported: "boot", "booted", "recording", "dumping"
+	Console string // where the console log was kept
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("the guest did not finish within %v (last stage: %s); a guest of many vCPUs boots slowly under TCG on few host cores: raise the timeout. Console log: %s",
+		e.Timeout, e.Stage, e.Console)
+}
+
+// Record boots a guest of the spec's shape under QEMU, records its timer
+// and timer_migration trace events while the load runs, and writes the
+// trace to out: the "# machine:" line, the kernel's "# Timer migration:"
+// boot line, then the trace as the kernel's trace file prints it. Nothing
+// is written unless the whole trace was recorded (no buffer overrun), came
+// back intact and reads back with ftrace.NewReader.
+//
+// It fetches or builds what it needs first (see Host). When it fails after
+// QEMU started, the error names the run directory, which keeps the console
+// log and the initramfs.
+func Record(ctx context.Context, s Spec, out io.Writer) error {
+	s = s.withDefaults()
+	if err := s.validate(); err != nil {
+		return err
+	}
+	p := newProgress(s.Progress)
+	f, err := newFetcher(s.Host, p.printf)
+	if err != nil {
+		return err
+	}
+	qemu, err := f.qemu(ctx)
+	if err != nil {
+		return err
+	}
+	k, err := f.kernel(ctx, &s)
+	if err != nil {
+		return err
+	}
+	bbPath, err := f.busybox(ctx)
+	if err != nil {
+		return err
+	}
+	guestPath, err := f.guest(ctx)
+	if err != nil {
+		return err
+	}
+	busybox, err := os.ReadFile(bbPath)
+	if err != nil {
+		return err
+	}
+	guest, err := os.ReadFile(guestPath)
+	if err != nil {
+		return err
+	}
+
+	nonce, err := newNonce()
+	if err != nil {
+		return err
+	}
+	initrd, err := buildInitramfs(busybox, guest, initScript(s.plan(nonce)))
+	if err != nil {
+		return err
+	}
+	runDir, err := os.MkdirTemp(f.host.CacheDir, "run-")
+	if err != nil {
+		return err
+	}
+	keep := true
+	defer func() {
+		if !keep {
+			os.RemoveAll(runDir)
+		}
+	}()
+	initrdPath := filepath.Join(runDir, "initramfs.cpio.gz")
+	if err := os.WriteFile(initrdPath, initrd, 0o644); err != nil {
+		return err
+	}
+	kname := k.Package
+	if kname == "" {
+		kname = k.Image
+	}
+	p.printf("booting %s: %d vCPUs, %d node(s) (%s), %d MiB, cmdline %q",
+		kname, s.CPUs, s.Nodes, nodeLists(&s), s.MemoryMB, s.Cmdline)
+
+	var log []byte
+	var consolePath string
+	for attempt := 1; ; attempt++ {
+		consolePath = filepath.Join(runDir, fmt.Sprintf("console-%d.log", attempt))
+		var booted bool
+		log, booted, err = runQEMU(ctx, &s, qemu, qemuArgs(&s, k.Image, initrdPath), nonce, consolePath, p)
+		if err != nil {
+			return err
+		}
+		// A guest that died before its /init ran hit a race of TCG's,
+		// not a problem of the spec: boot it again.
+		if booted || attempt > s.Retries {
+			break
+		}
+		p.printf("the guest crashed before its /init ran (%s); booting it again (%d of %d retries)",
+			crashLine(log), attempt, s.Retries)
+	}
+	text, err := assemble(&s, log, nonce, k.HZ)
+	if err != nil {
+		return fmt.Errorf("%w (console log: %s)", err, consolePath)
+	}
+	n, err := checkTrace(text)
+	if err != nil {
+		return fmt.Errorf("%w (console log: %s)", err, consolePath)
+	}
+	if _, err := out.Write(text); err != nil {
+		return err
+	}
+	keep = false
+	p.printf("%d events written (%d bytes)", n, len(text))
+	return nil
+}
+
+func nodeLists(s *Spec) string {
+	var l []string
+	for _, m := range s.NodeCPUs {
+		l = append(l, m.String())
+	}
+	return strings.Join(l, ";")
+}
+
+func newNonce() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// runQEMU runs the guest to its end and returns its console log and
+// whether its /init ran. The log also goes to consolePath and to s.Console
+// as it comes.
+func runQEMU(ctx context.Context, s *Spec, qemu string, args []string, nonce, consolePath string, p *progress) (log []byte, booted bool, err error) {
+	cf, err := os.Create(consolePath)
+	if err != nil {
+		return nil, false, err
+	}
+	defer cf.Close()
+	tctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, qemu, args...)
+	setChildAttrs(cmd)
+	cmd.WaitDelay = 5 * time.Second
+	w := &consoleWatcher{marker: markerPrefix + " " + nonce + " stage ", p: p, start: time.Now(), stage: "boot"}
+	sinks := []io.Writer{cf, &w.log, w}
+	if s.Console != nil {
+		sinks = append(sinks, s.Console)
+	}
+	cmd.Stdout = io.MultiWriter(sinks...)
+	// A busy loop's vCPU thread takes its full share of the host's cores,
+	// and with many of them on a host of few cores the vCPUs that matter
+	// (the idle ones, whose every wakeup is a timer migration decision)
+	// get so little host time that the guest's clock outruns their work:
+	// a 3 s recording of 40 vCPUs, 38 of them busy, held a third of the
+	// events and took 6 s of the guest's clock. Once the guest runs its
+	// /init, the busy vCPUs' host threads go to the back of the host's
+	// queue; they spin, so how fast they run does not matter.
+	w.onStage = func(stage string) {
+		if stage != "booted" || s.Busy.Empty() {
+			return
+		}
+		if n, err := deprioritize(cmd.Process.Pid, s.Busy); err != nil {
+			p.printf("host: could not lower the busy vCPUs' priority: %v", err)
+		} else {
+			p.printf("host: %d vCPU threads of the busy CPUs %s at nice 19", n, s.Busy)
+		}
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		return nil, false, fmt.Errorf("interrupted; QEMU stopped (console log: %s)", consolePath)
+	case errors.Is(tctx.Err(), context.DeadlineExceeded):
+		return nil, false, &TimeoutError{Timeout: s.Timeout, Stage: w.lastStage(), Console: consolePath}
+	case runErr != nil:
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = "no message"
+		}
+		return nil, false, fmt.Errorf("qemu: %v: %s (console log: %s)", runErr, msg, consolePath)
+	}
+	p.printf("guest powered off after %.1f s", time.Since(w.start).Seconds())
+	return w.log.Bytes(), w.lastStage() != "boot", nil
+}
+
+// crashLine returns the console's line that says why a kernel died.
+func crashLine(log []byte) string {
+	lines := strings.Split(string(log), "\n")
+	for _, key := range []string{"Kernel panic", "Oops:", "BUG:"} {
+		for _, l := range lines {
+			if i := strings.Index(l, key); i >= 0 {
+				return strings.TrimSpace(l[i:])
+			}
+		}
+	}
+	return "no panic message"
+}
+
+// consoleWatcher reports the guest's stage lines as progress.
+type consoleWatcher struct {
+	marker string
+	p      *progress
+	start  time.Time
+	log    bytes.Buffer
+	mu     sync.Mutex
+	line   []byte
+	stage  string
+	// onStage, if set, is called with each stage the guest reports.
+	onStage func(stage string)
+}
+
+func (w *consoleWatcher) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range b {
+		if c != '\n' {
+			if len(w.line) < 256 {
+				w.line = append(w.line, c)
+			}
+			continue
+		}
+		l := strings.TrimRight(string(w.line), "\r")
+		w.line = w.line[:0]
+		if i := strings.Index(l, w.marker); i >= 0 {
+			w.stage = l[i+len(w.marker):]
+			w.p.printf("guest: %s (%.1f s)", w.stage, time.Since(w.start).Seconds())
+			if w.onStage != nil {
+				w.onStage(w.stage)
+			}
+		}
+	}
+	return len(b), nil
+}
+
+func (w *consoleWatcher) lastStage() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stage
+}
+
+// assemble turns the console log into the recording's text.
+func assemble(s *Spec, log []byte, nonce string, hz int) ([]byte, error) {
+	rep, err := parseConsole(log, nonce)
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.checkShape(s); err != nil {
+		return nil, err
+	}
+	release, err := rep.release()
+	if err != nil {
+		return nil, err
+	}
+	hier, err := rep.hierarchy()
+	if err != nil {
+		return nil, err
+	}
+	trace, err := rep.trace()
+	if err != nil {
+		return nil, err
+	}
+	m := s.machine(release, hz)
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("# machine: " + m.String() + "\n")
+	if hier != nil {
+		b.WriteString("# " + hier.String() + "\n")
+	}
+	b.Write(trace)
+	return b.Bytes(), nil
+}
+
+// checkTrace reads the recording back as replay will and returns how many
+// events it holds. A buffer overrun is an error: the kernel overwrote the
+// oldest events of some CPUs, and a replay would start from a state the
+// trace does not show.
+func checkTrace(text []byte) (int, error) {
+	r := ftrace.NewReader(bytes.NewReader(text))
+	n := 0
+	for {
+		_, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("the recorded trace does not read back: %v", err)
+		}
+		n++
+	}
+	h := r.Header()
+	if !h.HasEntries {
+		return 0, errors.New("the recorded trace lacks the kernel's entries-in-buffer line")
+	}
+	if h.Entries != h.Written {
+		return 0, fmt.Errorf("the trace buffer overran: it kept %d of %d events; raise the per-CPU buffer or record for less time", h.Entries, h.Written)
+	}
+	if st := r.Stats(); st.Lost > 0 || st.LostUnknown > 0 {
+		return 0, fmt.Errorf("the kernel lost events (%d, and %d unknown counts)", st.Lost, st.LostUnknown)
+	}
+	return n, nil
+}
+
+// progress serializes progress lines from the recorder and the console
+// watcher.
+type progress struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func newProgress(w io.Writer) *progress {
+	if w == nil {
+		w = io.Discard
+	}
+	return &progress{w: w}
+}
+
+func (p *progress) printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, format+"\n", args...)
+}

@@ -1,0 +1,201 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeQEMU stands in for qemu-system-x86_64: it reads the run's nonce from
+// the /init in the initramfs it is given, and prints what a guest prints,
+// with the trace of $FAKE_TRACE. Its first $FAKE_CRASHES runs print a
+// kernel panic instead; with $FAKE_SLEEP it hangs first.
+const fakeQEMU = `#!/bin/sh
+while [ $# -gt 0 ]; do
+	case "$1" in -initrd) initrd=$2; shift;; esac
+	shift
+done
+[ -n "$FAKE_SLEEP" ] && exec sleep "$FAKE_SLEEP"
+n=$(cat "$FAKE_STATE" 2>/dev/null || echo 0)
+n=$((n+1))
+echo $n > "$FAKE_STATE"
+echo "SeaBIOS (version fake)"
+if [ $n -le "$FAKE_CRASHES" ]; then
+	echo "[    7.332421] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI"
+	echo "[    7.340429] Kernel panic - not syncing: Fatal exception in interrupt"
+	exit 0
+fi
+M=$(gzip -dc "$initrd" | grep -a "^M='" | sed "s/^M='\(.*\)'\$/\1/")
+echo "$M stage booted"
+echo "$M begin uname"; echo "6.12.117+deb13-cloud-amd64"; echo "$M end uname"
+echo "$M begin nodes"; echo "0 0-1"; echo "$M end nodes"
+echo "$M begin online"; echo "0-1"; echo "$M end online"
+echo "$M begin dmesg"
+echo "[    0.527354] Timer migration: 1 hierarchy levels; 8 children per group; 1 crossnode level"
+echo "$M end dmesg"
+echo "$M begin trace.gz.b64"; gzip -c "$FAKE_TRACE" | base64; echo "$M end trace.gz.b64"
+echo "$M done"
+`
+
+// staticELF returns the smallest file checkStatic takes for a static
+// x86-64 executable: an ELF header and one PT_LOAD program header.
+func staticELF() []byte {
+	b := make([]byte, 64+56)
+	copy(b, "\x7fELF\x02\x01\x01")
+	le := binary.LittleEndian
+	le.PutUint16(b[16:], 2)  // ET_EXEC
+	le.PutUint16(b[18:], 62) // EM_X86_64
+	le.PutUint32(b[20:], 1)  // EV_CURRENT
+	le.PutUint64(b[32:], 64) // e_phoff
+	le.PutUint16(b[52:], 64) // e_ehsize
+	le.PutUint16(b[54:], 56) // e_phentsize
+	le.PutUint16(b[56:], 1)  // e_phnum
+	le.PutUint32(b[64:], 1)  // PT_LOAD
+	return b
+}
+
+// fakeHost sets up a host whose QEMU is fakeQEMU, and returns the spec
+// and the trace the fake guest sends.
+func fakeHost(t *testing.T, crashes int) (Spec, []byte) {
+	for _, tool := range []string{"sh", "gzip", "grep", "sed", "base64"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the fake QEMU needs %s", tool)
+		}
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var config strings.Builder
+	for _, k := range requiredConfig {
+		config.WriteString(k + "=y\n")
+	}
+	config.WriteString("CONFIG_HZ=250\n")
+	// The kernel's part of a real recording: everything after our two
+	// header lines.
+	rec, err := os.ReadFile(filepath.Join("..", "testdata", "traces", "vm2-1node-busy-sleeper.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := rec[bytes.Index(rec, []byte("# tracer:")):]
+	t.Setenv("FAKE_TRACE", write("trace", trace, 0o644))
+	t.Setenv("FAKE_STATE", filepath.Join(dir, "count"))
+	t.Setenv("FAKE_CRASHES", strconv.Itoa(crashes))
+	t.Setenv("FAKE_SLEEP", "")
+	s := Spec{
+		CPUs: 2,
+		Host: Host{
+			CacheDir:     filepath.Join(dir, "cache"),
+			QEMU:         write("qemu", []byte(fakeQEMU), 0o755),
+			Busybox:      write("busybox", staticELF(), 0o755),
+			Guest:        write("guest", staticELF(), 0o755),
+			KernelImage:  write("vmlinuz", []byte("kernel"), 0o644),
+			KernelConfig: write("config", []byte(config.String()), 0o644),
+		},
+	}
+	return s, trace
+}
+
+func runs(t *testing.T) string {
+	b, _ := os.ReadFile(os.Getenv("FAKE_STATE"))
+	return strings.TrimSpace(string(b))
+}
+
+// TestRecordRetries: a guest that panics before its /init is booted again,
+// and the recording is what the guest sent under our two header lines.
+func TestRecordRetries(t *testing.T) {
+	s, trace := fakeHost(t, 2)
+	var progress, out bytes.Buffer
+	s.Progress = &progress
+	if err := Record(context.Background(), s, &out); err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	want := "# machine: cpus=2 nodes=1 node-cpus=0-1 kernel=6.12.117 hz=250 cmdline=\"\" busy= sleepers= (QEMU TCG)\n" +
+		"# Timer migration: 1 hierarchy levels; 8 children per group; 1 crossnode level\n" + string(trace)
+	if out.String() != want {
+		t.Errorf("recording differs from the guest's trace under the two header lines")
+	}
+	if runs(t) != "3" {
+		t.Errorf("QEMU ran %s times, want 3", runs(t))
+	}
+	for _, w := range []string{"crashed before its /init ran (Kernel panic - not syncing: Fatal exception in interrupt); booting it again (1 of 2 retries)", "(2 of 2 retries)", "guest: booted", "events written"} {
+		if !strings.Contains(progress.String(), w) {
+			t.Errorf("progress lacks %q:\n%s", w, progress.String())
+		}
+	}
+	// A successful run leaves no run directory behind.
+	if runs, _ := filepath.Glob(filepath.Join(s.Host.CacheDir, "run-*")); len(runs) != 0 {
+		t.Errorf("run directories left: %v", runs)
+	}
+}
+
+func TestRecordGivesUp(t *testing.T) {
+	s, _ := fakeHost(t, 10)
+	var out bytes.Buffer
+	err := Record(context.Background(), s, &out)
+	var ce *ConsoleError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "Kernel panic") || !strings.Contains(err.Error(), "console-3.log") {
+		t.Fatalf("error %v", err)
+	}
+	if runs(t) != "3" || out.Len() != 0 {
+		t.Errorf("QEMU ran %s times, %d bytes written", runs(t), out.Len())
+	}
+	// The run directory stays, for the console logs the error names.
+	if runs, _ := filepath.Glob(filepath.Join(s.Host.CacheDir, "run-*", "console-3.log")); len(runs) != 1 {
+		t.Errorf("console logs kept: %v", runs)
+	}
+}
+
+func TestRecordTimeout(t *testing.T) {
+	s, _ := fakeHost(t, 0)
+	t.Setenv("FAKE_SLEEP", "30")
+	s.Duration = time.Millisecond
+	s.Timeout = 300 * time.Millisecond
+	start := time.Now()
+	err := Record(context.Background(), s, &bytes.Buffer{})
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Stage != "boot" || !strings.Contains(err.Error(), "raise the timeout") {
+		t.Fatalf("error %v", err)
+	}
+	// Under 5 s, QEMU's WaitDelay: the process was killed, not waited out.
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("QEMU was killed after %v", d)
+	}
+
+	// Cancelling the context (Ctrl-C) stops QEMU too.
+	s.Timeout = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start = time.Now()
+	err = Record(ctx, s, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("QEMU was stopped after %v", d)
+	}
+}
+
+func TestCrashLine(t *testing.T) {
+	for log, want := range map[string]string{
+		"a\n[ 7.3] Oops: int3: 0000 [#1]\n[ 7.4] Kernel panic - not syncing: x\n": "Kernel panic - not syncing: x",
+		"[ 1.0] BUG: kernel NULL pointer dereference\n":                           "BUG: kernel NULL pointer dereference",
+		"SeaBIOS\n": "no panic message",
+	} {
+		if got := crashLine([]byte(log)); got != want {
+			t.Errorf("crashLine(%q) = %q, want %q", log, got, want)
+		}
+	}
+}

@@ -1,0 +1,378 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
+)
+
+// Flavour is the kind of Debian 6.12 kernel a guest boots.
+type Flavour string
+
+const (
+	// Generic is Debian's cloud-amd64 kernel: PREEMPT_DYNAMIC, HZ=250,
+	// everything a QEMU guest without disks needs built in (serial
+	// console, ACPI, NUMA, initramfs, tracing).
+	Generic Flavour = "generic"
+	// RT is Debian's rt-amd64 kernel, PREEMPT_RT: hrtimers of tasks that
+	// are not real-time expire in softirq context.
+	RT Flavour = "rt"
+)
+
+// Limits on what a guest may be. MaxCPUs is the most vCPUs QEMU 7.2's q35
+// machine accepts.
+const (
+	MaxCPUs        = 288
+	MaxDuration    = 10 * time.Minute
+	MinPeriod      = 10 * time.Microsecond
+	MaxPeriod      = 10 * time.Second
+	maxCmdlineLen  = 1024 // of the user's part; the kernel's limit is 2048 in all
+	defaultPeriod  = 3 * time.Millisecond
+	defaultRecord  = 3 * time.Second
+	defaultFIFO    = 50
+	defaultBufKB   = 2048
+	minBufKB       = 64
+	maxBufKB       = 256 << 10
+	kernelSeries   = "6.12"
+	defaultMirror  = "http://deb.debian.org"
+	consoleDevice  = "ttyS0"
+	guestBinary    = "/bin/tmigr-guest"
+	guestReadyFile = "/run/tmigr-guest.ready"
+)
+
+// Spec is one recording: the shape of the guest, its kernel command line,
+// the load it runs and for how long. The zero value of a field means its
+// default; CPUs is the only field that must be set.
+type Spec struct {
+	CPUs  int // vCPUs, 1..MaxCPUs
+	Nodes int // NUMA nodes, 1..CPUs; 0 means 1, or len(NodeCPUs)
+	// NodeCPUs, when set, gives each node's CPUs (a partition of
+	// 0..CPUs-1, no node empty). Otherwise the CPUs are spread over the
+	// nodes in contiguous blocks, as SpreadNodes does.
+	NodeCPUs []cpumask.Mask
+
+	// Cmdline is appended to the kernel command line the recorder sets up
+	// (console, panic, quiet): isolcpus=, nohz_full=, and the like. It
+	// goes into the recording's machine line.
+	Cmdline string
+
+	Busy       cpumask.Mask  // CPUs that run a busy loop
+	Sleepers   cpumask.Mask  // CPUs that run a periodic SCHED_OTHER sleeper
+	RTSleepers cpumask.Mask  // CPUs that run a periodic SCHED_FIFO sleeper
+	Period     time.Duration // the sleepers' period; default 3ms
+	// Absolute makes the sleepers sleep until absolute deadlines
+	// (TIMER_ABSTIME, a drift-free period) instead of for Period.
+	Absolute bool
+	FIFOPrio int // SCHED_FIFO priority of the RT sleepers, 1..99; default 50
+
+	Duration time.Duration // how long to record; default 3s
+	Kernel   Flavour       // default Generic
+	// KernelVersion pins the Debian kernel's upstream version ("6.12.117").
+	// Empty means the newest 6.12 kernel of the flavour already in the
+	// cache, or else the newest the Debian archive has.
+	KernelVersion string
+	// HRTimers records the timer/hrtimer_* events too; always on for RT.
+	HRTimers bool
+	BufferKB int // per-CPU trace buffer in KiB; default 2048
+	MemoryMB int // guest memory; default from CPUs and BufferKB
+	// Timeout bounds each QEMU run (boot, recording, dump). Default: a
+	// minute plus the recording plus 4 seconds per vCPU.
+	Timeout time.Duration
+	// Retries is how many times a guest that crashed before its /init ran
+	// is booted again (multi-threaded TCG has races a kernel can hit while
+	// it patches its own code); default 2, negative for none.
+	Retries int
+
+	Host Host // where the tools come from
+
+	// Progress receives one line per step (fetching, building, booting,
+	// recording, events written); nil discards them.
+	Progress io.Writer
+	// Console, when set, receives the guest's whole serial console log.
+	Console io.Writer
+}
+
+// Host says where the recorder finds or puts what it needs on the host.
+// The zero value fetches everything into the default cache.
+type Host struct {
+	// CacheDir holds the kernels, busybox, the guest program and the
+	// private apt state; default $XDG_CACHE_HOME/tmigr/lab or
+	// ~/.cache/tmigr/lab.
+	CacheDir string
+	// Mirror is the Debian archive's base URL; "/debian" and
+	// "/debian-security" are appended. Default http://deb.debian.org.
+	Mirror string
+	// NoInstall forbids "apt-get install" of a missing QEMU: the recorder
+	// then fails naming the package instead.
+	NoInstall bool
+
+	// Paths that replace the fetched or built files, for offline use and
+	// tests. KernelImage needs KernelConfig (the recording's HZ is read
+	// from it).
+	QEMU, Busybox, Guest, KernelImage, KernelConfig string
+	// SourceDir is the tmigr module's root, from which the guest program
+	// is built; default: the module of the working directory.
+	SourceDir string
+}
+
+// withDefaults returns s with its defaults filled in; it does not validate.
+func (s Spec) withDefaults() Spec {
+	if s.Nodes == 0 {
+		s.Nodes = max(len(s.NodeCPUs), 1)
+	}
+	if s.Period == 0 {
+		s.Period = defaultPeriod
+	}
+	if s.FIFOPrio == 0 {
+		s.FIFOPrio = defaultFIFO
+	}
+	if s.Duration == 0 {
+		s.Duration = defaultRecord
+	}
+	if s.Kernel == "" {
+		s.Kernel = Generic
+	}
+	if s.Kernel == RT {
+		s.HRTimers = true
+	}
+	if s.BufferKB == 0 {
+		s.BufferKB = defaultBufKB
+	}
+	if s.MemoryMB == 0 {
+		s.MemoryMB = defaultMemoryMB(s.CPUs, s.BufferKB, s.Nodes)
+	}
+	if s.Timeout == 0 {
+		s.Timeout = time.Minute + s.Duration + time.Duration(s.CPUs)*4*time.Second
+	}
+	switch {
+	case s.Retries == 0:
+		s.Retries = 2
+	case s.Retries < 0:
+		s.Retries = 0
+	}
+	if s.Host.Mirror == "" {
+		s.Host.Mirror = defaultMirror
+	}
+	if s.NodeCPUs == nil && s.CPUs >= 1 && s.Nodes >= 1 && s.Nodes <= s.CPUs {
+		s.NodeCPUs = SpreadNodes(s.CPUs, s.Nodes)
+	}
+	return s
+}
+
+// defaultMemoryMB sizes the guest: 256 MiB for the kernel and the initramfs,
+// 8 MiB per vCPU (per-CPU areas, stacks, slabs), and twice the trace buffer
+// per vCPU; rounded up so that each node gets a multiple of 64 MiB.
+func defaultMemoryMB(cpus, bufKB, nodes int) int {
+	mb := max(256+cpus*8+cpus*2*bufKB/1024, 512)
+	nodes = max(nodes, 1)
+	per := (mb + nodes - 1) / nodes
+	per = (per + 63) / 64 * 64
+	return per * nodes
+}
+
+// SpreadNodes spreads cpus CPUs over nodes NUMA nodes in contiguous blocks
+// whose sizes differ by at most one, as "tmigr topo" does: CPU c goes to
+// node c*nodes/cpus (rounded down), so the first nodes get the larger
+// blocks (9 CPUs on 2 nodes: 0-4 and 5-8). It needs 1 <= nodes <= cpus.
+func SpreadNodes(cpus, nodes int) []cpumask.Mask {
+	out := make([]cpumask.Mask, nodes)
+	for c := range cpus {
+		out[c*nodes/cpus].Set(c)
+	}
+	return out
+}
+
+// Validate checks the spec, with its defaults applied, and names the first
+// problem it finds.
+func (s Spec) Validate() error {
+	s = s.withDefaults()
+	return s.validate()
+}
+
+func (s *Spec) validate() error {
+	switch {
+	case s.CPUs < 1:
+		return fmt.Errorf("cpus: %d; a guest needs at least 1 CPU", s.CPUs)
+	case s.CPUs > MaxCPUs:
+		return fmt.Errorf("cpus: %d; QEMU's q35 machine takes at most %d", s.CPUs, MaxCPUs)
+	case s.Nodes < 1:
+		return fmt.Errorf("nodes: %d; a guest needs at least 1 node", s.Nodes)
+	case s.Nodes > s.CPUs:
+		return fmt.Errorf("nodes: %d nodes for %d CPUs; every node needs a CPU", s.Nodes, s.CPUs)
+	case len(s.NodeCPUs) != s.Nodes:
+		return fmt.Errorf("node-cpus: %d lists for %d nodes", len(s.NodeCPUs), s.Nodes)
+	}
+	all := cpumask.Range(0, s.CPUs-1)
+	var seen cpumask.Mask
+	for i := range s.NodeCPUs {
+		n := &s.NodeCPUs[i]
+		if n.Empty() {
+			return fmt.Errorf("node-cpus: node %d has no CPUs", i)
+		}
+		if !n.Subset(&all) {
+			return fmt.Errorf("node-cpus: node %d holds CPUs %s, beyond the %d CPUs (0-%d)", i, n.AndNot(all), s.CPUs, s.CPUs-1)
+		}
+		if n.Intersects(&seen) {
+			return fmt.Errorf("node-cpus: CPUs %s are on node %d and on an earlier node", n.And(seen), i)
+		}
+		seen = seen.Or(*n)
+	}
+	if missing := all.AndNot(seen); !missing.Empty() {
+		return fmt.Errorf("node-cpus: CPUs %s are on no node (the lists must partition 0-%d)", missing, s.CPUs-1)
+	}
+	loads := []struct {
+		name string
+		m    *cpumask.Mask
+	}{{"busy", &s.Busy}, {"sleepers", &s.Sleepers}, {"rt-sleepers", &s.RTSleepers}}
+	for i, l := range loads {
+		if !l.m.Subset(&all) {
+			return fmt.Errorf("%s: CPUs %s are beyond the %d CPUs (0-%d)", l.name, l.m.AndNot(all), s.CPUs, s.CPUs-1)
+		}
+		for _, o := range loads[:i] {
+			if l.m.Intersects(o.m) {
+				return fmt.Errorf("%s and %s overlap on CPUs %s: a CPU runs one load", o.name, l.name, l.m.And(*o.m))
+			}
+		}
+	}
+	switch {
+	case s.Period < MinPeriod || s.Period > MaxPeriod:
+		return fmt.Errorf("period: %v is outside %v..%v", s.Period, MinPeriod, MaxPeriod)
+	case s.FIFOPrio < 1 || s.FIFOPrio > 99:
+		return fmt.Errorf("fifo priority: %d is outside 1..99", s.FIFOPrio)
+	case s.Duration <= 0 || s.Duration > MaxDuration:
+		return fmt.Errorf("duration: %v is outside (0, %v]", s.Duration, MaxDuration)
+	case s.Duration%time.Millisecond != 0:
+		return fmt.Errorf("duration: %v is not a whole number of milliseconds", s.Duration)
+	case s.Kernel != Generic && s.Kernel != RT:
+		return fmt.Errorf("kernel: %q is neither %q nor %q", s.Kernel, Generic, RT)
+	case s.BufferKB < minBufKB || s.BufferKB > maxBufKB:
+		return fmt.Errorf("buffer: %d KiB per CPU is outside %d..%d", s.BufferKB, minBufKB, maxBufKB)
+	case s.MemoryMB < 128:
+		return fmt.Errorf("memory: %d MiB is too little for a guest (at least 128)", s.MemoryMB)
+	case s.MemoryMB%s.Nodes != 0:
+		return fmt.Errorf("memory: %d MiB does not divide evenly over %d nodes", s.MemoryMB, s.Nodes)
+	case s.Timeout <= s.Duration:
+		return fmt.Errorf("timeout: %v leaves no time to boot before recording %v", s.Timeout, s.Duration)
+	case (s.Host.KernelImage == "") != (s.Host.KernelConfig == ""):
+		return errors.New("a kernel image needs its config (for HZ) and the other way round")
+	}
+	if s.KernelVersion != "" && !isUpstreamVersion(s.KernelVersion) {
+		return fmt.Errorf("kernel version: %q is not an upstream version like %s.117", s.KernelVersion, kernelSeries)
+	}
+	if s.KernelVersion != "" && !strings.HasPrefix(s.KernelVersion, kernelSeries+".") {
+		return fmt.Errorf("kernel version: %q is not a %s kernel", s.KernelVersion, kernelSeries)
+	}
+	if err := checkCmdline(s.Cmdline); err != nil {
+		return err
+	}
+	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
+	if err != nil {
+		return fmt.Errorf("cmdline: %v", err)
+	}
+	if len(iso.Warnings) > 0 {
+		// The kernel would boot, ignoring part of the line: the
+		// recording would not be of the machine the user asked for.
+		return fmt.Errorf("cmdline: the kernel would ignore part of it: %s", strings.Join(iso.Warnings, "; "))
+	}
+	return nil
+}
+
+// ownedParams are the kernel parameters the recorder sets itself.
+var ownedParams = []string{"console", "init", "rdinit", "panic", "loglevel", "quiet", "tsc", "trace_buf_size", "trace_event", "ftrace", "tp_printk"}
+
+// checkCmdline rejects what would break the -append string or the
+// recording: control and non-ASCII characters, quotes (the kernel's own
+// quoting would swallow our parameters), "--" (it hands the rest to init),
+// and the parameters the recorder owns.
+func checkCmdline(c string) error {
+	if len(c) > maxCmdlineLen {
+		return fmt.Errorf("cmdline: %d bytes, at most %d", len(c), maxCmdlineLen)
+	}
+	for i := 0; i < len(c); i++ {
+		switch b := c[i]; {
+		case b < 0x20 || b >= 0x7f:
+			return fmt.Errorf("cmdline: byte %#02x at offset %d: only printable ASCII may go on the kernel command line", b, i)
+		case b == '"' || b == '\'' || b == '\\':
+			return fmt.Errorf("cmdline: %q at offset %d: quotes and backslashes would change how the kernel splits the line", b, i)
+		}
+	}
+	for _, p := range strings.Fields(c) {
+		if p == "--" {
+			return errors.New("cmdline: \"--\" would hand the rest of the line to init")
+		}
+		name, _, _ := strings.Cut(p, "=")
+		name = strings.ReplaceAll(name, "-", "_")
+		for _, o := range ownedParams {
+			if name == o {
+				return fmt.Errorf("cmdline: %q is set by the recorder itself", p)
+			}
+		}
+	}
+	return nil
+}
+
+// isUpstreamVersion reports whether v is "A.B.C" with decimal numbers.
+func isUpstreamVersion(v string) bool {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 4 || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// housekeeping returns the CPUs the guest program's own threads (the Go
+// runtime's, not the loads') may run on: the CPUs without a load that the
+// command line does not isolate, else those without a load, else CPU 0.
+func (s *Spec) housekeeping() cpumask.Mask {
+	all := cpumask.Range(0, s.CPUs-1)
+	free := all.AndNot(s.Busy).AndNot(s.Sleepers).AndNot(s.RTSleepers)
+	if iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs); err == nil {
+		if hk := free.AndNot(iso.Domain).AndNot(iso.NohzFull); !hk.Empty() {
+			return hk
+		}
+	}
+	if !free.Empty() {
+		return free
+	}
+	return cpumask.Of(0)
+}
+
+// machine returns the "# machine:" line's content for a recording of s on
+// a kernel of the given release and HZ.
+func (s *Spec) machine(release string, hz int) ftrace.Machine {
+	note := []string{"QEMU TCG"}
+	if s.Kernel == RT {
+		note = append(note, "PREEMPT_RT")
+	}
+	if !s.RTSleepers.Empty() {
+		note = append(note, "fifo-sleepers="+s.RTSleepers.String())
+	}
+	if !s.Sleepers.Empty() || !s.RTSleepers.Empty() {
+		p := "period=" + s.Period.String()
+		if s.Absolute {
+			p += " absolute"
+		}
+		note = append(note, p)
+	}
+	return ftrace.Machine{
+		CPUs:     s.CPUs,
+		Nodes:    s.Nodes,
+		NodeCPUs: s.NodeCPUs,
+		Kernel:   release,
+		HZ:       hz,
+		Cmdline:  s.Cmdline,
+		Busy:     s.Busy,
+		Sleepers: s.Sleepers.Or(s.RTSleepers),
+		Note:     strings.Join(note, "; "),
+	}
+}
