@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tmigr/tmigr/sim/repro"
+)
+
+func init() {
+	register("repro", "reproduce a published experiment on the simulator", runRepro)
+}
+
+const reproUsage = `usage: tmigr repro NAME [--json] [--seed S] [--duration D] [--short] [--check] [--full]
+
+Runs a published experiment (a seed post) on the simulator under each
+policy or kernel behaviour the post compares, prints the post's
+before/after table beside the simulated one, and then what explains it.
+
+Experiments:
+`
+
+func runRepro(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, `print {"experiment":NAME,"runs":[the sim JSON of each run]}`)
+	seed := fs.Uint64("seed", 1, "random seed")
+	duration := fs.String("duration", "", "measured time per run instead of the post's (kernbench always builds to the end)")
+	short := fs.Bool("short", false, "a reduced run: fewer CPUs where the experiment allows, 2 s, a small build")
+	check := fs.Bool("check", false, "run the hierarchy's invariant checker after every step (slow)")
+	full := fs.Bool("full", false, "also print every run's complete tool report and migration summary")
+	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	var set repeated
+	fs.Var(&set, "set", "override a parameter in every run, NAME=VALUE (repeatable; see tmigr sim --explain)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, reproUsage)
+		for _, e := range repro.Experiments() {
+			fmt.Fprintf(stderr, "  %-13s seed posts %-8s %s\n", e.Name, e.Seeds, e.Title)
+		}
+		fmt.Fprintln(stderr, "\nflags:")
+		fs.PrintDefaults()
+	}
+	// The experiment's name may come before or after the flags.
+	var name string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return 2
+		}
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tmigr repro: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if name == "" {
+		fs.Usage()
+		return 2
+	}
+	e, err := repro.Lookup(name)
+	if err != nil {
+		fmt.Fprintf(stderr, "tmigr repro: %v\n", err)
+		return 2
+	}
+	o := repro.Options{Seed: *seed, Short: *short, Check: *check, Full: *full, Set: set}
+	if *duration != "" {
+		if o.Duration, err = parseSeconds("--duration", *duration); err != nil {
+			fmt.Fprintf(stderr, "tmigr repro: %v\n", err)
+			return 2
+		}
+		if o.Duration <= 0 {
+			fmt.Fprintf(stderr, "tmigr repro: --duration must be positive\n")
+			return 2
+		}
+	}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	start := time.Now()
+	out, err := e.Run(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "tmigr repro %s: %v\n", name, err)
+		return 1
+	}
+	if *asJSON {
+		b, err := json.Marshal(out.JSON())
+		if err != nil {
+			fmt.Fprintf(stderr, "tmigr repro: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else if err := out.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "tmigr repro: %v\n", err)
+		return 1
+	}
+	if !*quiet {
+		var events uint64
+		for _, r := range out.Runs {
+			events += r.Events
+		}
+		el := time.Since(start)
+		fmt.Fprintf(stderr, "tmigr repro %s: %d runs, %d events in %.2f s of wall time (%.1f M events/s)\n",
+			name, len(out.Runs), events, el.Seconds(), float64(events)/el.Seconds()/1e6)
+	}
+	return 0
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tmigr/tmigr/cpu"
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/sim"
+	"github.com/tmigr/tmigr/sim/workload"
+)
+
+func init() {
+	register("sim", "simulate a machine running a workload on the timer core", runSim)
+}
+
+const simUsage = `usage: tmigr sim --cpus N [--nodes K] [--hz 250] [--isolcpus LIST] [--nohz-full LIST]
+                [--isolated-partition LIST] [--policy P] --workload W [--duration D]
+                [--seed S] [--json] [flags]
+
+Simulates an N-CPU Linux machine on a virtual clock, running the real
+timer core (wheels, migration hierarchy, hrtimers) under a workload, and
+prints the report the real tool would print (oslat's, cyclictest's) and a
+per-CPU migration summary: ticks, idle wakeups, busy share, and the timers
+of other CPUs each CPU expired. The housekeeping timer mix (vmstat,
+writeback, watchdogs, TCP, driver work, ...) runs on the housekeeping
+CPUs in every run; --set hk.CLASS.enabled=false switches a class off.
+
+Policies: pull-isolated (Linux 6.19, the default), pull (6.9-6.18: isolated
+CPUs take part), push (the 2009 push at enqueue, up to 6.8), none
+(timer_migration=0).
+
+Workloads:
+%s
+
+Costs are declared inputs: --explain prints every parameter with its value
+and meaning (in the --params file format); --set NAME=VALUE and --params
+FILE override them. The same --seed gives the same output, byte for byte.
+
+flags:
+`
+
+// repeated is a flag that may be given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, " ") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+// simFlags are the flags sim and repro share.
+type simFlags struct {
+	set      repeated
+	params   string
+	platform string
+}
+
+func runSim(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cpus := fs.Int("cpus", 0, "number of CPUs (1-8192)")
+	nodes := fs.Int("nodes", 1, "number of NUMA nodes, CPUs in contiguous blocks")
+	hz := fs.Int("hz", 250, "tick rate")
+	isolcpus := fs.String("isolcpus", "", "isolcpus= (domain) list")
+	nohzFull := fs.String("nohz-full", "", "nohz_full= list")
+	partition := fs.String("isolated-partition", "", "CPUs of an isolated cpuset partition created after boot")
+	policy := fs.String("policy", "pull-isolated", "timer migration policy: none, push, pull, pull-isolated")
+	wl := fs.String("workload", "", "the workload (see above)")
+	duration := fs.String("duration", "10s", "measured time (a Go duration, or seconds)")
+	warmup := fs.String("warmup", "1s", "simulated time before the measurement starts (oslat's pre-heat)")
+	seed := fs.Uint64("seed", 1, "random seed")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	check := fs.Bool("check", false, "run the hierarchy's invariant checker after every step (slow)")
+	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	explain := fs.Bool("explain", false, "print the cost model and every parameter, then exit")
+	preemptRT := fs.Bool("preempt-rt", false, "model a PREEMPT_RT kernel (softirqs in the ktimers thread)")
+	sleepers := fs.String("sleepers", "by-policy", "PREEMPT_RT sleepers: by-policy (RT tasks hard, others soft; since 2017) or all-hard")
+	trace := fs.String("trace", "", "write the hierarchy's tracepoints to FILE as ftrace lines")
+	var at repeated
+	fs.Var(&at, "at", "change the machine while it runs: 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST|none',\nTIME counted from boot, the warm-up included (repeatable)")
+	var sf simFlags
+	sf.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, simUsage, indent(workload.Usage, "  "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tmigr sim: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+		return 2
+	}
+	hk := workload.NewHousekeeping()
+	wopts := workload.DefaultOptions()
+	costs, ps, err := sf.costs(hk, &wopts)
+	if err != nil {
+		return fail(err)
+	}
+	if *explain {
+		return explainParams(stdout, sf.platform, ps)
+	}
+	cfg := sim.Config{CPUs: *cpus, Nodes: *nodes, HZ: *hz, Seed: *seed, Check: *check,
+		PreemptRT: *preemptRT, Platform: sf.platform, Costs: costs}
+	if cfg.Duration, err = parseSeconds("--duration", *duration); err != nil {
+		return fail(err)
+	}
+	if cfg.Warmup, err = parseSeconds("--warmup", *warmup); err != nil {
+		return fail(err)
+	}
+	if *cpus < 1 || *cpus > cpumask.MaxCPUs {
+		return fail(fmt.Errorf("--cpus must be 1 to %d (got %d)", cpumask.MaxCPUs, *cpus))
+	}
+	for _, l := range []struct {
+		flag, val string
+		dst       *cpumask.Mask
+	}{{"--isolcpus", *isolcpus, &cfg.Isolcpus}, {"--nohz-full", *nohzFull, &cfg.NohzFull}, {"--isolated-partition", *partition, &cfg.Partition}} {
+		if l.val == "" {
+			continue
+		}
+		if *l.dst, err = cpumask.ParseFor(l.val, *cpus); err != nil {
+			return fail(fmt.Errorf("%s: %v", l.flag, err))
+		}
+	}
+	if cfg.Policy, err = cpu.ParsePolicy(*policy); err != nil {
+		return fail(fmt.Errorf("--policy: %v", err))
+	}
+	switch *sleepers {
+	case "by-policy":
+		cfg.Sleepers = hrtimer.SleepersByPolicy
+	case "all-hard":
+		cfg.Sleepers = hrtimer.SleepersAllHard
+	default:
+		return fail(fmt.Errorf("--sleepers: unknown rule %q (want by-policy or all-hard)", *sleepers))
+	}
+	for _, a := range at {
+		act, err := parseAction(a, *cpus)
+		if err != nil {
+			return fail(err)
+		}
+		cfg.Actions = append(cfg.Actions, act)
+	}
+	if *wl == "" {
+		return fail(errors.New("--workload is required (oslat, cyclictest, kernbench:JOBS, idle or panic:CPU)"))
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(err)
+	}
+	w, err := workload.Parse(*wl, &cfg, &wopts)
+	if err != nil {
+		return fail(err)
+	}
+	if !*quiet {
+		cfg.Progress = stderr
+	}
+	if *trace != "" {
+		f, err := os.Create(*trace)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		cfg.Trace = f
+	}
+	res, err := sim.Run(cfg, hk, w)
+	if err != nil {
+		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		b, err := json.Marshal(res.Report())
+		if err != nil {
+			fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return 0
+	}
+	if err := res.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func (sf *simFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&sf.platform, "platform", "server", "cost model: server, atom-e3825, zynq-7020, kvm-guest")
+	fs.Var(&sf.set, "set", "override a parameter, NAME=VALUE (repeatable; see --explain)")
+	fs.StringVar(&sf.params, "params", "", "read parameter overrides from FILE (NAME = VALUE lines)")
+}
+
+// costs returns the platform's costs with the overrides applied, and the
+// parameter set (costs, housekeeping mix, workload options) they came
+// from.
+func (sf *simFlags) costs(hk *workload.Housekeeping, wopts *workload.Options) (sim.Costs, *sim.Params, error) {
+	p, err := sim.PlatformByName(sf.platform)
+	if err != nil {
+		return sim.Costs{}, nil, fmt.Errorf("--platform: %v", err)
+	}
+	costs := p.Costs
+	ps := &sim.Params{}
+	costs.Register(ps)
+	if hk != nil {
+		hk.Register(ps)
+	}
+	if wopts != nil {
+		wopts.Register(ps)
+	}
+	if sf.params != "" {
+		if err := ps.ReadFile(sf.params); err != nil {
+			return sim.Costs{}, nil, fmt.Errorf("--params: %v", err)
+		}
+	}
+	for _, s := range sf.set {
+		if err := ps.SetAssignment(s); err != nil {
+			return sim.Costs{}, nil, fmt.Errorf("--set: %v", err)
+		}
+	}
+	return costs, ps, nil
+}
+
+func explainParams(w io.Writer, platform string, ps *sim.Params) int {
+	p, _ := sim.PlatformByName(platform)
+	fmt.Fprintf(w, "# tmigr simulator parameters, platform %s: %s\n# %s\n#\n", p.Name, p.Title, p.Note)
+	fmt.Fprintf(w, "# Every value is a declared input. Durations are Go durations (1.5us, 2ms);\n")
+	fmt.Fprintf(w, "# distributions are a duration, uniform(MIN,MAX) or lognormal(MEDIAN,SIGMA[,max=CAP]).\n\n")
+	if err := ps.Explain(w); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// parseSeconds reads a Go duration, or a plain number of seconds (as
+// oslat's -D reads "62").
+func parseSeconds(flagName, s string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 || f > 1e7 {
+			return 0, fmt.Errorf("%s: %q out of range", flagName, s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: bad duration %q (want e.g. 62s, 500ms, 2m or a number of seconds)", flagName, s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%s: negative duration %q", flagName, s)
+	}
+	return d, nil
+}
+
+// parseAction reads "TIME offline CPU", "TIME online CPU" or "TIME
+// partition LIST".
+func parseAction(s string, cpus int) (sim.Action, error) {
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return sim.Action{}, fmt.Errorf("--at %q: want 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST'", s)
+	}
+	t, err := parseSeconds("--at", f[0])
+	if err != nil {
+		return sim.Action{}, err
+	}
+	a := sim.Action{At: t}
+	switch f[1] {
+	case "offline", "online":
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < 0 || n >= cpus {
+			return sim.Action{}, fmt.Errorf("--at %q: CPU %q is not a CPU of 0-%d", s, f[2], cpus-1)
+		}
+		a.CPU = n
+		a.Kind = sim.Offline
+		if f[1] == "online" {
+			a.Kind = sim.Online
+		}
+	case "partition":
+		m := cpumask.Mask{}
+		if f[2] != "none" && f[2] != "-" {
+			if m, err = cpumask.ParseFor(f[2], cpus); err != nil {
+				return sim.Action{}, fmt.Errorf("--at %q: %v", s, err)
+			}
+		}
+		a.Kind = sim.SetPartition
+		a.Mask = m
+	default:
+		return sim.Action{}, fmt.Errorf("--at %q: unknown action %q (want offline, online or partition)", s, f[1])
+	}
+	return a, nil
+}
+
+func indent(s, pre string) string {
+	return pre + strings.ReplaceAll(s, "\n", "\n"+pre)
+}

@@ -1,0 +1,315 @@
+package sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+
+	"github.com/tmigr/tmigr/cpu"
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/hier"
+	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/wheel"
+)
+
+// Exec is the context simulated code runs in: an interrupt or softirq on a
+// CPU, or a task's step. Now advances as the code spends time.
+type Exec struct {
+	m   *Machine
+	CPU int
+	Now int64
+	// Task is the task whose step this is, nil in interrupt context.
+	Task *Task
+	irq  bool
+}
+
+// Machine returns the machine.
+func (x *Exec) Machine() *Machine { return x.m }
+
+// Spend charges d ns of CPU time to the code running now (a timer
+// callback's work).
+func (x *Exec) Spend(d int64) {
+	if d > 0 {
+		x.Now += d
+	}
+}
+
+// Jiffies returns the jiffies at x.Now.
+func (x *Exec) Jiffies() uint64 {
+	j, _ := x.m.snap(x.Now)
+	return j
+}
+
+// Mod arms t to expire at tick expires, from this CPU (mod_timer).
+func (x *Exec) Mod(t *Timer, expires uint64) { x.m.mod(x.CPU, t, expires, x.Now) }
+
+// AddOn arms t on CPU cpu (add_timer_on: the timer is pinned there).
+func (x *Exec) AddOn(t *Timer, cpu int, expires uint64) { x.m.addOn(t, cpu, expires, x.Now) }
+
+// Del cancels t and reports whether it was pending.
+func (x *Exec) Del(t *Timer) bool { return x.m.set.Del(&t.w) }
+
+// Wake wakes task from the code running now.
+func (x *Exec) Wake(t *Task) {
+	x.m.wake(t, x.Now, &x.m.cpus[x.CPU])
+}
+
+// Timer is a timer-wheel timer of the simulated kernel (struct
+// timer_list). Its function runs in the timer softirq of whatever CPU
+// expires it, with that CPU's Exec.
+type Timer struct {
+	w    wheel.Timer
+	Name string
+	// Data belongs to the workload.
+	Data any
+	fn   func(x *Exec, t *Timer)
+	id   uint64 // the "pointer" a trace prints
+}
+
+// NewTimer sets up a timer with flags (cpu.Pinned, cpu.Deferrable) and a
+// function (timer_setup).
+func (m *Machine) NewTimer(name string, flags uint32, fn func(x *Exec, t *Timer)) *Timer {
+	t := &Timer{Name: name, fn: fn}
+	cpu.Setup(&t.w, func(*wheel.Timer) { t.fn(m.x, t) }, flags)
+	if l := m.tracer.log; l != nil {
+		t.id = uint64(len(l.ids)+1) << 6
+		l.ids[&t.w] = t
+	}
+	return t
+}
+
+// CPU returns the CPU whose base the timer is (or was last) queued on.
+func (t *Timer) CPU() int { return t.w.CPU() }
+
+// Pending reports whether the timer is armed.
+func (t *Timer) Pending() bool { return t.w.Pending() }
+
+// Expires returns the tick the timer was last armed for.
+func (t *Timer) Expires() uint64 { return t.w.Expires() }
+
+// Mod arms t from CPU c at the current time (mod_timer on c).
+func (m *Machine) Mod(c int, t *Timer, expires uint64) { m.mod(c, t, expires, m.now) }
+
+// AddOn arms t pinned on CPU c at the current time.
+func (m *Machine) AddOn(t *Timer, c int, expires uint64) { m.addOn(t, c, expires, m.now) }
+
+func (m *Machine) mod(c int, t *Timer, expires uint64, now int64) {
+	jif, _ := m.snap(now)
+	if _, k := m.set.Mod(c, &t.w, expires, jif, 0); k >= 0 {
+		m.kick(k, now)
+	}
+}
+
+func (m *Machine) addOn(t *Timer, c int, expires uint64, now int64) {
+	jif, _ := m.snap(now)
+	if k := m.set.AddOn(&t.w, c, expires, jif); k >= 0 {
+		m.kick(k, now)
+	}
+}
+
+// DeviceIRQ delivers a device interrupt (network receive, block
+// completion) to CPU c at time at: the CPU leaves idle if it must, runs
+// the handler (cost.device_irq) and then fn, which may arm timers, in
+// interrupt context.
+func (m *Machine) DeviceIRQ(c int, at int64, fn func(x *Exec)) {
+	m.At(at, func() {
+		s := &m.cpus[c]
+		if !s.online || s.stopped {
+			return
+		}
+		x := m.beginIRQ(s, m.now, causeDevice)
+		x.Spend(m.draw(m.costs.DeviceIRQ))
+		if fn != nil {
+			fn(x)
+		}
+		m.endIRQ(x)
+		m.checkCPU(s)
+	})
+}
+
+// TaskSpec describes a task to create.
+type TaskSpec struct {
+	Name     string
+	Policy   hrtimer.Policy
+	Prio     int
+	CPU      int  // the CPU to pin to, or the first CPU to try if not Pinned
+	Pinned   bool // affinity to CPU only
+	Behavior Behavior
+	OnGap    func(start, length int64)
+	OnExit   func(x *Exec, t *Task)
+}
+
+// NewTask creates a task; it does not run until woken.
+func (m *Machine) NewTask(s TaskSpec) (*Task, error) {
+	if s.Behavior == nil {
+		return nil, fmt.Errorf("task %s: no behaviour", s.Name)
+	}
+	if s.Pinned && (s.CPU < 0 || s.CPU >= len(m.cpus)) {
+		return nil, fmt.Errorf("task %s: CPU %d out of range 0-%d", s.Name, s.CPU, len(m.cpus)-1)
+	}
+	if s.Policy.RTOrDL() && (s.Prio < 1 || s.Prio > 99) {
+		return nil, fmt.Errorf("task %s: real-time priority %d outside 1-99", s.Name, s.Prio)
+	}
+	t := &Task{Name: s.Name, Policy: s.Policy, Prio: s.Prio, CPU: s.CPU, Pinned: s.Pinned,
+		Behavior: s.Behavior, OnGap: s.OnGap, OnExit: s.OnExit, state: taskNew}
+	if !s.Policy.RTOrDL() {
+		t.Prio = 0
+	}
+	if s.OnGap != nil {
+		if !s.Pinned {
+			return nil, fmt.Errorf("task %s: a measuring task must be pinned", s.Name)
+		}
+		c := &m.cpus[s.CPU]
+		if c.meas != nil {
+			return nil, fmt.Errorf("task %s: CPU %d already runs a measuring task (%s)", s.Name, s.CPU, c.meas.Name)
+		}
+		c.meas = t
+	}
+	return t, nil
+}
+
+// Wake makes task runnable now, from outside any CPU's code (a workload
+// starting it, an I/O completion).
+func (m *Machine) Wake(t *Task) { m.wake(t, m.now, nil) }
+
+// Now returns the time of the event being processed (ns since boot).
+func (m *Machine) Now() int64 { return m.now }
+
+// Jiffies returns the jiffies at the current time.
+func (m *Machine) Jiffies() uint64 {
+	j, _ := m.snap(m.now)
+	return j
+}
+
+// MeasureStart and MeasureEnd bound the measurement window (ns since
+// boot). MeasureEnd moves to the finishing time when a workload ends the
+// run early.
+func (m *Machine) MeasureStart() int64 { return m.start }
+
+// MeasureEnd returns the end of the measurement window.
+func (m *Machine) MeasureEnd() int64 { return m.end }
+
+// Finish ends the run now (a workload that completes, like a build).
+func (m *Machine) Finish() {
+	if m.finished {
+		return
+	}
+	m.finished = true
+	if m.now < m.end {
+		m.end = m.now
+	}
+}
+
+// HZ returns the tick rate, TickNs the tick length.
+func (m *Machine) HZ() int { return m.cfg.HZ }
+
+// TickNs returns the tick length in ns.
+func (m *Machine) TickNs() int64 { return m.tickNs }
+
+// NumCPUs returns the number of CPUs.
+func (m *Machine) NumCPUs() int { return len(m.cpus) }
+
+// NodeOf returns the NUMA node of CPU c.
+func (m *Machine) NodeOf(c int) int { return m.cpus[c].node }
+
+// Nodes returns the number of NUMA nodes.
+func (m *Machine) Nodes() int { return max(m.cfg.Nodes, 1) }
+
+// Config returns the run's configuration.
+func (m *Machine) Config() *Config { return &m.cfg }
+
+// Costs returns the cost model.
+func (m *Machine) Costs() *Costs { return &m.costs }
+
+// Isolation returns the current isolation setup.
+func (m *Machine) Isolation() hier.Isolation { return m.iso }
+
+// Housekeeping returns the CPUs isolated neither by isolcpus, nor by
+// nohz_full, nor by the cpuset partition.
+func (m *Machine) Housekeeping() cpumask.Mask {
+	return cpumask.Range(0, len(m.cpus)-1).AndNot(m.cfg.Isolcpus).AndNot(m.cfg.NohzFull).AndNot(m.cfg.Partition)
+}
+
+// Hierarchy returns the migration hierarchy (nil for none and push).
+func (m *Machine) Hierarchy() *hier.Hierarchy { return m.h }
+
+// Rand returns a random stream of the run for the named user: the same
+// seed and name give the same stream, and streams of different names are
+// independent, so adding a workload does not change the costs another one
+// draws.
+func (m *Machine) Rand(name string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return rand.New(rand.NewPCG(m.cfg.Seed, h.Sum64()))
+}
+
+// Draw samples d from the kernel's cost stream.
+func (m *Machine) Draw(d Dist) int64 { return m.draw(d) }
+
+// StopCPU stops CPU c for good, as crash_smp_send_stop does: it halts
+// with interrupts off and takes nothing, timers included.
+func (m *Machine) StopCPU(c int) {
+	s := &m.cpus[c]
+	if s.stopped || !s.online {
+		return
+	}
+	if s.curr != nil {
+		s.busyNs += m.clip(s.busyFrom, m.now)
+		s.curr = nil
+	}
+	s.stopped = true
+	s.idle = false
+	m.stopTick(s)
+	s.nohzGen++
+	s.hrGen++
+	s.stepGen++
+}
+
+// SetNoNohz makes CPU c idle without ever stopping its tick (a CPU halted
+// outside the idle loop, as a panicking CPU that halts: it still takes
+// every interrupt). A stopped tick is restarted.
+func (m *Machine) SetNoNohz(c int, on bool) {
+	s := &m.cpus[c]
+	s.noNohz = on
+	if on && !s.tickOn && s.online && !s.stopped {
+		m.set.ClearIdle(c)
+		m.startTick(s, m.now)
+	}
+}
+
+// BusyNs returns the time CPU c ran a task or kernel code within the
+// measurement window so far.
+func (m *Machine) BusyNs(c int) int64 {
+	s := &m.cpus[c]
+	b := s.busyNs
+	if s.curr != nil {
+		b += m.clip(s.busyFrom, m.now)
+	}
+	return b
+}
+
+// Ticks returns the number of tick interrupts CPU c took in the window.
+func (m *Machine) Ticks(c int) uint64 { return m.cpus[c].ticks }
+
+// Wakeups returns the number of idle exits of CPU c in the window.
+func (m *Machine) Wakeups(c int) uint64 { return m.cpus[c].wakeups }
+
+// TimerWakeups returns the idle exits of CPU c in the window that timers
+// caused: its own timer events (the NOHZ wakeup, an hrtimer) and the
+// wake-up IPIs for timers queued on its idle base. Idle exits to run a
+// task or for a device interrupt are not counted.
+func (m *Machine) TimerWakeups(c int) uint64 {
+	s := &m.cpus[c]
+	return s.wakeBy[causeTimer] + s.wakeBy[causeKick]
+}
+
+// Interrupts returns the number of interrupts CPU c took in the window.
+func (m *Machine) Interrupts(c int) uint64 { return m.cpus[c].irqs }
+
+// HardirqExpiries returns the most hrtimers one hrtimer interrupt of CPU c
+// expired in the window (retry passes included), and the most in an
+// interrupt that woke a real-time task: everything expired there ran
+// before that task could.
+func (m *Machine) HardirqExpiries(c int) (all, withRT int) {
+	return m.cpus[c].hardMax, m.cpus[c].hardMaxRT
+}

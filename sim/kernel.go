@@ -1,0 +1,383 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/tmigr/tmigr/cpu"
+	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/wheel"
+)
+
+// An interrupt on a CPU runs from its arrival (or, if the CPU is still busy
+// with earlier kernel work, from the end of that work) for as long as the
+// code it runs costs; the code's effects on the timer core happen when the
+// event is processed, its cost advances the handler's own clock (Exec.Now):
+//
+//	arrival      idle exit    entry      tick, softirq, callbacks      end
+//	   |------------|-----------|---------------------------------------|
+//	   t         (if idle)                                          irqEnd
+//
+// A task interrupted meanwhile finishes its step that much later; a busy
+// loop that measures (oslat) sees one gap from t to irqEnd, merged with
+// any kernel work that follows without a break.
+
+// Why an interrupt came: the idle wakeups are counted by cause.
+type irqCause uint8
+
+const (
+	causeTick    irqCause = iota // the periodic tick
+	causeTimer                   // a timer event: the NOHZ sched_timer or an hrtimer
+	causeKick                    // a wake-up IPI for a timer queued on an idle base
+	causeResched                 // a reschedule IPI: a task to run
+	causeDevice                  // a device interrupt
+	numCauses
+)
+
+// beginIRQ starts an interrupt on c that arrives at t.
+func (m *Machine) beginIRQ(c *cpuState, t int64, cause irqCause) *Exec {
+	s := max(t, c.irqEnd)
+	inIdle := c.curr == nil && c.idle && t >= c.irqEnd
+	if inIdle {
+		s += m.costs.IdleExit
+		if m.inWindow(t) {
+			c.wakeups++
+			c.wakeBy[cause]++
+		}
+	} else if t >= c.irqEnd && m.costs.IRQOffShare > 0 && m.rng.Float64() < m.costs.IRQOffShare {
+		// The CPU runs with interrupts off; the interrupt waits.
+		s += int64(m.rng.Float64() * float64(m.costs.IRQOffMax))
+	}
+	c.irqArrive, c.irqWork = t, s
+	if m.inWindow(t) {
+		c.irqs++
+	}
+	x := &m.irqX
+	*x = Exec{m: m, CPU: c.id, Now: s + m.draw(m.costs.IRQEntry), irq: true}
+	m.x, m.inIRQ = x, c
+	return x
+}
+
+// endIRQ ends the interrupt x: the time it took is charged to whatever
+// was running, softirq work is handed to the ktimers thread on
+// PREEMPT_RT, and then the CPU reschedules and, if it stays idle or runs
+// a lone task on a nohz_full CPU, reconsiders its tick.
+func (m *Machine) endIRQ(x *Exec) {
+	c := &m.cpus[x.CPU]
+	e := x.Now
+	if c.wheelSoft || c.hrSoftPend {
+		// Still in the interrupt: the wakeup needs no IPI, the
+		// reschedule below runs the thread.
+		m.wake(m.ktimers(c), e, c)
+	}
+	from := max(c.irqArrive, c.irqEnd)
+	c.irqEnd = e
+	m.x, m.inIRQ = nil, nil
+	if added := e - from; added > 0 && c.curr != nil && c.stepEnd != Forever {
+		// The queued step-end event is now early; it re-queues itself
+		// when it comes up (see dispatch), so no event is added here.
+		c.stepEnd += added
+	}
+	if c.meas != nil && (c.curr == c.meas || c.measOut >= 0) {
+		m.stall(c, c.irqArrive, e)
+	}
+	if c.curr == nil {
+		c.busyNs += m.clip(c.irqWork, e)
+	}
+	m.reschedule(c, e)
+	m.reconsiderTick(c, e)
+}
+
+// reconsiderTick is the irq-exit/idle-loop decision about the tick: an
+// idle CPU (or a nohz_full CPU running a single task) tries to stop it, or
+// re-arms its sleep if it is stopped.
+func (m *Machine) reconsiderTick(c *cpuState, t int64) {
+	if !c.online || c.stopped {
+		return
+	}
+	switch {
+	case c.curr == nil && c.idle && !c.noNohz:
+		m.nohzStopTick(c, t)
+	case c.curr != nil && c.nohzFull && c.rq.len() == 0:
+		m.nohzStopTick(c, t)
+	}
+}
+
+// tick is the periodic tick of c at the tick instant g.
+func (m *Machine) tick(c *cpuState, g int64, jif uint64) {
+	x := m.beginIRQ(c, g, causeTick)
+	x.Spend(m.draw(m.costs.Tick))
+	if m.inWindow(g) {
+		c.ticks++
+	}
+	if m.set.Tick(c.id, jif, g) {
+		m.timerSoftirq(x, c)
+	}
+	m.endIRQ(x)
+	m.checkCPU(c)
+}
+
+// nohzWake is c's sched_timer firing while its tick is stopped: the tick
+// handler runs once (and with it the due timers), then the CPU re-arms.
+func (m *Machine) nohzWake(c *cpuState, t int64) {
+	if t == c.sameNow {
+		if c.sameCount++; c.sameCount > 1000 {
+			m.fail(fmt.Errorf("at %s: CPU %d keeps waking for an event it does not handle (livelock)", fmtTime(t), c.id))
+			return
+		}
+	} else {
+		c.sameNow, c.sameCount = t, 0
+	}
+	c.nohzAt = cpu.KtimeMax
+	x := m.beginIRQ(c, t, causeTimer)
+	x.Spend(m.draw(m.costs.Tick))
+	if m.inWindow(t) {
+		c.ticks++
+	}
+	jif, basem := m.snap(x.Now)
+	if m.set.Tick(c.id, jif, basem) {
+		m.timerSoftirq(x, c)
+	}
+	m.endIRQ(x)
+}
+
+// timerSoftirq runs TIMER_SOFTIRQ: at the end of the interrupt on a
+// non-RT kernel, in the ktimers thread on PREEMPT_RT.
+func (m *Machine) timerSoftirq(x *Exec, c *cpuState) {
+	if m.cfg.PreemptRT {
+		c.wheelSoft = true
+		return
+	}
+	x.Spend(m.draw(m.costs.SoftirqEntry))
+	jif, basem := m.snap(x.Now)
+	m.set.Softirq(c.id, jif, jif, basem)
+}
+
+// hrInterrupt is hrtimer_interrupt on c: the device fired at t.
+func (m *Machine) hrInterrupt(c *cpuState, t int64) {
+	x := m.beginIRQ(c, t, causeTimer)
+	p, err := c.hr.Interrupt(x.Now)
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	m.passN, m.passRT = 0, false
+	m.runPass(x, c, p, true)
+	if m.inWindow(t) {
+		c.hardMax = max(c.hardMax, m.passN)
+		if m.passRT {
+			c.hardMaxRT = max(c.hardMaxRT, m.passN)
+		}
+	}
+	if c.hr.SoftirqActivated() {
+		if m.cfg.PreemptRT {
+			c.hrSoftPend = true
+		} else {
+			m.hrSoftirq(x, c)
+		}
+	}
+	m.endIRQ(x)
+}
+
+// hrSoftirq runs HRTIMER_SOFTIRQ's pass over the soft bases.
+func (m *Machine) hrSoftirq(x *Exec, c *cpuState) {
+	x.Spend(m.draw(m.costs.SoftirqEntry))
+	p, err := c.hr.Softirq(x.Now)
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	m.runPass(x, c, p, false)
+}
+
+// runPass drives one hrtimer pass to its end, charging each expiry.
+func (m *Machine) runPass(x *Exec, c *cpuState, p *hrtimer.Pass, hard bool) {
+	for {
+		for t := p.Next(); t != nil; t = p.Next() {
+			m.passN++
+			x.Spend(m.draw(m.costs.HrtimerExpiry))
+			p.Done(t, m.runHrtimer(x, t))
+		}
+		out, err := p.End(x.Now)
+		if err != nil {
+			m.fail(err)
+			return
+		}
+		if !out.Retry {
+			m.program(c, out.Effect)
+			return
+		}
+	}
+}
+
+// runHrtimer runs an expired hrtimer's callback.
+func (m *Machine) runHrtimer(x *Exec, t *hrtimer.Timer) hrtimer.Action {
+	switch d := t.Data.(type) {
+	case *Task:
+		// hrtimer_wakeup
+		x.Spend(m.draw(m.costs.Wakeup))
+		if d.key() > 0 {
+			m.passRT = true
+		}
+		m.wake(d, x.Now, &m.cpus[x.CPU])
+	}
+	return hrtimer.NoRestart
+}
+
+// program applies an hrtimer Effect to c's clock event device.
+func (m *Machine) program(c *cpuState, eff hrtimer.Effect) {
+	if !eff.Program {
+		return
+	}
+	c.hrDev = eff.At
+	c.hrGen++
+	if eff.At != hrtimer.Never {
+		m.push(event{t: max(eff.At, m.now), kind: evHrDevice, cpu: int32(c.id), gen: c.hrGen})
+	}
+}
+
+// nohzStopTick is tick_nohz_idle_stop_tick (and, for a nohz_full CPU
+// running one task, tick_nohz_full_update_tick): compute the next timer
+// event (get_next_timer_interrupt); keep the tick if it is at most a tick
+// away; else mark the timer base idle (timer_base_try_to_set_idle, which
+// leaves the hierarchy) and, if that worked, stop the tick and arm the
+// sched_timer for the event. A CPU whose tick is already stopped re-arms
+// for the (possibly new) event.
+func (m *Machine) nohzStopTick(c *cpuState, t int64) {
+	m.ctx = c.id
+	basej, basem := m.snap(t)
+	next := m.set.NextEvent(c.id, basej, basem)
+	if c.tickOn {
+		if next-basem <= m.tickNs {
+			return
+		}
+		wake, idle := m.set.TryToSetIdle(c.id, basej, basem)
+		if !idle {
+			return
+		}
+		next = min(next, wake)
+		m.stopTick(c)
+	}
+	m.armNohz(c, next)
+}
+
+func (m *Machine) armNohz(c *cpuState, at int64) {
+	c.nohzGen++
+	c.nohzAt = at
+	if at != cpu.KtimeMax {
+		m.push(event{t: max(at, m.now), kind: evNohzWake, cpu: int32(c.id), gen: c.nohzGen})
+	}
+}
+
+func (m *Machine) stopTick(c *cpuState) {
+	if !c.tickOn {
+		return
+	}
+	c.tickOn = false
+	m.ticking.Clear(c.id)
+	m.nTicking--
+}
+
+// startTick restarts c's periodic tick: the next tick instant after t.
+func (m *Machine) startTick(c *cpuState, t int64) {
+	c.nohzGen++
+	c.nohzAt = cpu.KtimeMax
+	if c.tickOn {
+		return
+	}
+	c.tickOn = true
+	c.tickFrom = (t/m.tickNs + 1) * m.tickNs
+	m.ticking.Set(c.id)
+	m.nTicking++
+	if m.nTicking == 1 || m.grid < c.tickFrom && m.grid <= t {
+		m.grid = c.tickFrom
+	}
+}
+
+// kick sends CPU k the IPI trigger_dyntick_cpu asks for: a timer was
+// queued first on its idle base, so it must re-evaluate its sleep.
+func (m *Machine) kick(k int, t int64) {
+	c := &m.cpus[k]
+	if c.kicked || !c.online || c.stopped || m.inIRQ == c {
+		// In its own interrupt the CPU re-evaluates its sleep on the way
+		// out anyway (wake_up_idle_cpu does not IPI the local CPU).
+		return
+	}
+	c.kicked = true
+	m.push(event{t: t + m.costs.IPILatency, kind: evKick, cpu: int32(k)})
+}
+
+// runTimer is the cpu.Set's Run hook: every expired wheel timer's function
+// runs through it, on CPU handler.
+func (m *Machine) runTimer(handler int, t *wheel.Timer) {
+	owner := t.CPU()
+	c := &m.cpus[handler]
+	if m.x != nil && m.inWindow(m.x.Now) {
+		c.expiredHere++
+		if owner != handler {
+			c.remoteExpired++
+			c.addRemote(owner)
+		}
+	}
+	if l := m.tracer.log; l != nil && m.x != nil {
+		l.expire(handler, t)
+	}
+	if t.Func != nil {
+		t.Func(t)
+	}
+}
+
+func (c *cpuState) addRemote(owner int) {
+	for i := range c.remoteFrom {
+		if c.remoteFrom[i].owner == owner {
+			c.remoteFrom[i].n++
+			return
+		}
+	}
+	c.remoteFrom = append(c.remoteFrom, remoteCount{owner, 1})
+}
+
+// stall records that c's measuring task was kept from running from s to
+// e. Stretches that touch merge into one gap: one long oslat sample.
+func (m *Machine) stall(c *cpuState, s, e int64) {
+	if c.gapOpen && s <= c.gapEnd {
+		c.gapEnd = max(c.gapEnd, e)
+		return
+	}
+	m.flushGap(c)
+	c.gapOpen, c.gapStart, c.gapEnd = true, s, e
+}
+
+func (m *Machine) flushGap(c *cpuState) {
+	if !c.gapOpen {
+		return
+	}
+	c.gapOpen = false
+	if c.meas != nil && c.meas.OnGap != nil {
+		c.meas.OnGap(c.gapStart, c.gapEnd-c.gapStart)
+	}
+}
+
+// ktimers returns c's softirq thread (PREEMPT_RT: ktimers/N, SCHED_FIFO
+// priority 1), which runs the timer and hrtimer softirqs.
+func (m *Machine) ktimers(c *cpuState) *Task {
+	if c.ktimers != nil {
+		return c.ktimers
+	}
+	c.ktimers = &Task{Name: fmt.Sprintf("ktimers/%d", c.id), Policy: hrtimer.SchedFIFO, Prio: 1,
+		CPU: c.id, Pinned: true, state: taskParked}
+	c.ktimers.Behavior = BehaviorFunc(func(x *Exec, t *Task) Step {
+		start := x.Now
+		if c.wheelSoft {
+			c.wheelSoft = false
+			x.Spend(m.draw(m.costs.SoftirqEntry))
+			jif, basem := m.snap(x.Now)
+			m.set.Softirq(c.id, jif, jif, basem)
+		}
+		if c.hrSoftPend {
+			c.hrSoftPend = false
+			m.hrSoftirq(x, c)
+		}
+		return Step{Run: max(x.Now-start, 1), Then: Park}
+	})
+	return c.ktimers
+}
