@@ -163,15 +163,30 @@ type Set struct {
 	tickNsec int64
 	nodeOf   []int
 
-	// timerHK is the housekeeping mask of HK_TYPE_KERNEL_NOISE (CPUs not in
-	// nohz_full) and domainHK that of HK_TYPE_DOMAIN (CPUs not isolated
-	// from the scheduler domains): the push policy looks for targets there.
-	timerHK, domainHK cpumask.Mask
+	// hk holds the housekeeping masks the push policy looks for targets in;
+	// SetIsolation replaces it while timers are armed.
+	hk atomic.Pointer[housekeeping]
 
 	// Run runs an expired timer's function on CPU handler. Drivers replace
 	// it to account for where and when timers run; the default calls
 	// t.Func(t).
 	Run func(handler int, t *wheel.Timer)
+}
+
+// housekeeping is the part of the isolation setup the timer code reads:
+// timer is the HK_TYPE_KERNEL_NOISE mask (CPUs not in nohz_full), domain the
+// HK_TYPE_DOMAIN one (CPUs neither in isolcpus nor in an isolated cpuset
+// partition, whose scheduler domains the push policy walks).
+type housekeeping struct {
+	timer, domain cpumask.Mask
+}
+
+func newHousekeeping(n int, iso *hier.Isolation) *housekeeping {
+	all := cpumask.Range(0, n-1)
+	return &housekeeping{
+		timer:  all.AndNot(iso.NohzFull),
+		domain: all.AndNot(iso.Domain).AndNot(iso.CpusetIsolated),
+	}
 }
 
 // CPU is one CPU's timer state.
@@ -229,9 +244,7 @@ func New(c Config) (*Set, error) {
 			t.Func(t)
 		}
 	}
-	all := cpumask.Range(0, n-1)
-	s.timerHK = all.AndNot(c.Isolation.NohzFull)
-	s.domainHK = all.AndNot(c.Isolation.Domain).AndNot(c.Isolation.CpusetIsolated)
+	s.hk.Store(newHousekeeping(n, &c.Isolation))
 	for i := range s.cpus {
 		cp := &s.cpus[i]
 		cp.id = i
@@ -505,18 +518,19 @@ func (s *Set) targetCPU(this int, flags uint32) int {
 // CPU itself if it is housekeeping, else the first online housekeeping CPU.
 // The model has no SMT or cache-sharing domains.
 func (s *Set) NohzTimerTarget(this int) int {
+	hk := s.hk.Load()
 	def := -1
-	if s.timerHK.Test(this) {
+	if hk.timer.Test(this) {
 		if s.cpus[this].busy.Load() {
 			return this
 		}
 		def = this
 	}
-	if s.domainHK.Test(this) {
+	if hk.domain.Test(this) {
 		node := s.nodeOf[this]
 		for pass := 0; pass < 2; pass++ {
-			for c := s.domainHK.First(); c >= 0; c = s.domainHK.Next(c) {
-				if c == this || !s.timerHK.Test(c) || (pass == 0 && s.nodeOf[c] != node) {
+			for c := hk.domain.First(); c >= 0; c = hk.domain.Next(c) {
+				if c == this || !hk.timer.Test(c) || (pass == 0 && s.nodeOf[c] != node) {
 					continue
 				}
 				if cp := &s.cpus[c]; cp.online && cp.busy.Load() {
@@ -526,7 +540,7 @@ func (s *Set) NohzTimerTarget(this int) int {
 		}
 	}
 	if def < 0 {
-		for c := s.timerHK.First(); c >= 0; c = s.timerHK.Next(c) {
+		for c := hk.timer.First(); c >= 0; c = hk.timer.Next(c) {
 			if s.cpus[c].online {
 				return c
 			}
@@ -813,7 +827,7 @@ func (s *Set) nextInterrupt(cpu int, basej uint64, basem int64, path idlePath) (
 // timerHKExcludes reports whether cpu is nohz_full (not timer
 // housekeeping): its GLOBAL base is marked idle with the LOCAL one, so that
 // a global timer queued while it runs a task with the tick stopped kicks it.
-func (s *Set) timerHKExcludes(cpu int) bool { return !s.timerHK.Test(cpu) }
+func (s *Set) timerHKExcludes(cpu int) bool { return !s.hk.Load().timer.Test(cpu) }
 
 // useTmigr is timer_use_tmigr: hand the first global event to the
 // hierarchy, or without a hierarchy keep it as this CPU's own event, and
@@ -913,6 +927,21 @@ func (s *Set) InitIsolation() []int {
 		return nil
 	}
 	return s.h.InitIsolation(s.BaseIdle)
+}
+
+// SetIsolation replaces the isolation setup at run time, as a cpuset
+// partition change does: the housekeeping masks the push policy chooses
+// targets from, and the hierarchy's isolation predicate. Under the
+// pull-isolated policy the caller then runs ExcludeIsolated with the
+// complete excluded set.
+func (s *Set) SetIsolation(iso hier.Isolation) error {
+	if s.h != nil {
+		if err := s.h.SetIsolation(iso); err != nil {
+			return err
+		}
+	}
+	s.hk.Store(newHousekeeping(len(s.cpus), &iso))
+	return nil
 }
 
 // ExcludeIsolated changes the set of isolated CPUs at run time

@@ -597,3 +597,28 @@ func TestConcurrentArmCancel(t *testing.T) {
 		t.Fatalf("only %d arms", arms)
 	}
 }
+
+// TestSetIsolationMovesPushTargets: a CPU put into an isolated cpuset
+// partition at run time is no longer a push target.
+func TestSetIsolationMovesPushTargets(t *testing.T) {
+	s, err := New(Config{NodeOf: make([]int, 4), HZ: hz, Policy: Push, Isolation: hier.Isolation{Timekeeper: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := InitialJiffies(hz)
+	for c := range 4 {
+		s.Online(c, j)
+		s.SetBusy(c, false)
+	}
+	s.SetBusy(1, true)
+	s.SetBusy(3, true)
+	if got := s.NohzTimerTarget(0); got != 1 {
+		t.Fatalf("target %d, want 1", got)
+	}
+	if err := s.SetIsolation(hier.Isolation{CpusetIsolated: cpumask.MustParse("1"), Timekeeper: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.NohzTimerTarget(0); got != 3 {
+		t.Fatalf("target %d after isolating CPU 1, want 3", got)
+	}
+}

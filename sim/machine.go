@@ -639,11 +639,9 @@ func (m *Machine) online(i int, t int64) {
 func (m *Machine) setPartition(mask cpumask.Mask, t int64) {
 	iso := m.iso
 	iso.CpusetIsolated = mask
-	if m.h != nil {
-		if err := m.h.SetIsolation(iso); err != nil {
-			m.fail(err)
-			return
-		}
+	if err := m.set.SetIsolation(iso); err != nil {
+		m.fail(err)
+		return
 	}
 	m.iso = iso
 	for i := range m.cpus {
