@@ -114,6 +114,9 @@ type Options struct {
 	// Kernel is the kernel release ("6.12.117"; "": from the trace), which
 	// selects the hierarchy's generation.
 	Kernel string
+	// Check runs the hierarchy's invariant checker after every operation
+	// of the tmigr check (see TmigrOptions.Invariants).
+	Check bool
 }
 
 // Result is the outcome of the checks on one trace.
@@ -143,7 +146,7 @@ func Run(t *Trace, o Options) (*Result, error) {
 		r.Wheel = c.forJSON()
 	}
 	if o.Tmigr {
-		c, err := CheckTmigr(t, s)
+		c, err := CheckTmigrWith(t, s, TmigrOptions{Invariants: o.Check})
 		if err != nil {
 			return nil, err
 		}

@@ -35,6 +35,19 @@ const (
 // documentation). The error is for a trace the replay cannot model at all
 // (a shape hier rejects).
 func CheckTmigr(t *Trace, s Shape) (Counts, error) {
+	return CheckTmigrWith(t, s, TmigrOptions{})
+}
+
+// TmigrOptions modifies the tmigr check.
+type TmigrOptions struct {
+	// Invariants runs the hierarchy's invariant checker (hier.Check) after
+	// every operation the replay drives, at quiescent points: a broken
+	// invariant stops the check with an error naming the trace line.
+	Invariants bool
+}
+
+// CheckTmigrWith is CheckTmigr with options.
+func CheckTmigrWith(t *Trace, s Shape, o TmigrOptions) (Counts, error) {
 	opts, err := s.hierOptions()
 	if err != nil {
 		return Counts{}, err
@@ -43,12 +56,23 @@ func CheckTmigr(t *Trace, s Shape) (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
+	r.invariants = o.Invariants
 	r.run()
+	if r.invErr != nil {
+		return r.c, r.invErr
+	}
 	return r.c, nil
 }
 
 // replayer is the state of one tmigr check.
 type replayer struct {
+	// invariants: run hier.Check after every top-level model operation;
+	// invErr is the first failure, depth the nesting of collect.
+	invariants bool
+	invErr     error
+	depth      int
+	line       int // the trace line of the operation being replayed
+
 	ev   []ftrace.Event
 	topo *topology
 	gm   *groupMap
@@ -722,6 +746,9 @@ func (r *replayer) run() {
 func (r *replayer) exec(i int) {
 	r.done[i] = true
 	o := r.ops[i]
+	if len(o.lines) > 0 {
+		r.line = r.ev[o.first()].Line
+	}
 	r.volatile()
 	switch o.kind {
 	case opActivate, opDeactivate:
@@ -751,9 +778,16 @@ func (r *replayer) exec(i int) {
 func (r *replayer) collect(f func()) []mline {
 	saved, on := r.rec.lines, r.rec.on
 	r.rec.lines, r.rec.on = nil, true
+	r.depth++
 	f()
+	r.depth--
 	got := r.rec.lines
 	r.rec.lines, r.rec.on = saved, on
+	if r.invariants && r.depth == 0 && r.invErr == nil {
+		if err := r.m.h.Check(); err != nil {
+			r.invErr = fmt.Errorf("near line %d: the model broke an invariant: %w", r.line, err)
+		}
+	}
 	return got
 }
 

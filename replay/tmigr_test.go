@@ -521,3 +521,22 @@ func TestTmigrAnyWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestTmigrInvariants replays every recording with the hierarchy's
+// invariant checker after each operation: the states the replay drives the
+// model through are states the kernel's algorithm can reach.
+func TestTmigrInvariants(t *testing.T) {
+	for _, f := range traceFiles(t) {
+		tr, err := ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := shapeOf(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CheckTmigrWith(tr, s, TmigrOptions{Invariants: true}); err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
+		}
+	}
+}

@@ -45,6 +45,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	wheel := fs.Bool("wheel", false, "check the timer wheel (default: both checks)")
 	tmigr := fs.Bool("tmigr", false, "check the migration hierarchy (default: both checks)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	check := fs.Bool("check", false, "run the hierarchy's invariant checker after every replayed operation")
 	hz := fs.Int("hz", 0, "tick rate (CONFIG_HZ), for traces without a \"# machine:\" line")
 	cpus := fs.Int("cpus", 0, "number of possible CPUs, for traces without a \"# machine:\" line")
 	nodes := fs.Int("nodes", 0, "number of NUMA nodes, CPUs in contiguous blocks")
@@ -65,7 +66,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	opts := replay.Options{Wheel: *wheel || !*tmigr, Tmigr: *tmigr || !*wheel, HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel}
+	opts := replay.Options{Wheel: *wheel || !*tmigr, Tmigr: *tmigr || !*wheel, HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Check: *check}
 	if *hz < 0 || *cpus < 0 || *nodes < 0 {
 		fmt.Fprintln(stderr, "tmigr replay: --hz, --cpus and --nodes must not be negative")
 		return 2
