@@ -202,8 +202,9 @@ type CPU struct {
 	// busy is the negation of the scheduler's idle_cpu(): the CPU runs a
 	// task. Only the push policy reads it.
 	busy atomic.Bool
-	// online: the CPU's bases were prepared and not torn down.
-	online bool
+	// online: the CPU's bases were prepared and not torn down. The push
+	// policy reads it from other CPUs without a lock.
+	online atomic.Bool
 }
 
 type base struct {
@@ -286,7 +287,7 @@ func (s *Set) TickNsec() int64 { return s.tickNsec }
 // a CPU coming up is running the hotplug thread.
 func (s *Set) Online(cpu int, jiffies uint64) error {
 	cp := s.cpu(cpu)
-	if cp.online {
+	if cp.online.Load() {
 		return fmt.Errorf("cpu: CPU %d is already online", cpu)
 	}
 	for i := range cp.bases {
@@ -297,7 +298,7 @@ func (s *Set) Online(cpu int, jiffies uint64) error {
 		b.publish()
 		b.mu.Unlock()
 	}
-	cp.online = true
+	cp.online.Store(true)
 	cp.busy.Store(true)
 	if s.h != nil {
 		if err := s.h.Prepare(cpu); err != nil {
@@ -318,10 +319,10 @@ func (s *Set) Online(cpu int, jiffies uint64) error {
 // received a new first timer while idle.
 func (s *Set) Offline(cpu, to int, jiffies uint64) (trigger int, kick bool, err error) {
 	cp, dst := s.cpu(cpu), s.cpu(to)
-	if !cp.online {
+	if !cp.online.Load() {
 		return -1, false, fmt.Errorf("cpu: CPU %d is not online", cpu)
 	}
-	if cpu == to || !dst.online {
+	if cpu == to || !dst.online.Load() {
 		return -1, false, fmt.Errorf("cpu: cannot move CPU %d's timers to CPU %d", cpu, to)
 	}
 	trigger = -1
@@ -330,7 +331,7 @@ func (s *Set) Offline(cpu, to int, jiffies uint64) (trigger int, kick bool, err 
 			return -1, false, err
 		}
 	}
-	cp.online = false
+	cp.online.Store(false)
 	cp.busy.Store(false)
 	for i := range cp.bases {
 		nb, ob := &dst.bases[i], &cp.bases[i]
@@ -351,7 +352,7 @@ func (s *Set) Offline(cpu, to int, jiffies uint64) (trigger int, kick bool, err 
 }
 
 // IsOnline reports whether cpu is online.
-func (s *Set) IsOnline(cpu int) bool { return s.cpu(cpu).online }
+func (s *Set) IsOnline(cpu int) bool { return s.cpu(cpu).online.Load() }
 
 // SetBusy records whether cpu runs a task (the scheduler's !idle_cpu()).
 // The push policy queues timers armed on idle CPUs on busy ones.
@@ -533,7 +534,7 @@ func (s *Set) NohzTimerTarget(this int) int {
 				if c == this || !hk.timer.Test(c) || (pass == 0 && s.nodeOf[c] != node) {
 					continue
 				}
-				if cp := &s.cpus[c]; cp.online && cp.busy.Load() {
+				if cp := &s.cpus[c]; cp.online.Load() && cp.busy.Load() {
 					return c
 				}
 			}
@@ -541,7 +542,7 @@ func (s *Set) NohzTimerTarget(this int) int {
 	}
 	if def < 0 {
 		for c := hk.timer.First(); c >= 0; c = hk.timer.Next(c) {
-			if s.cpus[c].online {
+			if s.cpus[c].online.Load() {
 				return c
 			}
 		}
@@ -790,7 +791,7 @@ const (
 // path. It returns the event and whether the base is now idle.
 func (s *Set) nextInterrupt(cpu int, basej uint64, basem int64, path idlePath) (int64, bool) {
 	cp := s.cpu(cpu)
-	if !cp.online {
+	if !cp.online.Load() {
 		return KtimeMax, true
 	}
 	lb, gb := &cp.bases[BaseLocal], &cp.bases[BaseGlobal]
