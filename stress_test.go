@@ -1,0 +1,315 @@
+package tmigr
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var stressFor = flag.Duration("tmigr.stress", 700*time.Millisecond, "how long each policy of TestStress runs")
+
+// slot is one timer of the stress test with a model of its arms.
+//
+// Operations and runs update the model under mu, in the order they happen
+// to the timer, except that a run is recorded after the runtime claimed it,
+// so an arm made in between (its Reset returning false) can come first.
+// The model keeps the arms not yet run or cancelled, oldest first: in a
+// correct runtime that is at most one claimed run in flight and one pending
+// arm, a run belongs to the oldest, and Reset(true) or Stop(true) cancels
+// the newest.
+type slot struct {
+	mu    sync.Mutex
+	t     *Timer
+	name  string
+	cpu   int // the worker it is armed on behalf of, -1: the arming goroutine's
+	hr    bool
+	pin   bool
+	live  []time.Time // due times of the arms not yet run or cancelled
+	runs  int
+	arms  int
+	kills int
+}
+
+type stress struct {
+	t       *testing.T
+	rt      *Runtime
+	slots   []*slot
+	iso     int // a worker isolated all along
+	victim  int // the worker that goes offline and back
+	recv    int // where the victim's timers go
+	errs    atomic.Int32
+	offline atomic.Bool
+}
+
+func (s *stress) errorf(format string, args ...any) {
+	if s.errs.Add(1) <= 10 {
+		s.t.Errorf(format, args...)
+	}
+}
+
+// run is every slot's function.
+func (s *stress) run(sl *slot) {
+	now := time.Now()
+	c := s.rt.CPU()
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if len(sl.live) == 0 {
+		s.errorf("%s ran with no arm outstanding", sl.name)
+		return
+	}
+	due := sl.live[0]
+	sl.live = sl.live[1:]
+	sl.runs++
+	if now.Before(due) {
+		s.errorf("%s ran %v early", sl.name, due.Sub(now))
+	}
+	switch {
+	case c < 0:
+		s.errorf("%s ran off the workers", sl.name)
+	case (sl.hr || sl.pin) && c != sl.cpu && !(sl.cpu == s.victim && c == s.recv):
+		s.errorf("%s (bound to %d) ran on %d", sl.name, sl.cpu, c)
+	}
+}
+
+// op arms or stops a random slot and checks the result against the model.
+func (s *stress) op(r *rand.Rand) {
+	sl := s.slots[r.IntN(len(s.slots))]
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if r.IntN(3) < 2 {
+		d := time.Duration(r.Int64N(int64(4 * time.Millisecond)))
+		due := time.Now().Add(d)
+		was := sl.t.Reset(d)
+		sl.arms++
+		if was {
+			// The newest live arm was pending: it is cancelled.
+			if len(sl.live) == 0 {
+				s.errorf("%s: Reset returned true with no arm outstanding", sl.name)
+			} else {
+				sl.live = sl.live[:len(sl.live)-1]
+				sl.kills++
+			}
+		} else if len(sl.live) > 1 {
+			s.errorf("%s: Reset returned false with %d arms outstanding", sl.name, len(sl.live))
+		}
+		sl.live = append(sl.live, due)
+		if len(sl.live) > 2 {
+			s.errorf("%s: %d arms outstanding", sl.name, len(sl.live))
+		}
+		return
+	}
+	if sl.t.Stop() {
+		if len(sl.live) == 0 {
+			s.errorf("%s: Stop returned true with no arm outstanding", sl.name)
+			return
+		}
+		sl.live = sl.live[:len(sl.live)-1]
+		sl.kills++
+	} else if len(sl.live) > 1 {
+		s.errorf("%s: Stop returned false with %d arms outstanding", sl.name, len(sl.live))
+	}
+}
+
+// TestStress: goroutines and tasks arm, re-arm and stop timers of every kind
+// on all workers while workers go idle and busy, the isolated set changes,
+// and a worker goes offline and back. Every arm not stopped runs exactly
+// once, never early, on a worker it may run on (a worker isolated all along
+// never runs another's timer under pull-isolated), and Stop's and Reset's
+// results agree with what ran. Four workers share the machine's CPUs. Run
+// with -race; -tmigr.stress sets the duration per policy.
+func TestStress(t *testing.T) {
+	for _, p := range []Policy{PullIsolated, Pull, Push, None} {
+		t.Run(p.String(), func(t *testing.T) { stressPolicy(t, p) })
+	}
+}
+
+func stressPolicy(t *testing.T, policy Policy) {
+	rt := newRuntime(t, Config{CPUs: "0-3", Isolated: "3", Policy: policy, pinTo: virtual(t)})
+	s := &stress{t: t, rt: rt, iso: 3, victim: 1, recv: 0}
+	r := rand.New(rand.NewPCG(uint64(policy), 7))
+	for i := range 48 {
+		sl := &slot{cpu: -1}
+		f := func() { s.run(sl) }
+		var err error
+		c := r.IntN(4)
+		switch i % 6 {
+		case 0:
+			sl.name, sl.t = fmt.Sprintf("#%d AfterFunc", i), rt.AfterFunc(time.Hour, f)
+		case 1:
+			sl.name, sl.cpu = fmt.Sprintf("#%d global on %d", i, c), c
+			sl.t, err = rt.AfterFuncOn(c, time.Hour, f)
+		case 2:
+			sl.name, sl.cpu, sl.pin = fmt.Sprintf("#%d pinned on %d", i, c), c, true
+			sl.t, err = rt.AfterFuncOn(c, time.Hour, f, Pinned)
+		case 3:
+			sl.name, sl.cpu = fmt.Sprintf("#%d deferrable on %d", i, c), c
+			sl.t, err = rt.AfterFuncOn(c, time.Hour, f, Deferrable)
+		case 4:
+			sl.name, sl.cpu, sl.hr = fmt.Sprintf("#%d hard on %d", i, c), c, true
+			sl.t, err = rt.HRAfterFunc(c, time.Hour, f, Hard)
+		case 5:
+			sl.name, sl.cpu, sl.hr = fmt.Sprintf("#%d soft on %d", i, c), c, true
+			sl.t, err = rt.HRAfterFunc(c, time.Hour, f, Soft)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl.t.Stop()
+		s.slots = append(s.slots, sl)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	// Goroutines off the workers.
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 99))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.op(r)
+				if r.IntN(8) == 0 {
+					time.Sleep(time.Duration(r.IntN(300)) * time.Microsecond)
+				}
+			}
+		}()
+	}
+	// Tasks: workers go busy (spinning with Yield, arming from inside) and
+	// idle again.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(5, 5))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c := r.IntN(4)
+			spin := time.Duration(r.IntN(400)) * time.Microsecond
+			seed := r.Uint64()
+			done := make(chan struct{})
+			if err := rt.Go(c, func() {
+				defer close(done)
+				tr := rand.New(rand.NewPCG(seed, 1))
+				for end := time.Now().Add(spin); time.Now().Before(end); {
+					if tr.IntN(4) == 0 {
+						s.op(tr)
+					}
+					rt.Yield()
+				}
+			}); err != nil {
+				s.errorf("Go: %v", err)
+				return
+			}
+			select {
+			case <-done:
+			case <-stop:
+				return
+			}
+			time.Sleep(time.Duration(r.IntN(2000)) * time.Microsecond)
+		}
+	}()
+	// Control: the isolated set changes, a worker goes offline and back.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(9, 9))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(2+r.IntN(8)) * time.Millisecond):
+			}
+			var err error
+			switch i % 4 {
+			case 0:
+				err = rt.Exclude("2")
+			case 1:
+				s.offline.Store(true)
+				err = rt.Offline(s.victim)
+			case 2:
+				err = rt.Exclude("")
+			case 3:
+				err = rt.Online(s.victim)
+				s.offline.Store(false)
+			}
+			if err != nil {
+				s.errorf("control step %d: %v", i%4, err)
+			}
+			if h := rt.set.Hierarchy(); h != nil && h.Warnings() != 0 {
+				s.errorf("hierarchy warnings: %d", h.Warnings())
+			}
+		}
+	}()
+	time.Sleep(*stressFor)
+	close(stop)
+	wg.Wait()
+	if s.offline.Load() {
+		if err := rt.Online(s.victim); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Drain: every arm left runs. Deferrable timers need their worker busy
+	// through a tick, so keep each busy for a few.
+	var drain sync.WaitGroup
+	for _, c := range rt.CPUs() {
+		drain.Add(1)
+		rt.Go(c, func() {
+			defer drain.Done()
+			for end := time.Now().Add(12 * time.Millisecond); time.Now().Before(end); {
+				rt.Yield()
+			}
+		})
+	}
+	drain.Wait()
+	waitFor(t, "every arm to run", func() bool {
+		for _, sl := range s.slots {
+			sl.mu.Lock()
+			n := len(sl.live)
+			sl.mu.Unlock()
+			if n > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	var arms, runs, kills int
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		arms, runs, kills = arms+sl.arms, runs+sl.runs, kills+sl.kills
+		if sl.runs+sl.kills != sl.arms {
+			t.Errorf("%s: %d arms, %d runs, %d cancelled", sl.name, sl.arms, sl.runs, sl.kills)
+		}
+		sl.mu.Unlock()
+	}
+	st := rt.Stats()
+	if policy == PullIsolated {
+		if st[s.iso].Remote != 0 {
+			t.Errorf("worker %d, isolated all along, ran %d timers of others: %v", s.iso, st[s.iso].Remote, st[s.iso].RemoteFor)
+		}
+	}
+	var remote uint64
+	for _, w := range st {
+		remote += w.Remote
+	}
+	if runs < 100 {
+		t.Fatalf("only %d runs", runs)
+	}
+	t.Logf("%d arms, %d runs, %d cancelled, %d remote expiries", arms, runs, kills, remote)
+	if slices.ContainsFunc(st, func(w Stats) bool { return !w.Online }) {
+		t.Error("a worker is still offline")
+	}
+}

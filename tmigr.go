@@ -1,0 +1,491 @@
+package tmigr
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tmigr/tmigr/cpu"
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/hier"
+	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/internal/osthread"
+	"github.com/tmigr/tmigr/wheel"
+)
+
+// Policy selects the kernel generation whose timer placement the runtime
+// follows. The zero value is PullIsolated.
+type Policy = cpu.Policy
+
+const (
+	// PullIsolated is the pull hierarchy with isolated workers excluded
+	// (Linux 6.19): an isolated worker never runs another worker's timers,
+	// and its own global timers stay with it.
+	PullIsolated = cpu.PullIsolated
+	// Pull is the hierarchy of Linux 6.9 to 6.18: isolated workers take
+	// part, so a busy isolated worker expires idle workers' global timers.
+	Pull = cpu.Pull
+	// Push is the 2009 rule: a global timer armed on an idle worker is
+	// queued on a busy one, and every worker expires only its own timers.
+	Push = cpu.Push
+	// None is timer_migration=0: every worker wakes for its own timers.
+	None = cpu.None
+)
+
+// ParsePolicy returns the policy named none, push, pull or pull-isolated.
+func ParsePolicy(s string) (Policy, error) { return cpu.ParsePolicy(s) }
+
+// IdleMode is what a worker with nothing to do does until its next event.
+type IdleMode int
+
+const (
+	// Halt sleeps in the kernel (a futex wait with an absolute deadline):
+	// no CPU time while idle, a wake-up costs the kernel's wake latency.
+	Halt IdleMode = iota
+	// Poll spins on the worker's state word and the clock: the fastest
+	// wake-up, a whole CPU burnt.
+	Poll
+	// HaltPoll polls for an adaptive window before halting, as Linux's
+	// haltpoll cpuidle governor does for a guest, and places the window
+	// before a known deadline (see governor).
+	HaltPoll
+)
+
+var idleNames = [...]string{Halt: "halt", Poll: "poll", HaltPoll: "haltpoll"}
+
+func (m IdleMode) String() string {
+	if m >= 0 && int(m) < len(idleNames) {
+		return idleNames[m]
+	}
+	return fmt.Sprintf("IdleMode(%d)", int(m))
+}
+
+// ParseIdleMode returns the idle mode named halt, poll or haltpoll.
+func ParseIdleMode(s string) (IdleMode, error) {
+	for m, n := range idleNames {
+		if n == s {
+			return IdleMode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("tmigr: unknown idle mode %q (want halt, poll or haltpoll)", s)
+}
+
+// Config configures a Runtime. The zero value runs one worker on every CPU
+// the process may use, at 1000 Hz, under PullIsolated, halting when idle.
+type Config struct {
+	// CPUs lists the CPUs to run workers on, in the kernel's cpulist
+	// syntax ("0-3,6"). Empty: the CPUs the process may run on
+	// (sched_getaffinity). A CPU outside that set is an error.
+	CPUs string
+	// Isolated lists the workers isolated from the start, as isolcpus=
+	// does: they are not housekeeping workers, and under PullIsolated they
+	// take no part in timer migration. It must leave at least one
+	// housekeeping worker.
+	Isolated string
+	// HZ is the tick rate of the timer wheels (1 to 10000, default 1000).
+	HZ int
+	// Policy is the timer placement model (default PullIsolated).
+	Policy Policy
+	// Idle is what idle workers do (default Halt).
+	Idle IdleMode
+	// Priority, if not 0, makes the worker threads SCHED_FIFO at this
+	// priority (1-99), as a latency-critical thread would run, so that no
+	// SCHED_OTHER thread (the Go runtime's, other processes') delays a
+	// wake-up. It needs CAP_SYS_NICE. With Poll, a worker then keeps its
+	// CPU to itself but for the kernel's RT throttling (5% by default).
+	Priority int
+	// OnPanic receives the panics of timer functions and tasks, recovered
+	// on the worker that ran them, which then goes on. It runs on that
+	// worker and must not block. Nil: the panic and its stack are written
+	// to standard error.
+	OnPanic func(Panic)
+
+	// pinTo maps a worker's CPU to the real CPU its thread is pinned to;
+	// nil is the identity. Tests use it to run more workers than the
+	// machine has CPUs.
+	pinTo func(cpu int) int
+}
+
+// Panic is a panic recovered from a timer function or a task.
+type Panic struct {
+	CPU   int    // the worker the function ran on
+	Timer *Timer // the timer, or nil for a task
+	Value any    // what was passed to panic
+	Stack []byte // the goroutine's stack at the panic
+}
+
+func (p Panic) String() string {
+	what := "task"
+	if p.Timer != nil {
+		what = "timer function"
+	}
+	return fmt.Sprintf("tmigr: %s panicked on worker %d: %v", what, p.CPU, p.Value)
+}
+
+// Errors the runtime returns.
+var (
+	// ErrClosed: the runtime was closed.
+	ErrClosed = errors.New("tmigr: runtime closed")
+	// ErrOnWorker: the call would wait for the worker it is made from.
+	ErrOnWorker = errors.New("tmigr: called from a worker, whose progress it would wait for")
+)
+
+// Runtime is a set of workers, one per CPU, each a goroutine locked to an OS
+// thread pinned to its CPU, that together run Linux's timer code: per-CPU
+// timer wheels, the timer-migration hierarchy and hrtimers.
+type Runtime struct {
+	cfg     Config
+	set     *cpu.Set
+	clk     clock
+	grid    grid
+	workers []*worker // by CPU number; nil where no worker runs
+	order   []*worker // the workers, in CPU order
+	boot    cpumask.Mask
+
+	isolated atomic.Pointer[cpumask.Mask] // boot ∪ the last Exclude
+
+	ctlMu  sync.Mutex // serialises Offline, Online, Exclude and Close
+	closed atomic.Bool
+	done   chan struct{} // closed by Close once every worker has stopped
+	wg     sync.WaitGroup
+
+	fatal atomic.Pointer[error]
+
+	procsSet, procsPrev int // GOMAXPROCS as Start set it, and before
+	start               int64
+}
+
+// Start starts one worker per CPU of cfg.CPUs and returns when all run.
+func Start(cfg Config) (*Runtime, error) {
+	if cfg.HZ == 0 {
+		cfg.HZ = 1000
+	}
+	if cfg.HZ < 1 || cfg.HZ > 10000 {
+		return nil, fmt.Errorf("tmigr: HZ %d outside 1..10000", cfg.HZ)
+	}
+	if cfg.Priority < 0 || cfg.Priority > 99 {
+		return nil, fmt.Errorf("tmigr: Priority %d outside 0..99", cfg.Priority)
+	}
+	if cfg.Idle < Halt || cfg.Idle > HaltPoll {
+		return nil, fmt.Errorf("tmigr: unknown idle mode %d", int(cfg.Idle))
+	}
+	if _, err := cpu.ParsePolicy(cfg.Policy.String()); err != nil {
+		return nil, fmt.Errorf("tmigr: unknown policy %d", int(cfg.Policy))
+	}
+	allowed, err := osthread.Allowed()
+	if err != nil {
+		return nil, fmt.Errorf("tmigr: the runtime needs Linux CPU affinity: %w", err)
+	}
+	cpus := allowed
+	if cfg.CPUs != "" {
+		if cpus, err = cpumask.Parse(cfg.CPUs); err != nil {
+			return nil, fmt.Errorf("tmigr: Config.CPUs: %w", err)
+		}
+	}
+	if cpus.Empty() {
+		return nil, errors.New("tmigr: Config.CPUs is empty")
+	}
+	pinTo := cfg.pinTo
+	if pinTo == nil {
+		pinTo = func(c int) int { return c }
+	}
+	for c := cpus.First(); c >= 0; c = cpus.Next(c) {
+		if p := pinTo(c); p < 0 || p >= cpumask.MaxCPUs || !allowed.Test(p) {
+			return nil, fmt.Errorf("tmigr: CPU %d is not one this process may run on (%s)", p, allowed)
+		}
+	}
+	iso, err := cpumask.Parse(cfg.Isolated)
+	if err != nil {
+		return nil, fmt.Errorf("tmigr: Config.Isolated: %w", err)
+	}
+	if extra := iso.AndNot(cpus); !extra.Empty() {
+		return nil, fmt.Errorf("tmigr: Config.Isolated names CPUs %s that run no worker (workers: %s)", extra, cpus)
+	}
+	hk := cpus.AndNot(iso)
+	if hk.Empty() {
+		return nil, fmt.Errorf("tmigr: Config.Isolated (%s) leaves no housekeeping worker", iso)
+	}
+
+	n := cpus.Last() + 1
+	nodeOf := make([]int, n)
+	for c := cpus.First(); c >= 0; c = cpus.Next(c) {
+		nodeOf[c] = osthread.NodeOf(pinTo(c))
+	}
+	set, err := cpu.New(cpu.Config{
+		NodeOf:    nodeOf,
+		HZ:        cfg.HZ,
+		Policy:    cfg.Policy,
+		Isolation: hier.Isolation{Domain: iso, Timekeeper: hk.First()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tmigr: %w", err)
+	}
+
+	rt := &Runtime{
+		cfg:     cfg,
+		set:     set,
+		clk:     newClock(),
+		workers: make([]*worker, n),
+		boot:    iso,
+		done:    make(chan struct{}),
+	}
+	rt.isolated.Store(&iso)
+	rt.start = rt.clk.now()
+	rt.grid = newGrid(rt.start, cfg.HZ)
+	set.Run = rt.runWheel
+	for c := cpus.First(); c >= 0; c = cpus.Next(c) {
+		hb, err := hrtimer.NewCPUBase(c, hrtimer.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("tmigr: %w", err)
+		}
+		w := newWorker(rt, c, pinTo(c), hb)
+		rt.workers[c] = w
+		rt.order = append(rt.order, w)
+	}
+
+	// Workers block in futex system calls; each may have its P taken away
+	// meanwhile, and must find one free when it wakes or wait for the Go
+	// scheduler (milliseconds). One spare P per worker keeps that wait
+	// away; Close restores the previous value.
+	rt.procsPrev = runtime.GOMAXPROCS(0)
+	rt.procsSet = rt.procsPrev + len(rt.order)
+	runtime.GOMAXPROCS(rt.procsSet)
+
+	// Bring the workers' threads up, then the CPUs, as the kernel does:
+	// every CPU online and active, then the late isolation initcall.
+	ready := make(chan error, len(rt.order))
+	begin := make(chan struct{})
+	var abort atomic.Bool
+	for _, w := range rt.order {
+		rt.wg.Add(1)
+		go w.main(ready, begin, &abort)
+	}
+	var errs []error
+	for range rt.order {
+		if err := <-ready; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		j := rt.grid.jiffies(rt.clk.now())
+		for _, w := range rt.order {
+			if err := set.Online(w.cpu, j); err != nil {
+				errs = append(errs, fmt.Errorf("tmigr: CPU %d: %w", w.cpu, err))
+				break
+			}
+			w.online.Store(true)
+		}
+	}
+	if len(errs) > 0 {
+		abort.Store(true)
+		close(begin)
+		rt.wg.Wait()
+		rt.restoreProcs()
+		return nil, errors.Join(errs...)
+	}
+	set.InitIsolation() // every worker is active: nobody to force
+	close(begin)
+	return rt, nil
+}
+
+// Close stops the runtime. Timer functions and tasks already running are
+// waited for; pending timers are cancelled without running (their Stop
+// reports true, as for a timer stopped before it fired); queued tasks that
+// have not started are dropped; sleepers return ErrClosed. Every worker's
+// goroutine returns and its pinned thread exits with it (workers never
+// unlock their thread, so no other goroutine ever runs with a worker's
+// affinity or timer slack). Close must not be called from a worker
+// (ErrOnWorker); calling it again returns nil.
+func (rt *Runtime) Close() error {
+	if rt.self() != nil {
+		return ErrOnWorker
+	}
+	rt.ctlMu.Lock()
+	defer rt.ctlMu.Unlock()
+	if rt.closed.Swap(true) {
+		return nil
+	}
+	var reqs []*ctlReq
+	for _, w := range rt.order {
+		reqs = append(reqs, w.request(ctlStop, nil))
+	}
+	for _, r := range reqs {
+		<-r.done
+	}
+	rt.wg.Wait()
+	close(rt.done)
+	rt.restoreProcs()
+	return nil
+}
+
+func (rt *Runtime) restoreProcs() {
+	if runtime.GOMAXPROCS(0) == rt.procsSet {
+		runtime.GOMAXPROCS(rt.procsPrev)
+	}
+}
+
+// Err returns the fatal error that stopped the runtime's workers, or nil.
+// A stopped runtime's workers are halted, asleep in the kernel, until Close.
+func (rt *Runtime) Err() error {
+	if p := rt.fatal.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records a fatal error and halts every worker. Only the first error
+// is kept.
+func (rt *Runtime) fail(err error) {
+	err = fmt.Errorf("tmigr: fatal: %w", err)
+	if rt.fatal.CompareAndSwap(nil, &err) {
+		for _, w := range rt.order {
+			w.kick(kickCtl)
+		}
+	}
+}
+
+// CPUs returns the CPUs the runtime runs workers on.
+func (rt *Runtime) CPUs() []int {
+	out := make([]int, len(rt.order))
+	for i, w := range rt.order {
+		out[i] = w.cpu
+	}
+	return out
+}
+
+// Isolated returns the isolated workers: Config.Isolated plus the last
+// Exclude.
+func (rt *Runtime) Isolated() []int {
+	m := rt.isolated.Load()
+	return m.CPUs()
+}
+
+// CPU returns the CPU of the worker the caller runs on (inside a task or a
+// timer function), or -1 for any other goroutine.
+func (rt *Runtime) CPU() int {
+	if w := rt.self(); w != nil {
+		return w.cpu
+	}
+	return -1
+}
+
+// self returns the worker the calling goroutine runs on, or nil. A worker
+// runs only its own goroutine (it is locked to its thread), so the thread
+// id decides. The system call is skipped while no worker is inside user
+// code, which is when no other goroutine can be on one.
+func (rt *Runtime) self() *worker {
+	any := false
+	for _, w := range rt.order {
+		if w.inUser.Load() {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return nil
+	}
+	tid := int64(osthread.Gettid())
+	for _, w := range rt.order {
+		if w.tid.Load() == tid {
+			return w
+		}
+	}
+	return nil
+}
+
+// worker returns the worker of cpu, or an error naming it.
+func (rt *Runtime) worker(c int) (*worker, error) {
+	if c < 0 || c >= len(rt.workers) || rt.workers[c] == nil {
+		return nil, fmt.Errorf("tmigr: no worker runs on CPU %d (workers: %s)", c, rt.cpuList())
+	}
+	return rt.workers[c], nil
+}
+
+func (rt *Runtime) cpuList() string {
+	var m cpumask.Mask
+	for _, w := range rt.order {
+		m.Set(w.cpu)
+	}
+	return m.String()
+}
+
+// housekeeping returns the first online worker that is not isolated, else
+// the first online worker: where timers armed from outside the workers go,
+// and where an offline worker's timers and tasks move.
+func (rt *Runtime) housekeeping(except *worker) *worker {
+	iso := rt.isolated.Load()
+	var any *worker
+	for _, w := range rt.order {
+		if w == except || !w.online.Load() {
+			continue
+		}
+		if !iso.Test(w.cpu) {
+			return w
+		}
+		if any == nil {
+			any = w
+		}
+	}
+	return any
+}
+
+// onBehalf returns the worker an operation "on CPU c" runs on behalf of,
+// with its hotplug lock held shared so it cannot go offline meanwhile: c's
+// worker if online, else the housekeeping worker that took its timers. The
+// caller must call w.hp.RUnlock.
+func (rt *Runtime) onBehalf(c int) *worker {
+	w := rt.workers[c]
+	for {
+		w.hp.RLock()
+		if w.online.Load() {
+			return w
+		}
+		w.hp.RUnlock()
+		if w = rt.housekeeping(nil); w == nil {
+			w = rt.order[0]
+		}
+	}
+}
+
+// report hands a recovered panic to OnPanic.
+func (rt *Runtime) report(p Panic) {
+	if rt.cfg.OnPanic != nil {
+		rt.cfg.OnPanic(p)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s\n%s\n", p, strings.TrimSpace(string(p.Stack)))
+}
+
+func stack() []byte { return debug.Stack() }
+
+// runWheel is package cpu's Run hook: it runs on worker handler, for every
+// expired wheel timer, the owner's base lock dropped.
+func (rt *Runtime) runWheel(handler int, wt *wheel.Timer) {
+	t := timerOf(wt)
+	if testHookExpired != nil {
+		testHookExpired(t)
+	}
+	t.mu.Lock()
+	if !t.armed || rt.set.Pending(wt) {
+		t.mu.Unlock()
+		return
+	}
+	if now := rt.clk.now(); now < t.when {
+		// Only a timeout beyond the wheel's capacity (12 days at HZ 1000)
+		// comes early, clamped by the wheel: queue the rest.
+		t.armWheel(time.Duration(t.when - now))
+		t.mu.Unlock()
+		return
+	}
+	t.armed = false
+	t.running.Add(1)
+	when, owner := t.when, wt.CPU() // a running timer stays on its base
+	t.mu.Unlock()
+	rt.workers[handler].runTimer(t, owner, when)
+}
