@@ -275,6 +275,7 @@ kind runs (from the arm to the function's start, minus the duration).
 Goal: hrtimer p99 under 100 us and at most 1/10 of std's.`, stderr)
 	n := lf.fs.Int("timers", 1000, "timers of each kind")
 	seed := lf.fs.Uint64("seed", 1, "seed of the random durations")
+	idle := lf.fs.String("idle", "halt", "how idle workers wait: halt, poll or haltpoll")
 	if rc := lf.parse(args); rc >= 0 {
 		return rc
 	}
@@ -285,7 +286,11 @@ Goal: hrtimer p99 under 100 us and at most 1/10 of std's.`, stderr)
 	if err != nil {
 		return lf.fail(err)
 	}
-	rt, err := tmigr.Start(lf.config(cpus))
+	cfg := lf.config(cpus)
+	if cfg.Idle, err = tmigr.ParseIdleMode(*idle); err != nil {
+		return lf.fail(err)
+	}
+	rt, err := tmigr.Start(cfg)
 	if err != nil {
 		return lf.fail(err)
 	}
@@ -294,19 +299,24 @@ Goal: hrtimer p99 under 100 us and at most 1/10 of std's.`, stderr)
 	var wg sync.WaitGroup
 	wg.Add(3 * *n)
 	r := rand.New(rand.NewPCG(*seed, 0))
+	// Each kind draws its own duration, so that the three kinds rarely
+	// expire at the same instant and compete for the machine's CPUs.
+	dur := func() time.Duration { return time.Millisecond + time.Duration(r.Int64N(int64(49*time.Millisecond)+1)) }
 	for i := range *n {
-		d := time.Millisecond + time.Duration(r.Int64N(int64(49*time.Millisecond)+1))
-		rec := func(dst []int64) func() {
+		rec := func(dst []int64, d time.Duration) func() {
 			start := time.Now()
 			return func() { dst[i] = int64(time.Since(start) - d); wg.Done() }
 		}
-		if _, err := rt.AfterFuncOn(cpus[(i+1)%len(cpus)], d, rec(wheel)); err != nil {
+		d := dur()
+		if _, err := rt.AfterFuncOn(cpus[(i+1)%len(cpus)], d, rec(wheel, d)); err != nil {
 			return lf.fail(err)
 		}
-		if _, err := rt.HRAfterFunc(cpus[i%len(cpus)], d, rec(hr), tmigr.Hard); err != nil {
+		d = dur()
+		if _, err := rt.HRAfterFunc(cpus[i%len(cpus)], d, rec(hr, d), tmigr.Hard); err != nil {
 			return lf.fail(err)
 		}
-		time.AfterFunc(d, rec(std))
+		d = dur()
+		time.AfterFunc(d, rec(std, d))
 		time.Sleep(500 * time.Microsecond)
 	}
 	wg.Wait()
