@@ -312,22 +312,42 @@ func (w *worker) hrInterrupt(now int64) {
 		w.rt.fail(fmt.Errorf("hrtimer interrupt on worker %d: %w", w.cpu, err))
 		return
 	}
-	w.runPass(p)
+	w.runPass(p, false)
 	if w.hb.SoftirqActivated() {
 		sp, err := w.hb.Softirq(w.now())
 		if err != nil {
 			w.rt.fail(fmt.Errorf("hrtimer softirq on worker %d: %w", w.cpu, err))
 			return
 		}
-		w.runPass(sp)
+		w.runPass(sp, true)
 	}
 }
 
-func (w *worker) runPass(p *hrtimer.Pass) {
+// hardInterrupt is a hrtimer interrupt that arrives while the soft pass
+// runs: in the kernel the hardirq preempts the softirq, so a hard timer
+// that comes due meanwhile (a real-time task's wake-up) does not wait for
+// the soft callbacks. The soft pass in progress carries on afterwards.
+func (w *worker) hardInterrupt(now int64) {
+	p, err := w.hb.Interrupt(now)
+	if err != nil {
+		w.rt.fail(fmt.Errorf("hrtimer interrupt on worker %d: %w", w.cpu, err))
+		return
+	}
+	w.runPass(p, false)
+}
+
+// runPass runs a pass's callbacks; in a soft pass (soft), a hard timer that
+// comes due between two callbacks interrupts it (hardInterrupt).
+func (w *worker) runPass(p *hrtimer.Pass, soft bool) {
 	for {
 		for t := p.Next(); t != nil; t = p.Next() {
 			t.Data.(hrFirer).fireHR(w)
 			p.Done(t, hrtimer.NoRestart)
+			if soft {
+				if now := w.now(); now >= w.hb.Device() {
+					w.hardInterrupt(now)
+				}
+			}
 		}
 		out, err := p.End(w.now())
 		if err != nil {
