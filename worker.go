@@ -307,12 +307,9 @@ func (w *worker) tick() {
 // was raised (on a non-RT kernel the softirq runs on the way out of the
 // interrupt).
 func (w *worker) hrInterrupt(now int64) {
-	p, err := w.hb.Interrupt(now)
-	if err != nil {
-		w.rt.fail(fmt.Errorf("hrtimer interrupt on worker %d: %w", w.cpu, err))
+	if !w.hardInterrupt(now) {
 		return
 	}
-	w.runPass(p, false)
 	if w.hb.SoftirqActivated() {
 		sp, err := w.hb.Softirq(w.now())
 		if err != nil {
@@ -323,17 +320,19 @@ func (w *worker) hrInterrupt(now int64) {
 	}
 }
 
-// hardInterrupt is a hrtimer interrupt that arrives while the soft pass
-// runs: in the kernel the hardirq preempts the softirq, so a hard timer
-// that comes due meanwhile (a real-time task's wake-up) does not wait for
-// the soft callbacks. The soft pass in progress carries on afterwards.
-func (w *worker) hardInterrupt(now int64) {
+// hardInterrupt is hrtimer_interrupt's hard pass. It also runs on its own
+// when the interrupt arrives while the soft pass runs: in the kernel the
+// hardirq preempts the softirq, so a hard timer that comes due meanwhile (a
+// real-time task's wake-up) does not wait for the soft callbacks, and the
+// soft pass in progress carries on afterwards. It reports whether it ran.
+func (w *worker) hardInterrupt(now int64) bool {
 	p, err := w.hb.Interrupt(now)
 	if err != nil {
 		w.rt.fail(fmt.Errorf("hrtimer interrupt on worker %d: %w", w.cpu, err))
-		return
+		return false
 	}
 	w.runPass(p, false)
+	return true
 }
 
 // runPass runs a pass's callbacks; in a soft pass (soft), a hard timer that

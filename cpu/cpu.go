@@ -597,27 +597,19 @@ func (s *Set) Del(t *wheel.Timer) bool {
 // TryToDelSync cancels t unless its function is running right now
 // (try_to_del_timer_sync): -1 while it runs, else 1 if it was pending, 0 if
 // not.
-func (s *Set) TryToDelSync(t *wheel.Timer) int {
-	b := s.lockTimerBase(t)
-	defer b.mu.Unlock()
-	if b.running == t {
-		return -1
-	}
-	ok := b.w.Detach(t)
-	b.publish()
-	if ok {
-		return 1
-	}
-	return 0
-}
+func (s *Set) TryToDelSync(t *wheel.Timer) int { return s.tryToDel(t, false) }
 
 // Shutdown cancels t and makes every later arm a no-op until Setup
 // (timer_shutdown). It returns -1 if the function is running, else whether
 // the timer was pending.
-func (s *Set) Shutdown(t *wheel.Timer) int {
+func (s *Set) Shutdown(t *wheel.Timer) int { return s.tryToDel(t, true) }
+
+func (s *Set) tryToDel(t *wheel.Timer, shutdown bool) int {
 	b := s.lockTimerBase(t)
 	defer b.mu.Unlock()
-	t.Func = nil
+	if shutdown {
+		t.Func = nil
+	}
 	if b.running == t {
 		return -1
 	}
