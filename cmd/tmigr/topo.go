@@ -26,10 +26,11 @@ with --json the groups with their level, node (-1 above the crossnode
 level), parent and children.
 
 The CPUs are spread over --nodes K nodes (default 1) in contiguous blocks
-whose sizes differ by at most one: node i holds CPUs i*N/K to
-(i+1)*N/K-1. --node-cpus gives each node's CPUs instead, node 0 first, as
-cpulists separated by ';' (quote it for the shell); together the lists
-must hold each CPU 0..N-1 exactly once.
+whose sizes differ by at most one: CPU c is on node c*K/N (rounded
+down), so 9 CPUs on 2 nodes are 0-4 and 5-8, as tmigr sim and tmigr lab
+record place them. --node-cpus gives each node's CPUs instead, node 0
+first, as cpulists separated by ';' (quote it for the shell); together
+the lists must hold each CPU 0..N-1 exactly once.
 
 flags:
 `
