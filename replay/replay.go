@@ -104,6 +104,9 @@ func (c *Counts) mismatch(m Mismatch) {
 // "# machine:" line does not say; a value set here overrides the trace's.
 type Options struct {
 	Wheel, Tmigr bool
+	// Hrtimer checks the expiry context of sleepers (hrtimer.go) when the
+	// trace holds hrtimer_start events of sleepers.
+	Hrtimer bool
 	// HZ is the tick rate (0: from the trace).
 	HZ int
 	// CPUs and Nodes are the machine's possible CPUs and NUMA nodes (0:
@@ -124,11 +127,15 @@ type Result struct {
 	File  string  `json:"file"`
 	Wheel *Counts `json:"wheel,omitempty"`
 	Tmigr *Counts `json:"tmigr,omitempty"`
+	// Hrtimer is nil when the check was not asked for or the trace has no
+	// sleeper events.
+	Hrtimer *Counts `json:"hrtimer,omitempty"`
 }
 
 // Mismatched reports whether any check found a mismatch.
 func (r *Result) Mismatched() bool {
-	return r.Wheel != nil && len(r.Wheel.Mismatches) > 0 || r.Tmigr != nil && len(r.Tmigr.Mismatches) > 0
+	return r.Wheel != nil && len(r.Wheel.Mismatches) > 0 || r.Tmigr != nil && len(r.Tmigr.Mismatches) > 0 ||
+		r.Hrtimer != nil && len(r.Hrtimer.Mismatches) > 0
 }
 
 // Run runs the selected checks on a trace.
@@ -151,6 +158,21 @@ func Run(t *Trace, o Options) (*Result, error) {
 			return nil, err
 		}
 		r.Tmigr = c.forJSON()
+	}
+	if o.Hrtimer {
+		var l Load
+		if m := t.Header.Machine; m != nil {
+			if l, err = LoadOf(m); err != nil {
+				return nil, err
+			}
+		}
+		c, err := CheckHrtimer(t, l)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			r.Hrtimer = c.forJSON()
+		}
 	}
 	return r, nil
 }

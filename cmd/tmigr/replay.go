@@ -23,12 +23,16 @@ Replays ftrace text recordings of the timer and timer_migration events
 through the model and prints, per file, how many kernel decisions it
 reproduces:
 
-  wheel  the bucket and bucket expiry of every timer_start;
-  tmigr  the wakeup of every tmigr_cpu_idle and tmigr_cpu_new_timer_idle,
-         the group states after every tmigr_group_set_cpu_active/inactive,
-         the groups visited and CPUs expired by every remote round, the
-         stored wakeups the per-CPU events print, and the kernel's boot
-         line "Timer migration: ..." against ours.
+  wheel    the bucket and bucket expiry of every timer_start;
+  tmigr    the wakeup of every tmigr_cpu_idle and tmigr_cpu_new_timer_idle,
+           the group states after every tmigr_group_set_cpu_active/inactive,
+           the groups visited and CPUs expired by every remote round, the
+           stored wakeups the per-CPU events print, and the kernel's boot
+           line "Timer migration: ..." against ours;
+  hrtimer  for traces with hrtimer events: the mode every sleeper
+           (hrtimer_wakeup) starts with and the context, hard or soft, it
+           expires in, against our sleeper rule for the task's policy (on
+           PREEMPT_RT, SCHED_FIFO sleepers hard, others soft).
 
 A decision that depends on what the recording does not hold (state from
 before it started, a jiffy the trace cannot pin) is counted undetermined,
@@ -42,8 +46,9 @@ flags:
 func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	wheel := fs.Bool("wheel", false, "check the timer wheel (default: both checks)")
-	tmigr := fs.Bool("tmigr", false, "check the migration hierarchy (default: both checks)")
+	wheel := fs.Bool("wheel", false, "check the timer wheel (default: every check)")
+	tmigr := fs.Bool("tmigr", false, "check the migration hierarchy (default: every check)")
+	hrt := fs.Bool("hrtimer", false, "check the sleepers' hard/soft modes (default: every check)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	check := fs.Bool("check", false, "run the hierarchy's invariant checker after every replayed operation")
 	hz := fs.Int("hz", 0, "tick rate (CONFIG_HZ), for traces without a \"# machine:\" line")
@@ -66,7 +71,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	opts := replay.Options{Wheel: *wheel || !*tmigr, Tmigr: *tmigr || !*wheel, HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Check: *check}
+	all := !*wheel && !*tmigr && !*hrt
+	opts := replay.Options{Wheel: *wheel || all, Tmigr: *tmigr || all, Hrtimer: *hrt || all, HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Check: *check}
 	if *hz < 0 || *cpus < 0 || *nodes < 0 {
 		fmt.Fprintln(stderr, "tmigr replay: --hz, --cpus and --nodes must not be negative")
 		return 2
@@ -121,7 +127,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 
 // printResult prints one file's outcome:
 //
-//	FILE: wheel 73/73, tmigr 1721/1791 matched
+//	FILE: wheel 73/73, tmigr 1721/1791, hrtimer 826/830 matched
 //	  tmigr: 70 undetermined: 55 event from before the recording, ...
 //	  tmigr line 2445: tmigr_cpu_idle: kernel 15336000000, model max
 func printResult(w io.Writer, r *replay.Result, maxShow int) {
@@ -130,7 +136,7 @@ func printResult(w io.Writer, r *replay.Result, maxShow int) {
 		c    *replay.Counts
 	}
 	var checks []check
-	for _, c := range []check{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}} {
+	for _, c := range []check{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}, {"hrtimer", r.Hrtimer}} {
 		if c.c != nil {
 			checks = append(checks, c)
 		}

@@ -1,0 +1,293 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hrtimer"
+)
+
+// The hrtimer check: the expiry context of sleepers.
+//
+// A task that sleeps (clock_nanosleep, schedule_hrtimeout) arms an hrtimer
+// whose function is hrtimer_wakeup. On a PREEMPT_RT kernel every hrtimer not
+// set up with HRTIMER_MODE_HARD expires in softirq context, in the ktimers
+// thread, which real-time tasks preempt; since 2019 the sleeper of an RT or
+// deadline task is made hard, any other's stays soft (seed 003). The kernel
+// prints the decision twice:
+//
+//	hrtimer_init:  mode=REL        what the task asked for
+//	hrtimer_start: mode=REL|HARD   hrtimer_sleeper_start_expires adds HARD to a hard sleeper
+//	hrtimer_expire_entry           in hardirq context ('h' in the flags) or in
+//	                               the softirq thread ('s')
+//
+// so a soft sleeper on RT starts with plain REL and expires with 's'. The
+// check gives package hrtimer the task's policy and the mode it asked for,
+// and compares what SetupSleeper and SleeperStartMode answer with the
+// start's mode and with the context of the expiry.
+//
+// The policy comes from the recording's machine line: the guest program of
+// "tmigr lab record" (comm tmigr-guest) runs one pinned sleeper on each CPU
+// of sleepers=, SCHED_FIFO on the CPUs of the note's fifo-sleepers=, and
+// its own runtime threads as SCHED_OTHER on the CPUs without a load (see
+// Load.Policy). Every other task's policy is unknown; its sleepers are
+// undetermined, unless the answer is the same for every policy (a kernel
+// without PREEMPT_RT).
+
+// guestComm is the comm of "tmigr lab record"'s guest program.
+const guestComm = "tmigr-guest"
+
+// Load is what a recording's "# machine:" line says about the load its
+// guest ran (see package lab): the busy and sleeping CPUs, which sleepers
+// were SCHED_FIFO, their period, and whether the kernel was PREEMPT_RT. The
+// note carries the last three:
+//
+//	(QEMU TCG; PREEMPT_RT; fifo-sleepers=4-6; period=3ms)
+//	(QEMU TCG; period=3ms absolute)
+type Load struct {
+	Busy, Sleepers cpumask.Mask
+	FIFOSleepers   cpumask.Mask  // a subset of Sleepers
+	Period         time.Duration // 0 when the note does not say
+	Absolute       bool          // the sleepers slept to absolute deadlines
+	PreemptRT      bool
+}
+
+// LoadOf reads the load from a machine line. An item of the note that
+// names a load parameter but cannot be read is an error; other items
+// ("QEMU TCG", "KVM guest") are free text.
+func LoadOf(m *ftrace.Machine) (Load, error) {
+	l := Load{Busy: m.Busy, Sleepers: m.Sleepers}
+	for _, item := range strings.Split(m.Note, ";") {
+		item = strings.TrimSpace(item)
+		switch {
+		case item == "PREEMPT_RT":
+			l.PreemptRT = true
+		case strings.HasPrefix(item, "fifo-sleepers="):
+			v := strings.TrimPrefix(item, "fifo-sleepers=")
+			f, err := cpumask.ParseFor(v, m.CPUs)
+			if err != nil {
+				return Load{}, fmt.Errorf("machine note: fifo-sleepers=%q: %v", v, err)
+			}
+			if !f.Subset(&m.Sleepers) {
+				return Load{}, fmt.Errorf("machine note: fifo-sleepers=%s names CPUs %s that are not in sleepers=%s", f, f.AndNot(m.Sleepers), m.Sleepers)
+			}
+			l.FIFOSleepers = f
+		case strings.HasPrefix(item, "period="):
+			v := strings.TrimPrefix(item, "period=")
+			v, abs := strings.CutSuffix(v, " absolute")
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return Load{}, fmt.Errorf("machine note: period=%q is not a positive duration", v)
+			}
+			l.Period, l.Absolute = d, abs
+		}
+	}
+	return l, nil
+}
+
+// Policy returns the scheduling policy of the task that ran ev, as far as
+// the load tells it. The guest program pins one thread to each loaded CPU
+// and every other thread of its own (the Go runtime's) to the CPUs without
+// a load, and makes only the SCHED_FIFO sleepers real-time: so the guest
+// program on a sleeper CPU is that CPU's sleeper, and on a CPU without a
+// load it is a SCHED_OTHER runtime thread. ok is false for any other task
+// (kernel threads, the init script's commands, the guest on a busy CPU).
+func (l *Load) Policy(ev *ftrace.Event) (p hrtimer.Policy, ok bool) {
+	switch {
+	case ev.Task != guestComm || l.Busy.Test(ev.CPU):
+		return 0, false
+	case l.FIFOSleepers.Test(ev.CPU):
+		return hrtimer.SchedFIFO, true
+	}
+	return hrtimer.SchedOther, true
+}
+
+// preemptRT reports whether the trace is of a PREEMPT_RT kernel: its note
+// says so, or it shows the ktimers threads that only such a kernel has.
+func (l *Load) preemptRT(t *Trace) bool {
+	if l.PreemptRT {
+		return true
+	}
+	for i := range t.Events {
+		if strings.HasPrefix(t.Events[i].Task, "ktimers/") {
+			return true
+		}
+	}
+	return false
+}
+
+// sleeperDecision is what the model decided for one sleeper's start.
+type sleeperDecision struct {
+	line       int
+	determined bool
+	why        string // the undetermined reason
+	soft       bool
+	who        string // "SCHED_FIFO sleeper (tmigr-guest pid 234 on CPU 4)"
+}
+
+// sleeperInit is what an hrtimer_init/hrtimer_setup line said.
+type sleeperInit struct {
+	mode  hrtimer.Mode
+	clock hrtimer.Clock
+}
+
+// CheckHrtimer checks every hrtimer_start of a sleeper (function
+// hrtimer_wakeup) and the expiry of every sleeper started in the trace
+// against package hrtimer's sleeper rule (hrtimer.SleepersByPolicy) for the
+// kernel the trace is of; see the comment at the top of this file. It
+// returns nil when the trace holds no sleeper start.
+func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
+	rt := l.preemptRT(t)
+	cfg := hrtimer.Config{PreemptRT: rt, Sleepers: hrtimer.SleepersByPolicy}
+	base, err := hrtimer.NewCPUBase(0, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("hrtimer check: %v", err)
+	}
+	var c Counts
+	ok := false
+	// model returns the mode the sleeper starts with and whether it is
+	// soft, for a task of policy p that asked for mode.
+	model := func(clock hrtimer.Clock, mode hrtimer.Mode, p hrtimer.Policy) (hrtimer.Mode, bool, error) {
+		var tm hrtimer.Timer
+		if err := base.SetupSleeper(&tm, clock, mode, p); err != nil {
+			return 0, false, err
+		}
+		return tm.SleeperStartMode(mode), tm.IsSoft(), nil
+	}
+	defaultMode := hrtimer.ModeRel
+	if l.Absolute {
+		defaultMode = hrtimer.ModeAbs
+	}
+	inits := map[uint64]sleeperInit{}
+	pending := map[uint64]*sleeperDecision{}
+	cpuOf := map[int]int{} // a sleeper task's CPU, by pid
+	for i := range t.Events {
+		ev := &t.Events[i]
+		switch d := ev.Data.(type) {
+		case ftrace.HrtimerInit:
+			inits[d.Hrtimer] = initOf(d.ClockID, d.Mode)
+			delete(pending, d.Hrtimer)
+		case ftrace.HrtimerSetup:
+			inits[d.Hrtimer] = initOf(d.ClockID, d.Mode)
+			delete(pending, d.Hrtimer)
+		case ftrace.HrtimerCancel:
+			delete(pending, d.Hrtimer)
+		case ftrace.HrtimerStart:
+			if d.Function != "hrtimer_wakeup" {
+				continue
+			}
+			ok = true
+			in, seen := inits[d.Hrtimer]
+			if !seen {
+				in = sleeperInit{mode: defaultMode, clock: hrtimer.Monotonic}
+			}
+			dec := &sleeperDecision{line: ev.Line}
+			pending[d.Hrtimer] = dec
+			// The policies the task may have: the one the load tells, or
+			// any when it does not.
+			policies := []hrtimer.Policy{hrtimer.SchedOther, hrtimer.SchedFIFO}
+			if p, known := l.Policy(ev); known {
+				if prev, moved := cpuOf[ev.PID]; moved && prev != ev.CPU {
+					dec.why = "sleeper task seen on two CPUs"
+					c.undetermined(dec.why)
+					continue
+				}
+				cpuOf[ev.PID] = ev.CPU
+				policies = policies[:0]
+				policies = append(policies, p)
+				dec.who = fmt.Sprintf("%s sleeper (%s pid %d on CPU %d)", p, ev.Task, ev.PID, ev.CPU)
+			} else {
+				dec.who = fmt.Sprintf("sleeper of %s pid %d on CPU %d, policy unknown", ev.Task, ev.PID, ev.CPU)
+			}
+			var mode hrtimer.Mode
+			agree := true
+			for k, p := range policies {
+				m, soft, err := model(in.clock, in.mode, p)
+				if err != nil {
+					dec.why = "sleeper mode the model cannot set up"
+					agree = false
+					break
+				}
+				if k > 0 && (m != mode || soft != dec.soft) {
+					agree = false
+					dec.why = "sleeper of a task whose policy the recording does not tell"
+					break
+				}
+				mode, dec.soft = m, soft
+			}
+			if !agree {
+				c.undetermined(dec.why)
+				continue
+			}
+			dec.determined = true
+			if kernel := d.Mode.String(); kernel != mode.String() {
+				c.mismatch(Mismatch{Line: ev.Line, Event: "hrtimer_start",
+					Kernel: "mode=" + kernel,
+					Model:  fmt.Sprintf("mode=%s for a %s that asked for %s", mode, dec.who, in.mode)})
+				continue
+			}
+			c.match()
+		case ftrace.HrtimerExpireEntry:
+			if d.Function != "hrtimer_wakeup" {
+				continue
+			}
+			dec := pending[d.Hrtimer]
+			delete(pending, d.Hrtimer)
+			switch {
+			case dec == nil:
+				c.undetermined("sleeper started before the recording")
+				continue
+			case !dec.determined:
+				c.undetermined(dec.why)
+				continue
+			case ev.Flags == "":
+				c.undetermined("expiry context not in the trace (no irq-info flags)")
+				continue
+			}
+			kernelSoft := !ev.Flags.HardIRQ() && ev.Flags.SoftIRQ()
+			if !ev.Flags.HardIRQ() && !ev.Flags.SoftIRQ() {
+				c.mismatch(Mismatch{Line: ev.Line, Event: "hrtimer_expire_entry",
+					Kernel: fmt.Sprintf("expired outside interrupt context (flags %s)", ev.Flags),
+					Model:  fmt.Sprintf("%s expiry of the %s started at line %d", hardSoft(dec.soft), dec.who, dec.line)})
+				continue
+			}
+			if kernelSoft != dec.soft {
+				c.mismatch(Mismatch{Line: ev.Line, Event: "hrtimer_expire_entry",
+					Kernel: fmt.Sprintf("%s expiry (flags %s, task %s)", hardSoft(kernelSoft), ev.Flags, ev.Task),
+					Model:  fmt.Sprintf("%s expiry of the %s started at line %d", hardSoft(dec.soft), dec.who, dec.line)})
+				continue
+			}
+			c.match()
+		}
+	}
+	if !ok {
+		return nil, nil
+	}
+	return &c, nil
+}
+
+func initOf(clock ftrace.ClockID, mode ftrace.HrtimerMode) sleeperInit {
+	in := sleeperInit{mode: hrtimer.Mode(mode), clock: hrtimer.Monotonic}
+	switch clock {
+	case ftrace.ClockRealtime:
+		in.clock = hrtimer.Realtime
+	case ftrace.ClockBoottime:
+		in.clock = hrtimer.Boottime
+	case ftrace.ClockTAI:
+		in.clock = hrtimer.TAI
+	}
+	if mode > 0xff {
+		in.mode = 0xff // not a mode: SetupSleeper refuses it
+	}
+	return in
+}
+
+func hardSoft(soft bool) string {
+	if soft {
+		return "soft (softirq)"
+	}
+	return "hard (hardirq)"
+}
