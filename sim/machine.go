@@ -178,6 +178,10 @@ func New(cfg Config) (*Machine, error) {
 		c := &m.cpus[i]
 		c.id, c.node = i, nodes[i]
 		c.nohzFull = cfg.NohzFull.Test(i)
+		// With nohz_full CPUs around, the timekeeper keeps its tick when
+		// idle, to guarantee timekeeping progression (can_stop_idle_tick):
+		// it never goes idle in the hierarchy either.
+		c.noNohz = !cfg.NohzFull.Empty() && i == m.iso.Timekeeper
 		c.isolated = cfg.Isolcpus.Test(i) || cfg.Partition.Test(i)
 		c.hrDev, c.nohzAt = hrtimer.Never, cpu.KtimeMax
 		c.measOut = -1
