@@ -157,19 +157,22 @@ func TestRealTracesHeaders(t *testing.T) {
 		nohzFull    string
 		note        string
 	}{
-		"cpu0-busy-3s.txt":                      {2, 1, "6.18.44", "", "", "KVM guest"},
-		"mixed-3s.txt":                          {2, 1, "6.18.44", "", "", "KVM guest"},
-		"vm12-1node-nohzfull-busy.txt":          {12, 1, "6.12.117", "", "1-11", "QEMU TCG"},
-		"vm16-2node-isol-busy.txt":              {16, 2, "6.12.117", "1-7,9-15", "", "QEMU TCG"},
-		"vm16-2node-mixed.txt":                  {16, 2, "6.12.117", "", "", "QEMU TCG"},
-		"vm18-2node-mixed.txt":                  {18, 2, "6.12.117", "", "", "QEMU TCG"},
-		"vm2-1node-busy-sleeper.txt":            {2, 1, "6.12.118", "", "", "QEMU TCG; period=3ms"},
-		"vm9-1node-mixed.txt":                   {9, 1, "6.12.118", "", "", "QEMU TCG; period=3ms"},
-		"vm16-2node-busy-sleepers.txt":          {16, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
-		"vm24-1node-nohzfull-busy-sleepers.txt": {24, 1, "6.12.118", "", "1-23", "QEMU TCG; period=3ms"},
-		"vm40-1node-isol-busy.txt":              {40, 1, "6.12.118", "1-9,11-39", "", "QEMU TCG"},
-		"vm8-1node-rt-fifo-other-sleepers.txt":  {8, 1, "6.12.118", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4-6; period=3ms"},
-		"vm64-4node-mixed.txt":                  {64, 4, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		"cpu0-busy-3s.txt":                           {2, 1, "6.18.44", "", "", "KVM guest"},
+		"mixed-3s.txt":                               {2, 1, "6.18.44", "", "", "KVM guest"},
+		"vm12-1node-nohzfull-busy.txt":               {12, 1, "6.12.117", "", "1-11", "QEMU TCG"},
+		"vm16-2node-isol-busy.txt":                   {16, 2, "6.12.117", "1-7,9-15", "", "QEMU TCG"},
+		"vm16-2node-mixed.txt":                       {16, 2, "6.12.117", "", "", "QEMU TCG"},
+		"vm18-2node-mixed.txt":                       {18, 2, "6.12.117", "", "", "QEMU TCG"},
+		"vm2-1node-busy-sleeper.txt":                 {2, 1, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		"vm9-1node-mixed.txt":                        {9, 1, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		"vm16-2node-busy-sleepers.txt":               {16, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		"vm24-1node-nohzfull-busy-sleepers.txt":      {24, 1, "6.12.118", "", "1-23", "QEMU TCG; period=3ms"},
+		"vm40-1node-isol-busy.txt":                   {40, 1, "6.12.118", "1-9,11-39", "", "QEMU TCG"},
+		"vm8-1node-rt-fifo-other-sleepers.txt":       {8, 1, "6.12.118", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4-6; period=3ms"},
+		"vm64-4node-mixed.txt":                       {64, 4, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		"vm4-1node-hrtimers-fifo-other-sleepers.txt": {4, 1, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=2; period=3ms"},
+		"vm16-2node-isol-busy-sleepers.txt":          {16, 2, "6.12.118", "1-7,9-15", "", "QEMU TCG; period=3ms"},
+		"vm18-2node-busy-sleepers.txt":               {18, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]
