@@ -105,6 +105,21 @@
 // console logs and the initramfs) and names it in the error; delete them
 // at will.
 //
+// # tmigr lab compare
+//
+// Compare (compare.go) simulates the machine a recording describes and
+// sets the structure of its remote expiries, who pulled whose timers at
+// which level of the hierarchy, beside the kernel's, with an agreement
+// figure; both sides are read from their traces by the same code.
+//
+// # tmigr lab matrix
+//
+// Matrix (matrix.go) is the conformance matrix: shapes from 2 to 64 CPUs,
+// 1 to 4 nodes, isolcpus, nohz_full and both kernels. RunMatrix records them
+// (or takes the recordings in testdata/traces), replays each through the
+// model's checks and the compare, and WriteConformance writes the table
+// that docs/conformance.md holds.
+//
 // # API
 //
 // Record is the whole recording, for one Spec; a program that records many
