@@ -2,8 +2,12 @@
 // compares, decision by decision, what our model computes with what the
 // kernel printed.
 //
-// Two checks exist. The wheel check (wheel.go) recomputes the bucket of
-// every timer_start with package wheel. The tmigr check (tmigr.go) feeds
+// Three checks exist. The wheel check (wheel.go) recomputes the bucket of
+// every timer_start with package wheel. The hrtimer check (hrtimer.go), on
+// traces with hrtimer events, asks package hrtimer for the mode of every
+// sleeper's hrtimer from its task's policy and compares it with the mode the
+// kernel started it in and the context, hard or soft, it expired in. The
+// tmigr check (tmigr.go) feeds
 // the inputs of the migration hierarchy that the trace shows into package
 // hier, on the topology of the machine the trace describes, and compares
 // every decision:
