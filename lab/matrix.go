@@ -338,7 +338,7 @@ func WriteConformance(w io.Writer, rows []MatrixRow, dir, cmd string) error {
 			c    *replay.Counts
 		}{{"tmigr", r.Result.Tmigr}, {"hrtimer", r.Result.Hrtimer}} {
 			if ck.c != nil && ck.c.Undetermined > 0 {
-				undet = append(undet, fmt.Sprintf("- %s, %s: %s", r.Shape.Name, ck.name, reasonList(ck.c.UndeterminedReasons)))
+				undet = append(undet, fmt.Sprintf("- %s, %s: %s", r.Shape.Name, ck.name, ck.c.Reasons()))
 			}
 		}
 	}
@@ -444,26 +444,4 @@ func countsCell(c *replay.Counts) string {
 		s += fmt.Sprintf(", **%d mismatched**", n)
 	}
 	return s
-}
-
-// reasonList lists undetermined reasons, most frequent first.
-func reasonList(m map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var l []kv
-	for k, v := range m {
-		l = append(l, kv{k, v})
-	}
-	for i := 1; i < len(l); i++ {
-		for j := i; j > 0 && (l[j].v > l[j-1].v || l[j].v == l[j-1].v && l[j].k < l[j-1].k); j-- {
-			l[j], l[j-1] = l[j-1], l[j]
-		}
-	}
-	s := make([]string, len(l))
-	for i, e := range l {
-		s[i] = fmt.Sprintf("%d %s", e.v, e.k)
-	}
-	return strings.Join(s, ", ")
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
@@ -85,6 +87,25 @@ func (c Counts) forJSON() *Counts {
 		c.Mismatches = []Mismatch{}
 	}
 	return &c
+}
+
+// Reasons lists the undetermined reasons, most frequent first (ties by
+// name): "6 now between two jiffies, 3 state from before the recording".
+func (c *Counts) Reasons() string {
+	type kv struct {
+		why string
+		n   int
+	}
+	l := make([]kv, 0, len(c.UndeterminedReasons))
+	for why, n := range c.UndeterminedReasons {
+		l = append(l, kv{why, n})
+	}
+	sort.Slice(l, func(a, b int) bool { return l[a].n > l[b].n || l[a].n == l[b].n && l[a].why < l[b].why })
+	s := make([]string, len(l))
+	for i, e := range l {
+		s[i] = fmt.Sprintf("%d %s", e.n, e.why)
+	}
+	return strings.Join(s, ", ")
 }
 
 func (c *Counts) undetermined(why string) {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/tmigr/tmigr/cpumask"
@@ -152,7 +151,7 @@ func printResult(w io.Writer, r *replay.Result, maxShow int) {
 	fmt.Fprintln(w, " matched")
 	for _, c := range checks {
 		if c.c.Undetermined > 0 {
-			fmt.Fprintf(w, "  %s: %d undetermined: %s\n", c.name, c.c.Undetermined, reasons(c.c.UndeterminedReasons))
+			fmt.Fprintf(w, "  %s: %d undetermined: %s\n", c.name, c.c.Undetermined, c.c.Reasons())
 		}
 		for i, m := range c.c.Mismatches {
 			if i == maxShow {
@@ -162,22 +161,4 @@ func printResult(w io.Writer, r *replay.Result, maxShow int) {
 			fmt.Fprintf(w, "  %s line %d: %s: kernel %s, model %s\n", c.name, m.Line, m.Event, m.Kernel, m.Model)
 		}
 	}
-}
-
-// reasons lists undetermined reasons, most frequent first.
-func reasons(m map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var l []kv
-	for k, v := range m {
-		l = append(l, kv{k, v})
-	}
-	sort.Slice(l, func(a, b int) bool { return l[a].v > l[b].v || l[a].v == l[b].v && l[a].k < l[b].k })
-	s := make([]string, len(l))
-	for i, e := range l {
-		s[i] = fmt.Sprintf("%d %s", e.v, e.k)
-	}
-	return strings.Join(s, ", ")
 }
