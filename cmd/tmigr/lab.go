@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -25,51 +24,20 @@ func init() {
 	registerLab("record", "boot a Linux guest of any CPU/NUMA shape under QEMU and record its timer trace", runLabRecord)
 }
 
-// labCommand is a subcommand of "tmigr lab". Each lives in a file of its
-// own and registers itself with registerLab from its init.
-type labCommand struct {
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
+// labCommands are the subcommands of "tmigr lab". Each lives in a file of
+// its own and registers itself with registerLab from its init.
+var labCommands = &commandSet{
+	path: "tmigr lab", noun: "subcommand", usage: "[flags]",
+	more:  "Run 'tmigr lab <subcommand> -h' for its flags.",
+	table: map[string]command{},
 }
 
-var labCommands = map[string]labCommand{}
-
 func registerLab(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
-	if _, dup := labCommands[name]; dup {
-		panic("tmigr: lab command registered twice: " + name)
-	}
-	labCommands[name] = labCommand{summary, run}
+	labCommands.register(name, summary, run)
 }
 
 func runLab(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		labUsage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	c, ok := labCommands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "tmigr lab: unknown subcommand %q\n\n", args[0])
-		labUsage(stderr)
-		return 2
-	}
-	return c.run(args[1:], stdout, stderr)
-}
-
-func labUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: tmigr lab <subcommand> [flags]")
-	fmt.Fprintln(w, "\nsubcommands:")
-	names := make([]string, 0, len(labCommands))
-	for n := range labCommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, labCommands[n].summary)
-	}
-	fmt.Fprintln(w, "\nRun 'tmigr lab <subcommand> -h' for its flags.")
+	return labCommands.run(args, stdout, stderr)
 }
 
 const labRecordUsage = `usage: tmigr lab record --cpus N [--nodes K | --node-cpus LIST;LIST...] [flags] -o FILE

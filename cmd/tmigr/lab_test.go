@@ -41,7 +41,7 @@ func TestLabTableExtends(t *testing.T) {
 		io.WriteString(stdout, "extra "+strings.Join(args, ","))
 		return 7
 	})
-	defer delete(labCommands, "test-extra")
+	defer delete(labCommands.table, "test-extra")
 	code, stdout, _ := runLabCmd("test-extra", "a", "b")
 	if code != 7 || stdout != "extra a,b" {
 		t.Errorf("dispatch: %d %q", code, stdout)

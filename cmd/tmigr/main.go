@@ -26,46 +26,67 @@ type command struct {
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
-var commands = map[string]command{}
+// commandSet is a table of commands that register themselves from the init
+// of their own files, and dispatches on the first argument: tmigr's
+// commands, and the subcommands of "tmigr lab".
+type commandSet struct {
+	path  string // "tmigr", "tmigr lab"
+	noun  string // "command", "subcommand"
+	usage string // the usage line's arguments after the noun
+	more  string // the closing hint
+	table map[string]command
+}
+
+var commands = &commandSet{
+	path: "tmigr", noun: "command", usage: "[flags] [args]",
+	more:  "Run 'tmigr <command> -h' for a command's flags.",
+	table: map[string]command{},
+}
 
 func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
-	if _, dup := commands[name]; dup {
-		panic("tmigr: command registered twice: " + name)
+	commands.register(name, summary, run)
+}
+
+func (s *commandSet) register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
+	if _, dup := s.table[name]; dup {
+		panic(s.path + ": " + s.noun + " registered twice: " + name)
 	}
-	commands[name] = command{summary, run}
+	s.table[name] = command{summary, run}
 }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int { return commands.run(args, stdout, stderr) }
+
+func (s *commandSet) run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
+		s.printUsage(stderr)
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
 	}
-	c, ok := commands[args[0]]
+	c, ok := s.table[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "tmigr: unknown command %q\n\n", args[0])
-		usage(stderr)
+		fmt.Fprintf(stderr, "%s: unknown %s %q\n\n", s.path, s.noun, args[0])
+		s.printUsage(stderr)
 		return 2
 	}
 	return c.run(args[1:], stdout, stderr)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: tmigr <command> [flags] [args]")
-	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
+func (s *commandSet) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s <%s> %s\n", s.path, s.noun, s.usage)
+	fmt.Fprintf(w, "\n%ss:\n", s.noun)
+	names := make([]string, 0, len(s.table))
+	for n := range s.table {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-8s %s\n", n, s.table[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'tmigr <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\n"+s.more)
 }
