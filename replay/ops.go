@@ -95,6 +95,15 @@ func splitOps(events []ftrace.Event) []*op {
 		}
 		return nil
 	}
+	// join adds line i to o, or starts an operation of kind with it when
+	// there is no o to join.
+	join := func(o *op, kind opKind, cpu, i int) *op {
+		if o == nil {
+			return start(kind, cpu, i)
+		}
+		o.lines = append(o.lines, i)
+		return o
+	}
 	for i, ev := range events {
 		cpu := ev.CPU
 		switch p := ev.Data.(type) {
@@ -102,76 +111,46 @@ func splitOps(events []ftrace.Event) []*op {
 			o := start(opActivate, cpu, i)
 			o.oldWakeup = p.Wakeup
 		case ftrace.TmigrGroupSetCPUActive:
-			o := open(cpu, opActivate, opPartial)
-			if o == nil {
-				o = start(opPartial, cpu, i)
-			} else {
-				o.lines = append(o.lines, i)
-			}
+			o := join(open(cpu, opActivate, opPartial), opPartial, cpu, i)
 			o.groups = append(o.groups, i)
 		case ftrace.TmigrGroupSetCPUInactive:
-			o := open(cpu, opDeactivate)
-			if o == nil {
-				o = start(opDeactivate, cpu, i)
-			} else {
-				o.lines = append(o.lines, i)
-			}
+			o := join(open(cpu, opDeactivate), opDeactivate, cpu, i)
 			o.groups = append(o.groups, i)
 		case ftrace.TmigrUpdateEvents:
 			o := open(cpu, opDeactivate, opNewTimer, opRemote, opPartial)
-			if o == nil || o.kind == opNewTimer && !o.walked {
-				o = start(opPartial, cpu, i)
-			} else {
-				o.lines = append(o.lines, i)
+			if o != nil && o.kind == opNewTimer && !o.walked {
+				o = nil
 			}
+			o = join(o, opPartial, cpu, i)
 			o.updates = append(o.updates, i)
 		case ftrace.TmigrCPUIdle:
-			o := open(cpu, opDeactivate)
-			if o == nil {
-				o = start(opPartial, cpu, i)
-			} else {
-				o.lines = append(o.lines, i)
-			}
+			o := join(open(cpu, opDeactivate), opPartial, cpu, i)
 			o.nextevt, o.wakeup, o.closed = p.NextEvt, p.Wakeup, true
 		case ftrace.TmigrCPUNewTimer:
 			o := start(opNewTimer, cpu, i)
 			o.walked, o.oldWakeup = true, p.Wakeup
 		case ftrace.TmigrCPUNewTimerIdle:
 			o := open(cpu, opNewTimer)
-			if o == nil || !o.walked {
-				o = start(opNewTimer, cpu, i)
-			} else {
-				o.lines = append(o.lines, i)
+			if o != nil && !o.walked {
+				o = nil
 			}
+			o = join(o, opNewTimer, cpu, i)
 			o.nextevt, o.wakeup, o.closed = p.NextEvt, p.Wakeup, true
 		case ftrace.TmigrHandleRemote:
-			o := open(cpu, opRemote)
-			if p.Lvl == 0 || o == nil {
-				o = start(opRemote, cpu, i)
-				if p.Lvl != 0 {
-					o.kind = opPartial
-				}
-			} else {
-				o.lines = append(o.lines, i)
+			// A round starts at level 0; a higher level without one is
+			// the rest of a round the recording cut.
+			o, kind := open(cpu, opRemote), opPartial
+			if p.Lvl == 0 {
+				o, kind = nil, opRemote
 			}
+			o = join(o, kind, cpu, i)
 			o.levels = append(o.levels, i)
 		case ftrace.TmigrHandleRemoteCPU:
-			o := open(cpu, opRemote, opPartial)
-			if o == nil {
-				o = start(opPartial, cpu, i)
-			} else {
-				o.lines = append(o.lines, i)
-			}
+			o := join(open(cpu, opRemote, opPartial), opPartial, cpu, i)
 			o.targets = append(o.targets, i)
 		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOffline:
-			o := open(cpu, opDeactivate)
-			if o == nil {
-				o = start(opHotplug, cpu, i)
-			} else {
-				o.kind = opHotplug
-				o.lines = append(o.lines, i)
-			}
-			o.closed = true
+			o := join(open(cpu, opDeactivate), opHotplug, cpu, i)
+			o.kind, o.closed = opHotplug, true
 		case ftrace.Lost, ftrace.BufferStarted:
 			o := start(opLost, cpu, i)
 			o.closed = true
