@@ -20,8 +20,6 @@ revision the binary was built from and whether the tree had uncommitted
 changes ("modified"), and the Go release and platform it was built with.
 "go run" builds without VCS stamping: build with go build or go install
 for the revision.
-
-flags:
 `
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
