@@ -144,7 +144,7 @@ func cyclictestRun(command string, rep *report.Cyclictest, hist, prio int) (*Cyc
 	run.Report.Histogram = hist
 	for i := range rep.Threads {
 		t := rep.Threads[i]
-		cut := report.NewCyclicThread(i, prio, cyclictestInterval, t.CPU, t.Node, hist)
+		cut := report.NewCyclicThread(0, prio, cyclictestInterval, t.CPU, t.Node, hist)
 		cut.Cycles, cut.Min, cut.Max, cut.Act, cut.Sum = t.Cycles, t.Min, t.Max, t.Act, t.Sum
 		var in uint64
 		for b := 0; b < hist && b < len(t.Hist); b++ {

@@ -2,8 +2,15 @@ package live
 
 import (
 	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmigr/tmigr/cpumask"
 
 	"github.com/tmigr/tmigr/internal/osthread"
 )
@@ -147,5 +154,80 @@ func TestBadOptions(t *testing.T) {
 	}
 	if _, err := Lateness(context.Background(), LatenessOptions{Timers: 1, Cyclictest: "no-such-cyclictest-binary"}); err == nil {
 		t.Error("a missing cyclictest accepted")
+	}
+}
+
+// fakeCyclictest writes a script that behaves as cyclictest does for
+// Lateness: it writes its --json file (one thread: 90 cycles at 5 us, 10
+// at 7 us) and records its arguments.
+func fakeCyclictest(t *testing.T) (bin, argsFile string) {
+	dir := t.TempDir()
+	bin, argsFile = filepath.Join(dir, "cyclictest"), filepath.Join(dir, "args")
+	sh := `#!/bin/sh
+echo "$@" > ` + argsFile + `
+for a in "$@"; do case $a in --json=*) f=${a#--json=};; esac; done
+cat > "$f" <<'END'
+{"file_version": 1, "num_threads": 1, "resolution_in_ns": 0,
+ "thread": {"0": {"histogram": {"5": 90, "7": 10}, "cycles": 100, "min": 5, "max": 7, "avg": 5.20, "cpu": 0, "node": 0}}}
+END
+`
+	if err := os.WriteFile(bin, []byte(sh), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, argsFile
+}
+
+// TestLatenessBesideCyclictest: cyclictest runs on the workers' CPUs at
+// their class, and its figures stand beside ours.
+func TestLatenessBesideCyclictest(t *testing.T) {
+	bin, argsFile := fakeCyclictest(t)
+	m := Machine{CPUs: cpumask.MustParse("0"), HZ: 1000}
+	r, err := Lateness(context.Background(), LatenessOptions{Machine: m, Timers: 10, Hist: 6, Cyclictest: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := os.ReadFile(argsFile)
+	for _, want := range []string{"-q --default-system -t 1 -a 0 -i 1000 -d 0 -l 56 -h 100000", "--policy=other"} {
+		if !strings.Contains(string(args), want) {
+			t.Errorf("cyclictest ran with %q, want %q in it", args, want)
+		}
+	}
+	c := r.Cyclictest
+	if c == nil || c.Dist.N != 100 || c.Dist.Min != 5 || c.Dist.P50 != 5 || c.Dist.P99 != 7 || c.Dist.Max != 7 || len(c.Threads) != 1 {
+		t.Fatalf("cyclictest %+v", c)
+	}
+	if !strings.HasPrefix(c.Command, "cyclictest -q ") || !strings.Contains(c.Command, "--json=FILE") {
+		t.Errorf("command %q", c.Command)
+	}
+	if want := math.Round(r.HR.P99/7*1000) / 1000; r.HRToCyclictest != want {
+		t.Errorf("ratio %v, want %v", r.HRToCyclictest, want)
+	}
+	// Its report is cut to our 6 buckets: the 7 us cycles are overflows.
+	if th := c.Report.Threads[0]; th.Hist[5] != 90 || th.OflowCount != 10 || th.Prio != 0 {
+		t.Errorf("cut report %+v", th)
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# cyclictest -q --default-system", "T: 0 (    0) P: 0 I:1000 C:    100 Min:      5", "  cyclictest ", "hrtimer p99 / cyclictest p99 = "} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// TestLatenessRealCyclictest runs rt-tests' cyclictest where it is
+// installed.
+func TestLatenessRealCyclictest(t *testing.T) {
+	if _, err := exec.LookPath("cyclictest"); err != nil {
+		t.Skip("no cyclictest (Debian: rt-tests)")
+	}
+	r, err := Lateness(context.Background(), LatenessOptions{Machine: Machine{HZ: 1000}, Timers: 20, Hist: 100, Cyclictest: "cyclictest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Cyclictest; c == nil || c.Dist.N == 0 || c.Dist.Min > c.Dist.P99 || c.Dist.P99 > c.Dist.Max || len(c.Threads) != len(strings.Split(r.CPUs, ",")) {
+		t.Errorf("cyclictest %+v", c)
 	}
 }

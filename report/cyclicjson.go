@@ -42,7 +42,8 @@ func (t *CyclicThread) JSON() CyclicThreadJSON {
 // ReadCyclictestJSON reads the file cyclictest --json=FILE writes, with
 // the number of histogram buckets it ran with (its -h; the file does not
 // say), into a report: the histogram, the counts, and as overflows the
-// cycles beyond the buckets (the file does not list their cycle numbers).
+// cycles beyond the buckets. The file does not hold the overflows' cycle
+// numbers, the last latency (Act: 0), the thread ids or priorities.
 func ReadCyclictestJSON(r io.Reader, buckets int) (*Cyclictest, error) {
 	var f struct {
 		NumThreads *int                        `json:"num_threads"`
@@ -68,7 +69,7 @@ func ReadCyclictestJSON(r io.Reader, buckets int) (*Cyclictest, error) {
 			return nil, fmt.Errorf("cyclictest JSON: no thread %d", i)
 		}
 		t := NewCyclicThread(0, 0, 0, j.CPU, j.Node, buckets)
-		t.Cycles, t.Min, t.Max, t.Act = j.Cycles, j.Min, j.Max, j.Max
+		t.Cycles, t.Min, t.Max = j.Cycles, j.Min, j.Max // Act, the last latency, is not in the file: 0
 		t.Sum = j.Avg * float64(j.Cycles)
 		var in uint64
 		keys := make([]string, 0, len(j.Histogram))

@@ -240,3 +240,38 @@ func TestOutputFile(t *testing.T) {
 		t.Error("a file in a missing directory was written")
 	}
 }
+
+// FuzzFlagParse: whatever the arguments, parse does not panic, and the
+// operands it returns are arguments in their order, never a flag it
+// consumed.
+func FuzzFlagParse(f *testing.F) {
+	for _, s := range []string{"a -n 3 b", "--json -- -x", "-n", "--s=v a", "- --", "---x", "-n=-1 -s -- --", "help"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Fields(line)
+		var out, errb strings.Builder
+		fs := newFlagSet("tmigr t", "usage\n", &out, &errb)
+		fs.Int("n", 0, "")
+		fs.Bool("json", false, "")
+		fs.String("s", "", "")
+		fs.operands("X", 0, -1, completion{})
+		rc, ok := fs.parse(args)
+		if !ok {
+			if rc != 0 && rc != 2 || rc == 2 && errb.Len() == 0 {
+				t.Fatalf("%q: status %d, stderr %q", args, rc, errb.String())
+			}
+			return
+		}
+		i := 0
+		for _, op := range fs.Args() {
+			for i < len(args) && args[i] != op {
+				i++
+			}
+			if i == len(args) {
+				t.Fatalf("%q: operands %q are not arguments in order", args, fs.Args())
+			}
+			i++
+		}
+	})
+}

@@ -18,8 +18,9 @@ Prints the module version (a release tag with go install ...@version,
 "(devel)" or a pseudo-version for a build from a checkout), the VCS
 revision the binary was built from and whether the tree had uncommitted
 changes ("modified"), and the Go release and platform it was built with.
-"go run" builds without VCS stamping: build with go build or go install
-for the revision.
+The revision is "unknown" in a binary built without VCS stamping: by
+go run, with -buildvcs=false (GOFLAGS), or from a git worktree, which Go
+does not stamp; go build or go install in a clone stamps it.
 `
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
