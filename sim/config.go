@@ -164,10 +164,6 @@ func (c *Config) Validate() error {
 		if a.At < 0 {
 			return fmt.Errorf("action %q: negative time", a)
 		}
-		if end := c.Warmup + c.Duration; a.At >= end {
-			// The run stops at its end: a later action would never happen.
-			return fmt.Errorf("action %q: at or after the run's end at %v (warm-up %v + duration %v)", a, end, c.Warmup, c.Duration)
-		}
 		switch a.Kind {
 		case Offline, Online:
 			if a.CPU < 0 || a.CPU >= c.CPUs {
@@ -182,6 +178,10 @@ func (c *Config) Validate() error {
 			}
 		default:
 			return fmt.Errorf("unknown action kind %d", a.Kind)
+		}
+		if end := c.Warmup + c.Duration; a.At >= end {
+			// The run stops at its end: a later action would never happen.
+			return fmt.Errorf("action %q: at or after the run's end at %v (warm-up %v + duration %v)", a, end, c.Warmup, c.Duration)
 		}
 	}
 	return nil
