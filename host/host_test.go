@@ -105,8 +105,8 @@ func TestSeedMachineBefore619(t *testing.T) {
 	if w := warned(r, "stay in the timer-migration hierarchy on 6.12", "CPUs 1,33,65,97 are the migrators", "6.19"); w == "" {
 		t.Errorf("no warning on the isolated migrators in %q", r.Warnings)
 	}
-	if warned(r, "managed_irq") == "" || warned(r, "5eb579dfd46b") == "" {
-		t.Errorf("warnings %q: want managed_irq and the NUMA tree", r.Warnings)
+	if warned(r, "managed_irq") == "" || warned(r, "5eb579dfd46b") != "" {
+		t.Errorf("warnings %q: want managed_irq, and none on the NUMA tree (two blocks of 64 build the same tree)", r.Warnings)
 	}
 	if got := r.Machine.String(); !strings.Contains(got, `cmdline="isolcpus=`+seedIsolated+`"`) || !strings.Contains(got, "node-cpus=0-63;64-127") ||
 		!strings.Contains(got, "busy="+seedIsolated+" ") || strings.Contains(got, "root=") {
@@ -426,6 +426,43 @@ func TestConstructedMachines(t *testing.T) {
 			f[dirNode+"/node1/cpulist"] = "2-3\n"
 		}, func(t *testing.T, r *Report) {
 			if warned(r, "distribution ABI", "numa-balanced-tree (from 6.18.2)") == "" || r.Nodes != 2 {
+				t.Errorf("warnings %q", r.Warnings)
+			}
+		}},
+		{"an imbalanced NUMA tree before 6.19: a small first node", func(f map[string]string) {
+			f[fileRelease] = "6.12.118\n"
+			f[fileBootConfig+"6.12.118"] = f[fileBootConfig+"6.19.0"]
+			for _, n := range []string{"possible", "present", "online"} {
+				f[dirCPU+"/"+n] = "0-23\n"
+			}
+			f[dirNode+"/node0/cpulist"] = "0-7\n"
+			f[dirNode+"/node1/cpulist"] = "8-23\n"
+		}, func(t *testing.T, r *Report) {
+			if warned(r, "5eb579dfd46b", "node 1's first CPU (8) comes up when 8 CPU(s) of node 0 are up") == "" {
+				t.Errorf("warnings %q", r.Warnings)
+			}
+		}},
+		{"an imbalanced NUMA tree before 6.19: interleaved nodes", func(f map[string]string) {
+			f[fileRelease] = "6.12.118\n"
+			f[fileBootConfig+"6.12.118"] = f[fileBootConfig+"6.19.0"]
+			for _, n := range []string{"possible", "present", "online"} {
+				f[dirCPU+"/"+n] = "0-31\n"
+			}
+			f[dirNode+"/node0/cpulist"] = "0-31:1/2\n"
+			f[dirNode+"/node1/cpulist"] = "1-31:1/2\n"
+		}, func(t *testing.T, r *Report) {
+			if warned(r, "5eb579dfd46b", "node 1's first CPU (1)") == "" {
+				t.Errorf("warnings %q", r.Warnings)
+			}
+		}},
+		{"the balanced tree on 6.19: no NUMA warning", func(f map[string]string) {
+			for _, n := range []string{"possible", "present", "online"} {
+				f[dirCPU+"/"+n] = "0-31\n"
+			}
+			f[dirNode+"/node0/cpulist"] = "0-31:1/2\n"
+			f[dirNode+"/node1/cpulist"] = "1-31:1/2\n"
+		}, func(t *testing.T, r *Report) {
+			if warned(r, "5eb579dfd46b") != "" || r.Nodes != 2 {
 				t.Errorf("warnings %q", r.Warnings)
 			}
 		}},

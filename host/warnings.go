@@ -133,10 +133,12 @@ func (r *Report) modelNotes(h *Host, noHzFull int) {
 		r.notef("%s is an enterprise kernel: its vendor backports features, and the model follows the upstream version %s", rel.Raw, rel.Series())
 	}
 	if r.Policy == cpu.Pull || r.Policy == cpu.PullIsolated {
-		if !m.Has(kernel.NUMABalancedTree) && r.Nodes > 1 {
-			r.warnf("%s predates %s (imbalanced NUMA trees): when a node's first CPU comes up before the earlier nodes fill a level, "+
-				"it may connect groups of different nodes below the crossnode level; the hierarchy shown is the balanced one",
-				rel.Version.Series(), kernel.NUMABalancedTree.Info().Commit)
+		if !m.Has(kernel.NUMABalancedTree) {
+			if why := r.imbalancedTree(); why != "" {
+				r.warnf("%s predates %s (imbalanced NUMA trees), and on this machine it matters: %s, so the kernel connects groups "+
+					"of different nodes below the crossnode level; the hierarchy shown and simulated is the balanced one",
+					rel.Version.Series(), kernel.NUMABalancedTree.Info().Commit, why)
+			}
 		}
 		if !m.Has(kernel.RemoteSelfExpiry) {
 			r.notef("%s lacks %s (the remote-expiry livelock fix, stable 6.12.94/6.18.36/7.0.13); the model has the fix",
@@ -252,4 +254,40 @@ func needsNoHzFull(noHzFull int) string {
 		return "this kernel is built without CONFIG_NO_HZ_FULL: it takes a kernel with it"
 	}
 	return "needs CONFIG_NO_HZ_FULL"
+}
+
+// imbalancedTree says why the hierarchy before 5eb579dfd46b differs from
+// the balanced one on this machine, or "" when it does not. The old setup
+// stopped climbing at the first level holding a single group: when the
+// first CPU of a second node comes up while the first node's CPUs fill no
+// more than a group below the level under the crossnode level, that CPU
+// creates a group of its own node there and puts the first node's top
+// group below it (interleaved numbering does this at CPU 1).
+func (r *Report) imbalancedTree() string {
+	if r.Hierarchy == nil || r.Nodes < 2 {
+		return ""
+	}
+	cross := r.Hierarchy.CrossnodeLevel()
+	firstNode, k := -1, 0
+	for c := r.Present.First(); c >= 0; c = r.Present.Next(c) {
+		n := r.NodeOf[c]
+		if firstNode < 0 {
+			firstNode = n
+		}
+		if n == firstNode {
+			k++
+			continue
+		}
+		top, groups := 0, (k+7)/8
+		for groups > 1 {
+			top++
+			groups = (groups + 7) / 8
+		}
+		if top < cross-1 {
+			return fmt.Sprintf("node %d's first CPU (%d) comes up when %d CPU(s) of node %d are up, whose top group is at level %d, below level %d",
+				n, c, k, firstNode, top, cross-1)
+		}
+		return ""
+	}
+	return ""
 }

@@ -56,9 +56,13 @@
 //     backport was pushed in December 2025 (release number not
 //     established: 6.17 is treated as unfixed) and one was posted for
 //     6.12.y in March 2026 (not known to be merged: 6.12 is treated as
-//     unfixed). Package hier always builds the fixed tree; the two agree
-//     when each node's CPUs are numbered contiguously and brought up in
-//     order, as on every machine we recorded.
+//     unfixed). Package hier always builds the fixed tree. The old one
+//     differs only when a node's first CPU comes up while an earlier node's
+//     top group is still below the level under the crossnode level: with
+//     interleaved CPU numbering, or a node much smaller than the average
+//     (one of 8 CPUs where the others have 16 or more). Nodes of equal size
+//     numbered in blocks, as on every machine we recorded, give the same
+//     tree.
 //   - exclude-isolated: 7dec062cfcf2 ("timers/migration: Exclude isolated
 //     cpus from hierarchy", tip 20 Nov 2025, in the timers-core-2025-11-30
 //     pull for 6.19). The predicate: (not HK_TYPE_DOMAIN housekeeping, or
