@@ -31,7 +31,9 @@ the CPUs out of it and why, and a prediction: the machine simulated
 under that model with a busy task (oslat) on every isolated and nohz_full
 CPU, summarised as who ran whose timers, how often, and the worst latency
 on the isolated CPUs. Warnings name setups that likely do not do what
-their author meant.
+their author meant. Rare long timer callbacks set the worst latency, so it
+grows with the time simulated: the seed post's oslat -D 62s is
+--duration 62s (under a second of wall time on 128 CPUs).
 
 --root reads another machine: a directory holding its files at the same
 paths (proc/cmdline, sys/devices/system/cpu/online, ...), or a tarball
