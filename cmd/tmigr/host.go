@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,8 +52,7 @@ flags:
 `
 
 func runHost(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("host", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("tmigr host", fmt.Sprintf(hostUsage, indent(workload.Usage, "  ")), stdout, stderr)
 	root := fs.String("root", "/", "the machine's root: a directory, or a snapshot tarball")
 	save := fs.String("save", "", "write the snapshot to a new directory, or to FILE.tar.gz, and exit")
 	kern := fs.String("kernel", "", "model this kernel release instead of the machine's")
@@ -64,19 +62,10 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "random seed of the simulation")
 	noPredict := fs.Bool("no-predict", false, "skip the simulation")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, hostUsage, indent(workload.Usage, "  "))
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tmigr host: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	fs.files("root", "save")
+	fs.operands("", 0, 0, completion{})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
 	}
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "tmigr host: %v\n", err)
