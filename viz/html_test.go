@@ -175,7 +175,9 @@ func checkPage(t *testing.T, tl *Timeline, x Extras, page []byte) *node {
 			}
 		}
 		// The rows of isolated CPUs stand out.
-		for _, row := range doc.find(func(n *node) bool { return n.Name == "tr" && len(n.Kids) > 0 && strings.HasPrefix(n.Kids[0].Text, "CPU ") }) {
+		for _, row := range doc.find(func(n *node) bool {
+			return n.Name == "tr" && len(n.Kids) > 0 && strings.HasPrefix(n.Kids[0].Text, "CPU ")
+		}) {
 			var c int
 			fmt.Sscanf(row.Kids[0].Text, "CPU %d", &c)
 			if hasClass(row, "iso") != (tl.CPUs[c].Isolated && !tl.CPUs[c].NohzFull) {
