@@ -621,7 +621,7 @@ func ticks(a, b int64) []int64 {
 		return nil
 	}
 	step := int64(1)
-	for (b-a)/step > 10 {
+	for (b-a)/step > 10 && step < 1e18 {
 		switch {
 		case (b-a)/(step*2) <= 10:
 			step *= 2
@@ -632,8 +632,15 @@ func ticks(a, b int64) []int64 {
 		}
 	}
 	var out []int64
-	for t := (a + step - 1) / step * step; t <= b; t += step {
+	t := a / step * step
+	if t < a {
+		t += step
+	}
+	for ; t <= b && len(out) <= 20; t += step {
 		out = append(out, t)
+		if t > b-step { // the next would pass b, or overflow
+			break
+		}
 	}
 	return out
 }
