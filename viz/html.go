@@ -416,8 +416,10 @@ func drawTree(tl *Timeline, w Window) (svgPic, string) {
 		if c.Excluded {
 			pic.Rects = append(pic.Rects, rect{X: x, Y: y, W: max(wd-gap, 0.5), H: cpuH - 4, Class: "excl"})
 		}
-		if !large && cw >= 14 {
-			pic.Texts = append(pic.Texts, text{X: x + wd/2, Y: y + cpuH/2 + 1, Anchor: "middle", Class: "clabel", S: strconv.Itoa(c.CPU)})
+		if label := strconv.Itoa(c.CPU); !large && cw >= 6.5*float64(len(label))+4 {
+			pic.Texts = append(pic.Texts, text{X: x + wd/2, Y: y + cpuH/2 + 1, Anchor: "middle", Class: "clabel", S: label})
+		} else if !large && cw >= 5*float64(len(label))+2 {
+			pic.Texts = append(pic.Texts, text{X: x + wd/2, Y: y + cpuH/2 + 1, Anchor: "middle", Class: "clabel small", S: label})
 		}
 	}
 	y += cpuH
@@ -543,6 +545,9 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 		g := &tl.Groups[gi]
 		y := axisH + float64(i)*laneH
 		pic.Texts = append(pic.Texts, text{X: laneLabelW - 6, Y: y + laneH/2 + 4, Anchor: "end", Class: "llabel", S: g.Name})
+		if len(g.CPUs) > 0 {
+			pic.Texts = append(pic.Texts, text{X: 4, Y: y + laneH/2 + 4, Anchor: "start", Class: "lcpus", S: strings.TrimPrefix(strings.TrimPrefix(cpusText(g.CPUs), "CPUs "), "CPU ")})
+		}
 		pic.Rects = append(pic.Rects, rect{X: laneLabelW, Y: y + 1, W: laneW, H: laneH - 2, Class: "unk",
 			Title: g.Describe() + ": not shown by the trace here"})
 		// Raster the spans to pixel columns, keeping the dominant
