@@ -3,6 +3,7 @@ package viz
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -348,4 +349,33 @@ func TestBuildSimulatorAgrees(t *testing.T) {
 	if len(want) == 0 || !slices.Equal(have, want) {
 		t.Errorf("trace %v, simulator %v", have, want)
 	}
+}
+
+// Where a timer's owner can be told both from the remote expiry under way
+// and from its timer_start, the two agree on every recording.
+func TestOwnersAgree(t *testing.T) {
+	files, err := filepath.Glob(tracePath("*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatal(err, files)
+	}
+	both := 0
+	for _, f := range files {
+		hdr, events := readTrace(t, filepath.Base(f))
+		tl, err := FromEvents(hdr, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tl.Warnings {
+			t.Errorf("%s: %s", filepath.Base(f), w)
+		}
+		for _, e := range tl.Expiries {
+			if e.From == OwnerRemote && e.HasDue {
+				both++
+			}
+		}
+	}
+	if both == 0 {
+		t.Error("no expiry had both a remote expiry and a timer_start")
+	}
+	t.Logf("%d expiries with both", both)
 }
