@@ -60,12 +60,18 @@ type Worst struct {
 // isolated cpuset partition), "nohz_full", both joined by "+", or
 // "housekeeping".
 func Class(cpu int, isolated, nohzFull *cpumask.Mask) string {
-	switch iso, nohz := isolated.Test(cpu), nohzFull.Test(cpu); {
-	case iso && nohz:
+	return ClassOf(isolated.Test(cpu), nohzFull.Test(cpu))
+}
+
+// ClassOf names the class of a CPU that is isolated, nohz_full, both or
+// neither.
+func ClassOf(isolated, nohzFull bool) string {
+	switch {
+	case isolated && nohzFull:
 		return "isolated+nohz_full"
-	case iso:
+	case isolated:
 		return "isolated"
-	case nohz:
+	case nohzFull:
 		return "nohz_full"
 	}
 	return "housekeeping"

@@ -246,7 +246,7 @@ func TestBuildWithoutMachine(t *testing.T) {
 		// shows the same; it may show less (a CPU that never walks through
 		// its group has no known child bit).
 		for c := range model.CPUs {
-			for _, at := range boundaries(learned.CPUs[c].States, model.CPUs[c].States) {
+			for _, at := range boundaries(learned.CPUs[c].States, model.CPUs[c].States, stateSpan) {
 				l, m := stateAt(learned.CPUs[c].States, at), stateAt(model.CPUs[c].States, at)
 				if l != Unknown && l != m && !(l == Idle && m == Inactive) {
 					t.Errorf("%s: CPU %d at %d: %v, with the machine %v", name, c, at, l, m)
@@ -263,7 +263,7 @@ func TestBuildWithoutMachine(t *testing.T) {
 				t.Errorf("%s: learned %s with CPUs %v; the machine's: %+v", name, g.Name, g.CPUs, m)
 				continue
 			}
-			for _, at := range migBoundaries(g.Migrators, m.Migrators) {
+			for _, at := range boundaries(g.Migrators, m.Migrators, migratorSpan) {
 				l, lok := migAt(g.Migrators, at)
 				w, wok := migAt(m.Migrators, at)
 				if lok && (!wok || l.Child != w.Child || l.CPU >= 0 && l.CPU != w.CPU) {
@@ -277,15 +277,21 @@ func TestBuildWithoutMachine(t *testing.T) {
 	}
 }
 
-func boundaries(a, b []StateSpan) []int64 {
+// boundaries returns the first and last nanosecond of every span of a and
+// b.
+func boundaries[S any](a, b []S, span func(S) (int64, int64)) []int64 {
 	var out []int64
-	for _, l := range [][]StateSpan{a, b} {
+	for _, l := range [][]S{a, b} {
 		for _, s := range l {
-			out = append(out, s.Start, s.End-1)
+			from, to := span(s)
+			out = append(out, from, to-1)
 		}
 	}
 	return out
 }
+
+func stateSpan(s StateSpan) (int64, int64)       { return s.Start, s.End }
+func migratorSpan(s MigratorSpan) (int64, int64) { return s.Start, s.End }
 
 func stateAt(l []StateSpan, t int64) State {
 	for _, s := range l {
@@ -294,16 +300,6 @@ func stateAt(l []StateSpan, t int64) State {
 		}
 	}
 	return Unknown
-}
-
-func migBoundaries(a, b []MigratorSpan) []int64 {
-	var out []int64
-	for _, l := range [][]MigratorSpan{a, b} {
-		for _, s := range l {
-			out = append(out, s.Start, s.End-1)
-		}
-	}
-	return out
 }
 
 func migAt(l []MigratorSpan, t int64) (MigratorSpan, bool) {

@@ -141,17 +141,10 @@ type latRow struct {
 	HandledForeignTimer uint64
 }
 
-func classKey(c *CPU) string {
-	switch {
-	case c.Isolated && c.NohzFull:
-		return "both"
-	case c.Isolated:
-		return "iso"
-	case c.NohzFull:
-		return "nohz"
-	}
-	return "hk"
-}
+// classKeys are the page's CSS classes of the CPU classes.
+var classKeys = map[string]string{"housekeeping": "hk", "isolated": "iso", "nohz_full": "nohz", "isolated+nohz_full": "both"}
+
+func classKey(c *CPU) string { return classKeys[c.Class()] }
 
 func buildPage(tl *Timeline, x Extras) *page {
 	p := &page{Title: x.Title}

@@ -65,17 +65,7 @@ type CPU struct {
 }
 
 // Class is the CPU's isolation class, as report.Class names it.
-func (c *CPU) Class() string {
-	switch {
-	case c.Isolated && c.NohzFull:
-		return "isolated+nohz_full"
-	case c.Isolated:
-		return "isolated"
-	case c.NohzFull:
-		return "nohz_full"
-	}
-	return "housekeeping"
-}
+func (c *CPU) Class() string { return report.ClassOf(c.Isolated, c.NohzFull) }
 
 // State is a CPU's state in the hierarchy.
 type State uint8
