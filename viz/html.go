@@ -84,6 +84,7 @@ type page struct {
 type legendItem struct{ Class, Text string }
 
 type svgPic struct {
+	ID    string // the element's id
 	W, H  float64
 	Rects []rect
 	Texts []text
@@ -302,7 +303,7 @@ func drawTree(tl *Timeline, w Window) (svgPic, string) {
 	for _, g := range tl.Groups {
 		levels = max(levels, g.Level+1)
 	}
-	pic := svgPic{W: float64(n)*cw + 2*margin}
+	pic := svgPic{ID: "tree", W: float64(n)*cw + 2*margin}
 	y := margin
 	// Who ran foreign timers, and whose ran elsewhere.
 	ran := make([]uint64, len(tl.CPUs))
@@ -533,7 +534,7 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 	lanes, left := pickLanes(tl)
 	span := float64(max(tl.End-tl.Start, 1))
 	px := func(t int64) float64 { return laneLabelW + laneW*float64(t-tl.Start)/span }
-	pic := svgPic{W: laneLabelW + laneW + 10, H: axisH + float64(len(lanes))*laneH + margin}
+	pic := svgPic{ID: "lanes", W: laneLabelW + laneW + 10, H: axisH + float64(len(lanes))*laneH + margin}
 	for i, gi := range lanes {
 		g := &tl.Groups[gi]
 		y := axisH + float64(i)*laneH
@@ -735,7 +736,7 @@ func drawLatency(tl *Timeline, l *Latency, s *report.Summary) (*svgPic, *svgPic,
 	var hist *svgPic
 	sum, overflow := l.bucketsTotal()
 	if len(sum) > 0 {
-		hist = &svgPic{W: histL + histW + 20, H: histH + histB + 10}
+		hist = &svgPic{ID: "hist", W: histL + histW + 20, H: histH + histB + 10}
 		var top float64
 		for _, n := range sum {
 			top = max(top, log10p1(n))
@@ -777,7 +778,7 @@ func drawLatency(tl *Timeline, l *Latency, s *report.Summary) (*svgPic, *svgPic,
 		note = fmt.Sprintf("%d measuring CPUs: the %d worst maxima are drawn.", len(threads), MaxBars)
 		threads = threads[:MaxBars]
 	}
-	bars := &svgPic{W: histL + histW + 20, H: histH + histB + 10}
+	bars := &svgPic{ID: "bars", W: histL + histW + 20, H: histH + histB + 10}
 	var top float64
 	for _, t := range threads {
 		top = max(top, t.MaxUS)
