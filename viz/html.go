@@ -544,31 +544,7 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 		}
 		pic.Rects = append(pic.Rects, rect{X: laneLabelW, Y: y + 1, W: laneW, H: laneH - 2, Class: "unk",
 			Title: g.Describe() + ": not shown by the trace here"})
-		// Raster the spans to pixel columns, keeping the dominant
-		// migrator of each, then draw runs of one migrator.
-		type seg struct {
-			x0, x1 float64
-			m      MigratorSpan
-		}
-		var segs []seg
-		for _, m := range g.Migrators {
-			x0, x1 := px(m.Start), px(m.End)
-			if n := len(segs); n > 0 && math.Floor(x0) == math.Floor(segs[n-1].x1) && x1-x0 < 1 {
-				// Shorter than a pixel, in the same pixel as the last:
-				// the longer one shows.
-				if m.End-m.Start > segs[n-1].m.End-segs[n-1].m.Start && segs[n-1].x1-segs[n-1].x0 < 1 {
-					segs[n-1].m = m
-				}
-				segs[n-1].x1 = max(segs[n-1].x1, x1)
-				continue
-			}
-			if n := len(segs); n > 0 && segs[n-1].m.Child == m.Child && segs[n-1].m.CPU == m.CPU && segs[n-1].x1 >= x0-0.01 {
-				segs[n-1].x1 = x1
-				segs[n-1].m.End = m.End
-				continue
-			}
-			segs = append(segs, seg{x0, x1, m})
-		}
+		segs := rasterLanes(g.Migrators, px)
 		for k, s := range segs {
 			cls := "mig none"
 			label := tl.MigratorText(gi, s.m)
@@ -598,6 +574,36 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 			}
 		}
 	}
+	// Marks where another CPU ran timers of the group's CPUs: an idle CPU
+	// does that too, as the group's last resort, with no migrator set.
+	laneOf := map[int]int{}
+	for i, gi := range lanes {
+		laneOf[gi] = i
+	}
+	type mark struct{ lane, col, handler int }
+	marks := map[mark]int{}
+	var markOrder []mark
+	for i := range tl.Expiries {
+		e := &tl.Expiries[i]
+		if !e.Remote() || e.Owner < 0 || e.Owner >= len(tl.CPUs) {
+			continue
+		}
+		lane, ok := laneOf[tl.CPUs[e.Owner].Group]
+		if !ok {
+			continue
+		}
+		k := mark{lane, int(px(e.Start)), e.Handler}
+		if marks[k] == 0 {
+			markOrder = append(markOrder, k)
+		}
+		marks[k]++
+	}
+	for _, k := range markOrder {
+		y := axisH + float64(k.lane)*laneH
+		cls := "pullmark " + classKey(&tl.CPUs[k.handler])
+		pic.Rects = append(pic.Rects, rect{X: float64(k.col) - 0.5, Y: y + laneH - 6, W: 2, H: 5, Class: cls,
+			Title: fmt.Sprintf("CPU %d ran %d timers of %s's CPUs here", k.handler, marks[k], tl.Groups[lanes[k.lane]].Name)})
+	}
 	// The time axis.
 	for _, t := range ticks(tl.Start, tl.End) {
 		x := px(t)
@@ -612,6 +618,70 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 		note = "The trace shows no group of the hierarchy."
 	}
 	return pic, note
+}
+
+// laneSeg is a run of pixel columns of a lane showing one migrator; m
+// spans the times of the spans drawn in it.
+type laneSeg struct {
+	x0, x1 float64
+	m      MigratorSpan
+}
+
+// rasterLanes lays a group's migrator spans onto pixel columns: each
+// column shows the span that covers most of it, except that a migrator
+// shows over "none" however short its duty (a CPU that woke for 20 µs and
+// pulled the timers of the group's idle CPUs in it is what the lane is
+// for); runs of columns that show one migrator become one segment.
+func rasterLanes(spans []MigratorSpan, px func(int64) float64) []laneSeg {
+	type colPick struct {
+		i     int // index in spans, -1 for none
+		cover float64
+	}
+	cols := map[int]*colPick{}
+	var order []int
+	for i, m := range spans {
+		x0, x1 := px(m.Start), px(m.End)
+		for c := int(math.Floor(x0)); float64(c) < x1 && c-int(math.Floor(x0)) < 1<<16; c++ {
+			cover := math.Min(x1, float64(c+1)) - math.Max(x0, float64(c))
+			p := cols[c]
+			if p == nil {
+				p = &colPick{i: -1}
+				cols[c] = p
+				order = append(order, c)
+			}
+			better := p.i < 0
+			if !better {
+				cur := spans[p.i]
+				switch {
+				case cur.Child < 0 && m.Child >= 0:
+					better = true
+				case (cur.Child < 0) == (m.Child < 0):
+					better = cover > p.cover
+				}
+			}
+			if better {
+				p.i, p.cover = i, cover
+			}
+		}
+	}
+	var segs []laneSeg
+	last := math.MinInt
+	for _, c := range order {
+		m := spans[cols[c].i]
+		x0, x1 := math.Max(float64(c), px(m.Start)), math.Min(float64(c+1), px(m.End))
+		if n := len(segs); n > 0 && segs[n-1].m.Child == m.Child && segs[n-1].m.CPU == m.CPU && c <= last+1 {
+			segs[n-1].x1 = math.Max(segs[n-1].x1, x1)
+			segs[n-1].m.End = max(segs[n-1].m.End, m.End)
+			last = c
+			continue
+		}
+		last = c
+		if x1-x0 < 1 {
+			x0, x1 = float64(c), float64(c+1) // a short duty still takes its pixel
+		}
+		segs = append(segs, laneSeg{x0, x1, m})
+	}
+	return segs
 }
 
 // ticks returns round times between a and b, at most about ten.

@@ -152,6 +152,18 @@ func checkPage(t *testing.T, tl *Timeline, x Extras, page []byte) *node {
 	if len(tl.Groups) <= MaxLanes && len(labels) != len(tl.Groups) {
 		t.Errorf("%d lanes for %d groups", len(labels), len(tl.Groups))
 	}
+	// A mark on the owner's lane for the remote expiries (one per pixel
+	// and handler at most).
+	withLane := 0
+	for i := range tl.Expiries {
+		if e := &tl.Expiries[i]; e.Remote() && tl.CPUs[e.Owner].Group >= 0 {
+			withLane++
+		}
+	}
+	marks := len(lanes.find(func(n *node) bool { return hasClass(n, "pullmark") }))
+	if len(tl.Groups) <= MaxLanes && (withLane == 0) != (marks == 0) || marks > withLane {
+		t.Errorf("%d pull marks for %d remote expiries of CPUs in a group", marks, withLane)
+	}
 	// The matrix: one cell per (handler, owner) pair, with its count.
 	w := x.Window
 	if w == (Window{}) {
@@ -297,5 +309,27 @@ func TestTicks(t *testing.T) {
 				t.Errorf("ticks(%d, %d) = %v", c.a, c.b, ts)
 			}
 		}
+	}
+}
+
+// A migrator's duty shorter than a pixel still shows over "none".
+func TestRasterLanes(t *testing.T) {
+	px := func(ns int64) float64 { return float64(ns) / 1000 } // a pixel per µs
+	spans := []MigratorSpan{
+		{Start: 0, End: 50_000, Child: -1, CPU: -1},
+		{Start: 50_000, End: 50_020, Child: 0, CPU: 8}, // 20 ns
+		{Start: 50_020, End: 90_000, Child: -1, CPU: -1},
+		{Start: 90_000, End: 95_000, Child: 1, CPU: 9},
+		{Start: 95_000, End: 95_300, Child: -1, CPU: -1}, // shorter than a pixel, between two duties
+		{Start: 95_300, End: 99_000, Child: 1, CPU: 9},
+	}
+	segs := rasterLanes(spans, px)
+	var got []string
+	for _, s := range segs {
+		got = append(got, fmt.Sprintf("%g-%g:%d", s.x0, s.x1, s.m.CPU))
+	}
+	want := "[0-50:-1 50-51:8 51-90:-1 90-99:9]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("segments %v, want %s", got, want)
 	}
 }
