@@ -227,7 +227,8 @@ func answer(s *report.Summary) []string {
 				out = append(out, fmt.Sprintf("... and %d more isolated CPUs (the matrix has them all).", len(s.Isolated)-i))
 				break
 			}
-			out = append(out, fmt.Sprintf("Isolated: CPU %d (%s) ran %d timers of %s.", f.CPU, f.Class, f.Timers, cpusText(maskCPUs(f.Owners))))
+			who := map[string]string{"isolated": "Isolated", "nohz_full": "nohz_full", "isolated+nohz_full": "Isolated nohz_full"}[f.Class]
+			out = append(out, fmt.Sprintf("%s CPU %d ran %d timers of %s.", who, f.CPU, f.Timers, cpusText(maskCPUs(f.Owners))))
 		}
 	}
 	if w := s.Worst; w != nil {
