@@ -74,5 +74,5 @@
 // cyclictest's histogram and each CPU's maximum. It works for 2 to 8192
 // CPUs: above LargeMachine CPUs the CPUs are drawn as runs of one class and
 // levels narrower than 2 px are left out; see the constants for the other
-// limits. A page of 8192 CPUs is about 60 KiB.
+// limits. A page of 8192 CPUs is about 100 KiB.
 package viz
