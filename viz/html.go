@@ -481,7 +481,8 @@ func lastMigrator(tl *Timeline, g int) string {
 const (
 	laneLabelW = 150.0
 	laneW      = 900.0
-	laneH      = 18.0
+	laneH      = 24.0 // a bar of barH, the marks below it
+	barH       = 16.0
 	axisH      = 22.0
 )
 
@@ -539,11 +540,11 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 	for i, gi := range lanes {
 		g := &tl.Groups[gi]
 		y := axisH + float64(i)*laneH
-		pic.Texts = append(pic.Texts, text{X: laneLabelW - 6, Y: y + laneH/2 + 4, Anchor: "end", Class: "llabel", S: g.Name})
+		pic.Texts = append(pic.Texts, text{X: laneLabelW - 6, Y: y + barH/2 + 5, Anchor: "end", Class: "llabel", S: g.Name})
 		if len(g.CPUs) > 0 {
-			pic.Texts = append(pic.Texts, text{X: 4, Y: y + laneH/2 + 4, Anchor: "start", Class: "lcpus", S: strings.TrimPrefix(strings.TrimPrefix(cpusText(g.CPUs), "CPUs "), "CPU ")})
+			pic.Texts = append(pic.Texts, text{X: 4, Y: y + barH/2 + 5, Anchor: "start", Class: "lcpus", S: strings.TrimPrefix(strings.TrimPrefix(cpusText(g.CPUs), "CPUs "), "CPU ")})
 		}
-		pic.Rects = append(pic.Rects, rect{X: laneLabelW, Y: y + 1, W: laneW, H: laneH - 2, Class: "unk",
+		pic.Rects = append(pic.Rects, rect{X: laneLabelW, Y: y + 1, W: laneW, H: barH, Class: "unk",
 			Title: g.Describe() + ": not shown by the trace here"})
 		segs := rasterLanes(g.Migrators, px)
 		for k, s := range segs {
@@ -565,13 +566,13 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 				title = fmt.Sprintf("%s: no migrator (no active child) from %s to %s s", g.Name, seconds(s.m.Start), seconds(s.m.End))
 			}
 			wd := max(s.x1-s.x0, 0.6)
-			pic.Rects = append(pic.Rects, rect{X: s.x0, Y: y + 1, W: wd, H: laneH - 2, Class: cls, Title: title})
+			pic.Rects = append(pic.Rects, rect{X: s.x0, Y: y + 1, W: wd, H: barH, Class: cls, Title: title})
 			if wd >= 44 && s.m.Child >= 0 {
 				short := label
 				if s.m.CPU >= 0 {
 					short = "CPU " + strconv.Itoa(s.m.CPU)
 				}
-				pic.Texts = append(pic.Texts, text{X: s.x0 + wd/2, Y: y + laneH/2 + 4, Anchor: "middle", Class: "mlabel", S: short})
+				pic.Texts = append(pic.Texts, text{X: s.x0 + wd/2, Y: y + barH/2 + 5, Anchor: "middle", Class: "mlabel", S: short})
 			}
 		}
 	}
@@ -602,7 +603,7 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 	for _, k := range markOrder {
 		y := axisH + float64(k.lane)*laneH
 		cls := "pullmark " + classKey(&tl.CPUs[k.handler])
-		pic.Rects = append(pic.Rects, rect{X: float64(k.col) - 0.5, Y: y + laneH - 6, W: 2, H: 5, Class: cls,
+		pic.Rects = append(pic.Rects, rect{X: float64(k.col) - 0.5, Y: y + barH + 2, W: 2, H: laneH - barH - 3, Class: cls,
 			Title: fmt.Sprintf("CPU %d ran %d timers of %s's CPUs here", k.handler, marks[k], tl.Groups[lanes[k.lane]].Name)})
 	}
 	// The time axis.
