@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/replay"
+	"github.com/tmigr/tmigr/viz"
 )
 
 func init() {
@@ -53,9 +54,16 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
 	kernel := fs.String("kernel", "", "kernel release (e.g. 6.12.117); 6.19 and later exclude isolated CPUs")
 	maxShow := fs.Int("show", 5, "mismatches to print per file and check")
+	var pics viz.Pictures
+	fs.StringVar(&pics.Perfetto, "perfetto", "", "write the recording as Perfetto / Chrome trace-event JSON to FILE (one trace file only)")
+	fs.StringVar(&pics.HTML, "html", "", "write a self-contained HTML page of the recording to FILE (one trace file only)")
+	fs.files("perfetto", "html")
 	fs.operands("FILE", 1, -1, completion{kind: completeFile})
 	if rc, ok := fs.parse(args); !ok {
 		return rc
+	}
+	if pics.Any() && fs.NArg() != 1 {
+		return fs.failf("--perfetto and --html picture one trace file, not %d", fs.NArg())
 	}
 	all := !*wheel && !*tmigr && !*hrt
 	opts := replay.Options{Wheel: *wheel || all, Tmigr: *tmigr || all, Hrtimer: *hrt || all, HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Check: *check}
@@ -88,6 +96,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr replay: %v\n", err)
 			return 2
+		}
+		if pics.Any() {
+			if err := pics.FromTrace(tr.Header, tr.Events, f); err != nil {
+				fmt.Fprintf(stderr, "tmigr replay: %s: %v\n", f, err)
+				return 2
+			}
 		}
 		r, err := replay.Run(tr, opts)
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/report"
 	"github.com/tmigr/tmigr/sim"
 	"github.com/tmigr/tmigr/sim/workload"
+	"github.com/tmigr/tmigr/viz"
 )
 
 func init() {
@@ -27,8 +30,10 @@ const simUsage = `usage: tmigr sim --cpus N [--nodes K] [--hz 250] [--isolcpus L
 
 Simulates an N-CPU Linux machine on a virtual clock, running the real
 timer core (wheels, migration hierarchy, hrtimers) under a workload, and
-prints the report the real tool would print (oslat's, cyclictest's) and a
-per-CPU migration summary: ticks, idle wakeups, busy share, and the timers
+prints the answer first, who ran whose timers (the CPUs that ran other
+CPUs' timers, the isolated ones among them, the worst latency), then the
+report the real tool would print (oslat's, cyclictest's) and a per-CPU
+migration summary: ticks, idle wakeups, busy share, and the timers
 of other CPUs each CPU expired. The housekeeping timer mix (vmstat,
 writeback, watchdogs, TCP, driver work, ...) runs on the housekeeping
 CPUs in every run; --set hk.CLASS.enabled=false switches a class off.
@@ -80,11 +85,14 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	preemptRT := fs.Bool("preempt-rt", false, "model a PREEMPT_RT kernel (softirqs in the ktimers thread)")
 	sleepers := fs.String("sleepers", "by-policy", "PREEMPT_RT sleepers: by-policy (RT tasks hard, others soft; since 2017) or all-hard")
 	trace := fs.String("trace", "", "write the hierarchy's tracepoints to FILE as ftrace lines (replaced only when the run succeeds)")
+	var pics viz.Pictures
+	fs.StringVar(&pics.Perfetto, "perfetto", "", "write the run as Perfetto / Chrome trace-event JSON to FILE (ui.perfetto.dev opens it)")
+	fs.StringVar(&pics.HTML, "html", "", "write a self-contained HTML page of the run to FILE: hierarchy, migrators, who ran whose timers, latency")
 	var at repeated
 	fs.Var(&at, "at", "change the machine while it runs: 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST|none',\nTIME counted from boot, the warm-up included, before the run's end (repeatable)")
 	var sf simFlags
 	sf.register(fs)
-	fs.files("trace")
+	fs.files("trace", "perfetto", "html")
 	fs.words("policy", "pull-isolated", "pull", "push", "none")
 	fs.words("sleepers", "by-policy", "all-hard")
 	fs.words("workload", "oslat", "cyclictest", "idle", "kernbench:", "panic:")
@@ -166,6 +174,14 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		defer out.abort()
 		cfg.Trace = out
 	}
+	var picTrace bytes.Buffer // the pictures are drawn from the run's trace
+	if pics.Any() {
+		if cfg.Trace != nil {
+			cfg.Trace = io.MultiWriter(cfg.Trace, &picTrace)
+		} else {
+			cfg.Trace = &picTrace
+		}
+	}
 	res, err := sim.Run(cfg, hk, w)
 	if err != nil {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
@@ -177,13 +193,24 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	return printSim(res, *asJSON, stdout, stderr)
+	run := res.Report()
+	if run.Summary, err = report.Summarize(run); err != nil {
+		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+		return 1
+	}
+	if pics.Any() {
+		if err := pics.FromSim(res, picTrace.Bytes(), "tmigr sim "+strings.Join(args, " ")); err != nil {
+			fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+			return 1
+		}
+	}
+	return printSim(res, run, *asJSON, stdout, stderr)
 }
 
-// printSim prints a run's report, or its JSON.
-func printSim(res *sim.Result, asJSON bool, stdout, stderr io.Writer) int {
+// printSim prints a run's summary and report, or its JSON.
+func printSim(res *sim.Result, run *report.Run, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
-		b, err := json.Marshal(res.Report())
+		b, err := json.Marshal(run)
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 			return 1
@@ -191,6 +218,11 @@ func printSim(res *sim.Result, asJSON bool, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n", b)
 		return 0
 	}
+	if err := report.WriteSummary(stdout, run.Summary); err != nil {
+		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout)
 	if err := res.WriteText(stdout); err != nil {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
