@@ -28,6 +28,13 @@ type builder struct {
 	timers  map[uint64]*Start
 	ran     map[uint64]ranAt // a timer's latest expiry
 	traced  []bool // the CPU prints per-CPU tmigr lines somewhere
+	// opaque holds the groups whose state changed without a line saying
+	// so, somewhere in the recording: a CPU below them does not trace its
+	// transitions (the 6.18 host recordings' CPU 1), so their printed
+	// state is never the whole truth.
+	opaque map[uint64]bool
+	apply  map[int][]int // transitions to take in at an event, in order (default: itself)
+	skip   map[int]bool  // transitions taken in earlier
 	firstTS int64
 }
 
@@ -221,6 +228,7 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 	for c := range b.cpus {
 		b.cpus[c] = cpuState{idle: -1, open: map[uint64]int{}}
 	}
+	b.orderTransitions()
 	tmigr := false
 	for _, e := range evs {
 		if cg, ok := perCPU(e.Data); ok {
@@ -238,6 +246,85 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 		}
 	}
 	return b, nil
+}
+
+// transitionOf returns a group transition's fields.
+func transitionOf(e ftrace.Event) (t ftrace.TmigrGroupAndCPU, activate, ok bool) {
+	switch p := e.Data.(type) {
+	case ftrace.TmigrGroupSetCPUActive:
+		return ftrace.TmigrGroupAndCPU(p), true, true
+	case ftrace.TmigrGroupSetCPUInactive:
+		return ftrace.TmigrGroupAndCPU(p), false, true
+	}
+	return t, false, false
+}
+
+// follows reports whether transition t, printed by its child cm, leads
+// from a group whose active children were prev: it changes cm's bit
+// alone.
+func follows(prev uint8, t ftrace.TmigrGroupAndCPU, activate bool) bool {
+	want := prev &^ uint8(t.Childmask)
+	if activate {
+		want = prev | uint8(t.Childmask)
+	}
+	return t.Active == want
+}
+
+// swapWindow is how far apart two CPUs' lines about one group may be
+// printed in the wrong order: a CPU's line trails its compare-and-swap,
+// and the per-CPU buffers are merged by the lines' times.
+const swapWindow = 1e6
+
+// orderTransitions puts every group's transitions in the order their
+// compare-and-swaps took effect. Two CPUs' transitions of one group
+// printed the wrong way round show as a state that does not follow from
+// the one before, followed by one that does not follow from it either,
+// though both follow in the other order: the second is then taken in
+// first (see apply and skip). A state that no such swap explains changed
+// unseen, and the group (with every group above it) is opaque.
+func (b *builder) orderTransitions() {
+	b.opaque = map[uint64]bool{}
+	b.apply = map[int][]int{}
+	b.skip = map[int]bool{}
+	last := map[uint64]uint8{}
+	for i, e := range b.ev {
+		switch e.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			// What the lost lines changed starts afresh.
+			for lvl := 0; lvl <= maxLevel; lvl++ {
+				if g, ok := b.g.at(e.CPU, lvl); ok {
+					delete(last, g)
+				}
+			}
+		}
+		t, act, ok := transitionOf(e)
+		if !ok || b.skip[i] {
+			continue
+		}
+		prev, seen := last[t.Group]
+		last[t.Group] = t.Active
+		if !seen || follows(prev, t, act) {
+			continue
+		}
+		swapped := false
+		for j := i + 1; j < len(b.ev) && b.ev[j].TS-e.TS <= swapWindow; j++ {
+			u, uact, ok := transitionOf(b.ev[j])
+			if !ok || u.Group != t.Group {
+				continue
+			}
+			if b.ev[j].CPU != e.CPU && follows(prev, u, uact) && follows(u.Active, t, act) {
+				b.apply[i], b.skip[j] = []int{j, i}, true
+				swapped = true
+			}
+			break
+		}
+		if swapped {
+			continue
+		}
+		for g := t.Group; g != 0 && !b.opaque[g]; g = b.g.parent[g] {
+			b.opaque[g] = true
+		}
+	}
 }
 
 func highestCPU(evs []ftrace.Event) int {
@@ -321,7 +408,7 @@ func isTmigr(p ftrace.Payload) bool {
 
 // run follows the recording.
 func (b *builder) run() {
-	for _, e := range b.ev {
+	for i, e := range b.ev {
 		c := &b.cpus[e.CPU]
 		switch p := e.Data.(type) {
 		case ftrace.TimerStart:
@@ -353,12 +440,19 @@ func (b *builder) run() {
 		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline:
 			b.endRound(c)
 			c.out = false
-		case ftrace.TmigrGroupSetCPUActive:
+		case ftrace.TmigrGroupSetCPUActive, ftrace.TmigrGroupSetCPUInactive:
 			b.endRound(c)
-			b.transition(e, ftrace.TmigrGroupAndCPU(p), true)
-		case ftrace.TmigrGroupSetCPUInactive:
-			b.endRound(c)
-			b.transition(e, ftrace.TmigrGroupAndCPU(p), false)
+			if b.skip[i] {
+				break
+			}
+			order, ok := b.apply[i]
+			if !ok {
+				order = []int{i}
+			}
+			for _, j := range order {
+				t, act, _ := transitionOf(b.ev[j])
+				b.transition(b.ev[j], t, act)
+			}
 		case ftrace.TmigrUpdateEvents:
 			c.ctx = nil
 		case ftrace.TmigrHandleRemote:
@@ -456,6 +550,9 @@ func (b *builder) transition(e ftrace.Event, t ftrace.TmigrGroupAndCPU, activate
 	}
 	gs.known, gs.seen, gs.unknown = true, true, ""
 	gs.active, gs.migrator, gs.line, gs.ts, gs.since = t.Active, m, e.Line, e.TS, s
+	if b.opaque[t.Group] {
+		gs.known, gs.unknown = false, whyOpaque
+	}
 }
 
 // remoteCPU starts the expiry of a target's timers inside a round, and
