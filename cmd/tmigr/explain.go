@@ -76,7 +76,6 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 			return fs.failf("--cpu: %v", err)
 		}
 	}
-	var reps []*explain.Report
 	stdin := 0
 	for _, f := range fs.Args() {
 		if f == "-" {
@@ -84,6 +83,9 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 				return fs.failf("standard input (-) given twice")
 			}
 		}
+	}
+	var reps []*explain.Report
+	for _, f := range fs.Args() {
 		r, err := explain.ExplainFile(f, opts)
 		if err != nil {
 			return fs.fail(err)
