@@ -23,18 +23,18 @@ type builder struct {
 	exclude     bool // ... and excludes isolated CPUs from it (6.19+)
 	special     cpumask.Mask
 
-	cpus    []cpuState
-	gs      map[uint64]*groupState
-	timers  map[uint64]*Start
-	ran     map[uint64]ranAt // a timer's latest expiry
-	traced  []bool // the CPU prints per-CPU tmigr lines somewhere
+	cpus   []cpuState
+	gs     map[uint64]*groupState
+	timers map[uint64]*Start
+	ran    map[uint64]ranAt // a timer's latest expiry
+	traced []bool           // the CPU prints per-CPU tmigr lines somewhere
 	// opaque holds the groups whose state changed without a line saying
 	// so, somewhere in the recording: a CPU below them does not trace its
 	// transitions (the 6.18 host recordings' CPU 1), so their printed
 	// state is never the whole truth.
-	opaque map[uint64]bool
-	apply  map[int][]int // transitions to take in at an event, in order (default: itself)
-	skip   map[int]bool  // transitions taken in earlier
+	opaque  map[uint64]bool
+	apply   map[int][]int // transitions to take in at an event, in order (default: itself)
+	skip    map[int]bool  // transitions taken in earlier
 	firstTS int64
 }
 
@@ -48,8 +48,8 @@ type cpuState struct {
 	evtKnown  bool
 	wakeup    int64
 	wakeLine  int
-	out       bool // left the hierarchy (tmigr_cpu_unavailable/offline)
-	lost      int  // the line of a loss not yet followed by a tmigr line of this CPU
+	out       bool  // left the hierarchy (tmigr_cpu_unavailable/offline)
+	lost      int   // the line of a loss not yet followed by a tmigr line of this CPU
 	printed   bool  // some line of this CPU came before
 	lastTS    int64 // the time of its latest line
 	round     *round
