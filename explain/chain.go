@@ -70,7 +70,7 @@ func (b *builder) ownerSteps(x *Expiry, p ftrace.TimerExpireEntry, ctx *remoteCt
 				"it expired in CPU %d's own timer softirq, outside any remote round, so it sat on CPU %d's own base; its timer_start is not in the recording (it was armed before the recording began), so who armed it, and whether it is pinned or deferrable, the trace does not tell", h, h)})
 			return out
 		}
-		add(Step{Line: st.Line, TS: st.TS, CPU: st.CPU, Text: armed(st, true)})
+		add(Step{Line: st.Line, TS: st.TS, CPU: st.CPU, Text: armed(st, true, !b.pull)})
 		if st.Flags&ftrace.TimerDeferrable != 0 {
 			add(deferrable(st, p, b.tick))
 		}
@@ -85,7 +85,7 @@ func (b *builder) ownerSteps(x *Expiry, p ftrace.TimerExpireEntry, ctx *remoteCt
 			add(Step{TS: -1, CPU: h, Undetermined: whyUnarmed, Text: fmt.Sprintf(
 				"it sat on CPU %d's own global base (its timer_start is before the recording)", h)})
 		} else {
-			add(Step{Line: st.Line, TS: st.TS, CPU: st.CPU, Text: armed(st, true)})
+			add(Step{Line: st.Line, TS: st.TS, CPU: st.CPU, Text: armed(st, true, !b.pull)})
 		}
 		return out
 	}
@@ -94,7 +94,7 @@ func (b *builder) ownerSteps(x *Expiry, p ftrace.TimerExpireEntry, ctx *remoteCt
 			"it was CPU %d's: its timer_start is not in the recording (it was armed before the recording began), but a remote round runs only the target's global base, so it was neither pinned nor deferrable", o)})
 		return out
 	}
-	add(Step{Line: st.Line, TS: st.TS, CPU: st.CPU, Text: armed(st, false)})
+	add(Step{Line: st.Line, TS: st.TS, CPU: st.CPU, Text: armed(st, false, !b.pull)})
 	switch {
 	case st.Base != o:
 		why := whyDisagree
@@ -111,10 +111,13 @@ func (b *builder) ownerSteps(x *Expiry, p ftrace.TimerExpireEntry, ctx *remoteCt
 	return out
 }
 
-// armed describes a timer_start; own: the CPU ran its own timer.
-func armed(st *Start, own bool) string {
+// armed describes a timer_start; own: the CPU ran its own timer; push:
+// the kernel predates 6.9, whose mod_timer may queue a timer on another CPU.
+func armed(st *Start, own, push bool) string {
 	var b strings.Builder
 	switch {
+	case st.CPU != st.Base && push && st.Flags&ftrace.TimerPinned == 0:
+		fmt.Fprintf(&b, "CPU %d armed it at %s (line %d) and the kernel queued it on CPU %d's base: before 6.9, mod_timer on an idle CPU queues a timer that is not pinned on a busy one (get_nohz_timer_target, push-at-enqueue)", st.CPU, fmtTS(st.TS), st.Line, st.Base)
 	case st.CPU != st.Base:
 		fmt.Fprintf(&b, "CPU %d queued it on CPU %d's base at %s (line %d; add_timer_on names the CPU)", st.CPU, st.Base, fmtTS(st.TS), st.Line)
 	case own:

@@ -305,3 +305,19 @@ func jsonOf(rep *Report) (string, error) {
 	b, err := json.MarshalIndent(rep.JSON(), "", " ")
 	return string(b), err
 }
+
+// Before 6.9 there is no hierarchy: mod_timer pushes a timer armed on an
+// idle CPU to a busy one, and the why says so.
+func TestSynthPushBefore69(t *testing.T) {
+	s := newSynth("6.1.0", "nohz_full=1-3")
+	s.start(1, 0, 2, 0xc1, "process_timeout", 1005, 0)
+	s.expire(30, 2, 0xc1, "process_timeout", 1008)
+	rep := s.explain(t)
+	x := findEvent(t, rep, Own, 2, "process_timeout")
+	wantIn(t, x.Why, "CPU 0 armed it at 1.001000 s (line 14) and the kernel queued it on CPU 2's base", "push-at-enqueue", "CPU 2 is nohz_full")
+	var b strings.Builder
+	if err := rep.WriteText(&b, TextOptions{}); err != nil || !strings.Contains(b.String(), "before 6.9: no pull hierarchy") ||
+		!strings.Contains(b.String(), "predates the pull hierarchy") {
+		t.Errorf("%v\n%s", err, b.String())
+	}
+}
