@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tmigr/tmigr/internal/soak"
 )
 
 var stressFor = flag.Duration("tmigr.stress", 700*time.Millisecond, "how long each policy of TestStress runs")
@@ -44,6 +46,7 @@ type stress struct {
 	victim  int // the worker that goes offline and back
 	recv    int // where the victim's timers go
 	errs    atomic.Int32
+	ops     atomic.Int64 // operations made (op calls)
 	offline atomic.Bool
 }
 
@@ -124,6 +127,7 @@ func (s *stress) diagnose() string {
 
 // op arms or stops a random slot and checks the result against the model.
 func (s *stress) op(r *rand.Rand) {
+	s.ops.Add(1)
 	sl := s.slots[r.IntN(len(s.slots))]
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
@@ -167,7 +171,8 @@ func (s *stress) op(r *rand.Rand) {
 // once, never early, on a worker it may run on (a worker isolated all along
 // never runs another's timer under pull-isolated), and Stop's and Reset's
 // results agree with what ran. Four workers share the machine's CPUs. Run
-// with -race; -tmigr.stress sets the duration per policy.
+// with -race; -tmigr.stress sets the duration per policy, TMIGR_SOAK=N
+// (package internal/soak) the number of operations (arms and stops).
 func TestStress(t *testing.T) {
 	for _, p := range []Policy{PullIsolated, Pull, Push, None} {
 		t.Run(p.String(), func(t *testing.T) { stressPolicy(t, p) })
@@ -304,7 +309,16 @@ func stressPolicy(t *testing.T, policy Policy) {
 			}
 		}
 	}()
-	time.Sleep(*stressFor)
+	start := time.Now()
+	if want := soak.Ops(t); want > 0 {
+		// TMIGR_SOAK=N: run until N operations were made.
+		for s.ops.Load() < want {
+			time.Sleep(10 * time.Millisecond)
+		}
+		defer func() { t.Logf("soak: %d operations, %v", s.ops.Load(), time.Since(start).Round(time.Millisecond)) }()
+	} else {
+		time.Sleep(*stressFor)
+	}
 	// Enough happened whatever the machine's load: at least minRuns
 	// timer functions ran (a loaded machine takes longer to get there).
 	waitFor(t, fmt.Sprintf("%d timer functions to run", minRuns), func() bool { return s.totalRuns() >= minRuns }, s.diagnose)

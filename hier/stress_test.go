@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tmigr/tmigr/internal/soak"
 )
 
 var stressFor = flag.Duration("hier.stress", 0, "run TestStress for this long instead of a few hundred rounds (e.g. -hier.stress=1m)")
@@ -219,7 +221,9 @@ func (s *stress) quiescent(t *testing.T) {
 // are the kernel's own two races (package doc, "Races the kernel loses"),
 // each recognised by its test hook where it happens and counted; nothing
 // else is forgiven.
-// Run it with -race; -hier.stress=DURATION runs it longer.
+// Run it with -race; -hier.stress=DURATION runs it longer, TMIGR_SOAK=N
+// (package internal/soak) for N steps (each a CPU's timer, tick, remote
+// expiry or idle transition).
 func TestStress(t *testing.T) {
 	const n = 24 // 2 nodes of 12: three levels
 	h := newPrepared(t, n, 2, Options{})
@@ -238,6 +242,15 @@ func TestStress(t *testing.T) {
 		rounds = 300
 	}
 	deadline := time.Now().Add(*stressFor)
+	// TMIGR_SOAK=N: as many rounds as make N steps (n CPUs × steps each).
+	if want := soak.Ops(t); want > 0 {
+		rounds = int((want + int64(n*steps) - 1) / int64(n*steps))
+		deadline = time.Time{}
+		start := time.Now()
+		defer func() {
+			t.Logf("soak: %d operations in %d rounds, %v", rounds*n*steps, rounds, time.Since(start).Round(time.Millisecond))
+		}()
+	}
 	for r := 0; r < rounds || time.Now().Before(deadline); r++ {
 		var wg sync.WaitGroup
 		for i := range s.cpus {

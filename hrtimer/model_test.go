@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tmigr/tmigr/internal/soak"
 	"pgregory.net/rapid"
 )
 
@@ -399,63 +400,74 @@ func (m *model) callback(rt *rapid.T, x *mTimer, quiet bool) {
 	}
 }
 
+// TestModel drives a CPU base and the model with random sequences of
+// starts, cancels, clock advances and hard and soft passes, comparing them
+// after every step. TMIGR_SOAK=N (package internal/soak) runs batches of
+// cases until N steps have been checked.
 func TestModel(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		cfg := Config{PreemptRT: rapid.Bool().Draw(rt, "rt")}
-		lowres := rapid.Bool().Draw(rt, "lowres")
-		if lowres {
-			cfg.LowRes, cfg.HZ = true, 1_000_000 // 1 µs ticks keep the numbers small
-		}
-		b, err := NewCPUBase(0, cfg)
-		if err != nil {
+	var steps int64
+	soak.Run(t, func() int64 { return steps }, func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) { modelCase(rt, &steps) })
+	})
+}
+
+// modelCase is one case of TestModel; it adds the steps it ran to *ops.
+func modelCase(rt *rapid.T, ops *int64) {
+	cfg := Config{PreemptRT: rapid.Bool().Draw(rt, "rt")}
+	lowres := rapid.Bool().Draw(rt, "lowres")
+	if lowres {
+		cfg.LowRes, cfg.HZ = true, 1_000_000 // 1 µs ticks keep the numbers small
+	}
+	b, err := NewCPUBase(0, cfg)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	m := &model{b: b, lowres: lowres}
+	o := [3]int64{}
+	for i := range o {
+		o[i] = rapid.Int64Range(-1000, 1000).Draw(rt, "offset")
+	}
+	b.SetOffsets(o[0], o[1], o[2])
+	for c := 1; c < 4; c++ {
+		m.offs[c], m.offs[c+softShift] = o[c-1], o[c-1]
+	}
+	n := rapid.IntRange(1, 8).Draw(rt, "timers")
+	for i := range n {
+		x := &mTimer{t: &Timer{}}
+		clock := Clock(rapid.IntRange(0, 3).Draw(rt, "clock"))
+		mode := rapid.SampledFrom([]Mode{ModeAbs, ModeSoft, ModeHard}).Draw(rt, "mode")
+		if err := b.Setup(x.t, clock, mode); err != nil {
 			rt.Fatal(err)
 		}
-		m := &model{b: b, lowres: lowres}
-		o := [3]int64{}
-		for i := range o {
-			o[i] = rapid.Int64Range(-1000, 1000).Draw(rt, "offset")
+		x.base = int(clock)
+		if mode&ModeSoft != 0 || (cfg.PreemptRT && mode&ModeHard == 0) {
+			x.base += softShift
 		}
-		b.SetOffsets(o[0], o[1], o[2])
-		for c := 1; c < 4; c++ {
-			m.offs[c], m.offs[c+softShift] = o[c-1], o[c-1]
+		if got := x.t.IsSoft(); got != (x.base >= softShift) {
+			rt.Fatalf("timer %d soft=%v", i, got)
 		}
-		n := rapid.IntRange(1, 8).Draw(rt, "timers")
-		for i := range n {
-			x := &mTimer{t: &Timer{}}
-			clock := Clock(rapid.IntRange(0, 3).Draw(rt, "clock"))
-			mode := rapid.SampledFrom([]Mode{ModeAbs, ModeSoft, ModeHard}).Draw(rt, "mode")
-			if err := b.Setup(x.t, clock, mode); err != nil {
-				rt.Fatal(err)
+		m.timers = append(m.timers, x)
+	}
+	m.check(rt)
+	for range rapid.IntRange(1, 60).Draw(rt, "steps") {
+		x := m.timers[rapid.IntRange(0, n-1).Draw(rt, "timer")]
+		switch rapid.IntRange(0, 5).Draw(rt, "op") {
+		case 0, 1:
+			m.start(rt, x, "")
+		case 2:
+			m.cancel(rt, x)
+		case 3:
+			m.now += rapid.Int64Range(0, 2000).Draw(rt, "advance")
+		case 4:
+			m.pass(rt, false)
+		case 5:
+			if m.activated {
+				m.pass(rt, true)
 			}
-			x.base = int(clock)
-			if mode&ModeSoft != 0 || (cfg.PreemptRT && mode&ModeHard == 0) {
-				x.base += softShift
-			}
-			if got := x.t.IsSoft(); got != (x.base >= softShift) {
-				rt.Fatalf("timer %d soft=%v", i, got)
-			}
-			m.timers = append(m.timers, x)
 		}
 		m.check(rt)
-		for range rapid.IntRange(1, 60).Draw(rt, "steps") {
-			x := m.timers[rapid.IntRange(0, n-1).Draw(rt, "timer")]
-			switch rapid.IntRange(0, 5).Draw(rt, "op") {
-			case 0, 1:
-				m.start(rt, x, "")
-			case 2:
-				m.cancel(rt, x)
-			case 3:
-				m.now += rapid.Int64Range(0, 2000).Draw(rt, "advance")
-			case 4:
-				m.pass(rt, false)
-			case 5:
-				if m.activated {
-					m.pass(rt, true)
-				}
-			}
-			m.check(rt)
-		}
-	})
+		*ops++
+	}
 }
 
 // TestForward checks hrtimer_forward (B.4, B.9-5) against stepping the

@@ -2,13 +2,14 @@ package wheel
 
 import (
 	"cmp"
-	"flag"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
 
+	"github.com/tmigr/tmigr/internal/soak"
 	"pgregory.net/rapid"
 )
 
@@ -106,9 +107,8 @@ type model struct {
 // quirkPassed counts those.
 var quirkStates, quirkLate, quirkPassed int
 
-// coverage counts what the random runs exercised, so that a generator that
-// stops reaching a path shows in the test log, and fails the test for the
-// paths every run of 100 cases reaches many times over.
+// coverage counts what the model test's cases exercised: the log shows it,
+// and TestWheelModelCoverage asserts it for its fixed cases.
 var coverage = map[string]int{}
 
 // rollPassed moves the buckets of the lost timers the clock has jumped
@@ -844,79 +844,144 @@ func (m *model) ladder() {
 	}
 }
 
-// TestWheelAgainstModel drives two bases and the model with random
-// sequences of arm / re-arm / cancel / tick / idle / next-event / recalc /
-// migrate operations, comparing everything after each step.
-func TestWheelAgainstModel(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		m := newModel(t)
-		steps := rapid.IntRange(20, 200).Draw(t, "steps")
-		for range steps {
-			switch op := rapid.IntRange(0, 13).Draw(t, "op"); op {
-			case 0, 1, 2: // arm or re-arm (detach + add)
-				m.arm(m.pickTimer("timer"), m.pickBase("base"))
-			case 3: // several timers at one expiry: LIFO within a bucket
-				b := m.pickBase("base")
-				m.forward(b, m.jiffies)
-				b.w.Forward(m.jiffies)
-				expires := m.jiffies + m.drawTimeout("timeout")
-				for range rapid.IntRange(2, 5).Draw(t, "burst") {
-					tm := m.pickTimer("timer")
-					if tm.state != mIdle {
+// wheelModel is one case of the model test: two bases and the model driven
+// by a random sequence of arm / re-arm / cancel / tick / idle / next-event /
+// recalc / migrate operations, comparing everything after each step. It
+// adds the steps it ran to modelSteps.
+func wheelModel(t *rapid.T) {
+	m := newModel(t)
+	steps := rapid.IntRange(20, 200).Draw(t, "steps")
+	for range steps {
+		switch op := rapid.IntRange(0, 13).Draw(t, "op"); op {
+		case 0, 1, 2: // arm or re-arm (detach + add)
+			m.arm(m.pickTimer("timer"), m.pickBase("base"))
+		case 3: // several timers at one expiry: LIFO within a bucket
+			b := m.pickBase("base")
+			m.forward(b, m.jiffies)
+			b.w.Forward(m.jiffies)
+			expires := m.jiffies + m.drawTimeout("timeout")
+			for range rapid.IntRange(2, 5).Draw(t, "burst") {
+				tm := m.pickTimer("timer")
+				if tm.state != mIdle {
+					m.cancel(tm)
+				}
+				m.armAt(tm, b, expires)
+			}
+		case 4: // cancel
+			m.cancel(m.pickTimer("timer"))
+		case 5: // cancel a base's first timer: the lazy recalc
+			b := m.pickBase("base")
+			if min, ok := m.bruteNext(b); ok {
+				for _, tm := range m.timers {
+					if tm.state == mInWheel && m.bases[tm.base] == b && tm.place.bucket == min {
 						m.cancel(tm)
 					}
-					m.armAt(tm, b, expires)
 				}
-			case 4: // cancel
-				m.cancel(m.pickTimer("timer"))
-			case 5: // cancel a base's first timer: the lazy recalc
-				b := m.pickBase("base")
-				if min, ok := m.bruteNext(b); ok {
-					for _, tm := range m.timers {
-						if tm.state == mInWheel && m.bases[tm.base] == b && tm.place.bucket == min {
-							m.cancel(tm)
-						}
-					}
-				}
-			case 6, 7: // run every tick for a while
-				m.tick(rapid.Uint64Range(1, 2000).Draw(t, "ticks"))
-				m.checkRan()
-			case 8: // idle, then one run
-				m.idle()
-				m.checkRan()
-			case 9: // recalc, then the next event
-				b := m.pickBase("base")
-				if b.recalc {
-					m.recalcNow(b)
-				}
-				b.w.Recalc()
-				m.checkScalars(b, "recalc")
-				want := m.nextInterrupt(b, m.jiffies)
-				if got := b.w.NextTimerInterrupt(m.jiffies); got != want {
-					m.fatalf("cpu%d: NextTimerInterrupt = %d, want %d", b.cpu, got, want)
-				}
-				if min, ok := m.bruteNext(b); ok && !m.inQuirk(b) && want != min {
-					m.fatalf("cpu%d: NextTimerInterrupt = %d, brute force says %d", b.cpu, want, min)
-				}
-			case 10: // CPU offline: migrate its timers to the other
-				src := m.pickBase("src")
-				dst := m.bases[1-m.baseIndex(src)]
-				m.migrate(src, dst)
-			case 11: // an empty base comes (back) online
-				b := m.pickBase("base")
-				if b.w.Len() == 0 {
-					b.w.Init(m.depth, m.jiffies)
-					b.clk, b.ne, b.recalc, b.pending = m.jiffies, m.jiffies+NextTimerMaxDelta, false, false
-					b.prevClk = m.jiffies
-				}
-			case 12: // timers on several levels sharing one bucket expiry
-				m.aimedArm(m.pickTimer("timer"), m.pickBase("base"))
-			case 13:
-				m.ladder()
 			}
-			m.checkAll()
+		case 6, 7: // run every tick for a while
+			m.tick(rapid.Uint64Range(1, 2000).Draw(t, "ticks"))
+			m.checkRan()
+		case 8: // idle, then one run
+			m.idle()
+			m.checkRan()
+		case 9: // recalc, then the next event
+			b := m.pickBase("base")
+			if b.recalc {
+				m.recalcNow(b)
+			}
+			b.w.Recalc()
+			m.checkScalars(b, "recalc")
+			want := m.nextInterrupt(b, m.jiffies)
+			if got := b.w.NextTimerInterrupt(m.jiffies); got != want {
+				m.fatalf("cpu%d: NextTimerInterrupt = %d, want %d", b.cpu, got, want)
+			}
+			if min, ok := m.bruteNext(b); ok && !m.inQuirk(b) && want != min {
+				m.fatalf("cpu%d: NextTimerInterrupt = %d, brute force says %d", b.cpu, want, min)
+			}
+		case 10: // CPU offline: migrate its timers to the other
+			src := m.pickBase("src")
+			dst := m.bases[1-m.baseIndex(src)]
+			m.migrate(src, dst)
+		case 11: // an empty base comes (back) online
+			b := m.pickBase("base")
+			if b.w.Len() == 0 {
+				b.w.Init(m.depth, m.jiffies)
+				b.clk, b.ne, b.recalc, b.pending = m.jiffies, m.jiffies+NextTimerMaxDelta, false, false
+				b.prevClk = m.jiffies
+			}
+		case 12: // timers on several levels sharing one bucket expiry
+			m.aimedArm(m.pickTimer("timer"), m.pickBase("base"))
+		case 13:
+			m.ladder()
 		}
-	})
+		m.checkAll()
+		modelSteps++
+	}
+}
+
+// modelSteps counts the steps wheelModel ran: the operations of the soak
+// knob.
+var modelSteps int64
+
+// TestWheelAgainstModel runs wheelModel on random cases (rapid's seed,
+// -rapid.checks of them, a fifth under -short) and logs what the cases
+// reached. TMIGR_SOAK=N (package internal/soak) runs batches of cases until
+// N steps have been checked. Which paths the generator reaches is asserted
+// by TestWheelModelCoverage, on fixed cases.
+func TestWheelAgainstModel(t *testing.T) {
+	clear(coverage)
+	modelSteps = 0
+	soak.Run(t, func() int64 { return modelSteps }, func(t *testing.T) { rapid.Check(t, wheelModel) })
+	logCoverage(t)
+}
+
+// coverageClasses are the paths the model test must reach: every one is
+// reached, many times, by the fixed cases of TestWheelModelCoverage.
+var coverageClasses = []string{
+	"fired on level 0", "fired on level 1", "fired clamped", "fired expired",
+	"fired across the 64-bit wrap", "fired, run every tick", "fired with more of its round to come",
+	"detached while collected", "detach emptied a bucket", "empty round",
+	"round over several levels", "round with a shared bucket", "migrated several",
+}
+
+// coverageCases is how many fixed cases TestWheelModelCoverage runs, and
+// coverageWords how many random words each case's input holds (more than a
+// case can draw: a case that ran out would be skipped, and the test fails).
+const coverageCases, coverageWords = 40, 1 << 15
+
+// TestWheelModelCoverage runs wheelModel on fixed cases — inputs drawn from
+// a PRNG with a fixed seed and replayed through rapid.MakeFuzz, so the same
+// cases run every time whatever the flags (-short, -rapid.checks,
+// -rapid.seed) — and asserts that they reach every coverage class. It
+// cannot pass or fail by luck: a change to the generator or to the wheel
+// that stops some class from being reached fails it every time.
+func TestWheelModelCoverage(t *testing.T) {
+	clear(coverage)
+	run := rapid.MakeFuzz(wheelModel)
+	r := rand.New(rand.NewPCG(2026, 14))
+	input := make([]byte, 8*coverageWords)
+	for i := range coverageCases {
+		for j := 0; j < len(input); j += 8 {
+			binary.LittleEndian.PutUint64(input[j:], r.Uint64())
+		}
+		done := false
+		if !t.Run(fmt.Sprintf("case%d", i), func(t *testing.T) { run(t, input); done = true }) {
+			return
+		}
+		if !done {
+			t.Fatalf("case %d drew more than its %d words and was skipped", i, coverageWords)
+		}
+	}
+	logCoverage(t)
+	for _, k := range coverageClasses {
+		if coverage[k] == 0 {
+			t.Errorf("the fixed cases never reached %q", k)
+		}
+	}
+}
+
+// logCoverage logs the coverage counts and the sentinel quirk's.
+func logCoverage(t *testing.T) {
 	keys := make([]string, 0, len(coverage))
 	for k := range coverage {
 		keys = append(keys, k)
@@ -924,18 +989,6 @@ func TestWheelAgainstModel(t *testing.T) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		t.Logf("%-40s %d", k, coverage[k])
-	}
-	if checks, err := strconv.Atoi(flag.Lookup("rapid.checks").Value.String()); err == nil && checks >= 100 {
-		for _, k := range []string{
-			"fired on level 0", "fired on level 1", "fired clamped", "fired expired",
-			"fired across the 64-bit wrap", "fired, run every tick", "fired with more of its round to come",
-			"detached while collected", "detach emptied a bucket", "empty round",
-			"round over several levels", "round with a shared bucket", "migrated several",
-		} {
-			if coverage[k] == 0 {
-				t.Errorf("the generator never reached %q", k)
-			}
-		}
 	}
 	t.Logf("sentinel quirk: %d checks in the state, %d timers made late by it, %d overtaken by the clock", quirkStates, quirkLate, quirkPassed)
 }
