@@ -11,11 +11,11 @@ import (
 )
 
 // The model below is a minimal timer code around the hierarchy, enough to
-// check end to end that no global timer is lost or late (§8 invariants 7,
-// 8, 10): every CPU holds a sorted list of global timers (no local ones);
+// check end to end that no global timer is lost or late (invariants I7,
+// I8, I10 of docs/hierarchy.md): every CPU holds a sorted list of global timers (no local ones);
 // time advances in ticks; a CPU goes idle only if its first timer is more
 // than a tick away, undoes the idle transition if it is handed something
-// due within a tick (the timer code's rule, §4.11), and while idle sleeps
+// due within a tick (the timer code's rule, docs/hierarchy.md O9), and while idle sleeps
 // until the time it armed; an idle CPU woken by that time runs its softirq
 // and re-evaluates its sleep with NewTimer, as the idle loop does.
 
@@ -52,7 +52,7 @@ func (m *model) NextGlobalRemote(target int, _ uint64, now int64) int64 {
 	if f == KtimeMax {
 		return KtimeMax
 	}
-	return max(f, now) // an overdue timer is reported as now (§4.11)
+	return max(f, now) // an overdue timer is reported as now (O9)
 }
 
 func (m *model) runDue(c int) {
@@ -125,7 +125,7 @@ func (m *model) advance() {
 			m.reevaluate(c)
 		}
 	}
-	// §8 invariant 10: every timer due by now has run.
+	// I10: every timer due by now has run.
 	for c := range m.cpus {
 		if f := m.first(c); f <= m.now {
 			m.t.Fatalf("now %d: CPU%d's global timer at %d has not run (idle=%v armed=%s)\n%s",
@@ -151,7 +151,7 @@ func (m *model) isolate(s cpumask.Mask) {
 	}
 }
 
-// check verifies Check and §8 invariants 7 and 8 against the model.
+// check verifies Check and invariants I7 and I8 against the model.
 func (m *model) check() {
 	if err := m.h.Check(); err != nil {
 		m.t.Fatalf("%v\n%s", err, m.h.State())

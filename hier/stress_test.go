@@ -158,8 +158,8 @@ func (s *stress) step(i int, quiet bool) {
 	}
 }
 
-// quiescent checks, with every goroutine parked: Check, and §8 invariants
-// 7 and 8 against the CPUs' timers.
+// quiescent checks, with every goroutine parked: Check, and invariants
+// I7 and I8 of docs/hierarchy.md against the CPUs' timers.
 func (s *stress) quiescent(t *testing.T) {
 	t.Helper()
 	if w := s.h.Warnings(); w != 0 {
@@ -216,8 +216,8 @@ func (s *stress) quiescent(t *testing.T) {
 // goroutine through random timers, ticks, remote expiries and idle
 // transitions, concurrently, round after round on a shared fake clock.
 // Between rounds, with all goroutines parked, it checks the invariants: no
-// idle CPU's global timer is unpublished (§8 7) and, when every CPU is
-// idle, some CPU is armed for the earliest timer (§8 8). The exceptions
+// idle CPU's global timer is unpublished (I7 of docs/hierarchy.md) and, when every CPU is
+// idle, some CPU is armed for the earliest timer (I8). The exceptions
 // are the kernel's own two races (package doc, "Races the kernel loses"),
 // each recognised by its test hook where it happens and counted; nothing
 // else is forgiven.
