@@ -14,10 +14,10 @@ import (
 )
 
 // The reference model of a pair of wheel bases (two CPUs sharing one
-// jiffies counter). It keeps what the spec calls the timer state, a plain
+// jiffies counter). It keeps the timer state, a plain
 // list of (timer, expires, armed-at clock) plus the bucket that ref_test.go
 // computes for it, and the base's scalar bookkeeping (clk, next_expiry and
-// the lazy-recalc flag) updated by the rules of spec A.5–A.9, with every
+// the lazy-recalc flag) updated by the rules of docs/wheel.md W5–W9, with every
 // "earliest bucket" found by brute force over the list instead of the
 // bitmap scan. The expiry order at one clock value (higher levels first,
 // newest first within a bucket) is a sort of that list, and the migration
@@ -98,7 +98,7 @@ type model struct {
 // once the clock has moved on since) leaves timers_pending false with a
 // timer queued. next_timer_interrupt then treats the base as empty and
 // moves next_expiry to basej+NEXT_TIMER_MAX_DELTA, possibly past the bucket,
-// and the timer runs late. Spec A.15.6's "equality when
+// and the timer runs late. docs/wheel.md's WI6 "equality when
 // next_expiry_recalc is false" does not hold in that state; quirkStates
 // and quirkLate count how often the random runs reach it. Worse, once
 // next_expiry is past the bucket, __run_timers (or a forward) moves clk to
@@ -190,7 +190,7 @@ func (m *model) bruteNext(b *mbase) (uint64, bool) {
 	return min, found
 }
 
-// recalcNow is timer_recalc_next_expiry (A.8) by brute force. As in the
+// recalcNow is timer_recalc_next_expiry (W8) by brute force. As in the
 // kernel, the result starts at the sentinel clk+NEXT_TIMER_MAX_DELTA and
 // only an earlier bucket replaces it, and timers_pending is "the result is
 // not the sentinel", so a lone bucket exactly at the sentinel (a timeout of
@@ -204,7 +204,7 @@ func (m *model) recalcNow(b *mbase) {
 	b.recalc = false
 }
 
-// forward is __forward_timer_base (A.6).
+// forward is __forward_timer_base (W6).
 func (m *model) forward(b *mbase, basej uint64) {
 	if !refAfter(basej, b.clk) {
 		return
@@ -220,7 +220,7 @@ func (m *model) forward(b *mbase, basej uint64) {
 	m.rollPassed(b)
 }
 
-// enqueue is internal_add_timer (A.4, A.5); it reports "first".
+// enqueue is internal_add_timer (W4, W5); it reports "first".
 func (m *model) enqueue(b *mbase, tm *mtimer, expires uint64) bool {
 	tm.base = m.baseIndex(b)
 	tm.state = mInWheel
@@ -252,7 +252,7 @@ func (m *model) enqueue(b *mbase, tm *mtimer, expires uint64) bool {
 	return false
 }
 
-// detach is detach_if_pending (A.13): emptying a bucket marks next_expiry
+// detach is detach_if_pending (W10): emptying a bucket marks next_expiry
 // stale. A collected timer is only dropped from its round.
 func (m *model) detach(tm *mtimer) bool {
 	switch tm.state {
@@ -275,7 +275,7 @@ func (m *model) detach(tm *mtimer) bool {
 	return true
 }
 
-// collect is one round of __run_timers (A.7): the timers whose bucket is
+// collect is one round of __run_timers (W7): the timers whose bucket is
 // due at next_expiry, ordered by level (high first) and, within a bucket,
 // newest first.
 func (m *model) collect(b *mbase, j uint64) bool {
@@ -311,7 +311,7 @@ func (m *model) collect(b *mbase, j uint64) bool {
 	return true
 }
 
-// nextInterrupt is next_timer_interrupt (A.9).
+// nextInterrupt is next_timer_interrupt (W9).
 func (m *model) nextInterrupt(b *mbase, basej uint64) uint64 {
 	if b.recalc {
 		m.recalcNow(b)
@@ -475,7 +475,7 @@ func (m *model) nameOf(tm *mtimer) string {
 	return fmt.Sprintf("t%d", tm.id)
 }
 
-// fire checks the spec's per-timer guarantees (A.15.1–4) as the timer is
+// fire checks the per-timer guarantees WI1–WI4 of docs/wheel.md as the timer is
 // handed out at clock value c, jiffies j.
 func (m *model) fire(tm *mtimer, b *mbase, c, j uint64) {
 	key := [2]int{tm.id, tm.gen}
@@ -520,7 +520,7 @@ func (m *model) fire(tm *mtimer, b *mbase, c, j uint64) {
 	}
 	switch {
 	case p.clamped:
-		// A.15.4: early, within (armClk+MAX, armClk+CUTOFF].
+		// WI4: early, within (armClk+MAX, armClk+CUTOFF].
 		if d := c - tm.armClk; d <= refMax(m.depth) || d > refCutoff(m.depth) {
 			m.fatalf("clamped t%d ran at armed clk+%d, want in (%d, %d]", tm.id, d, refMax(m.depth), refCutoff(m.depth))
 		}
@@ -529,7 +529,7 @@ func (m *model) fire(tm *mtimer, b *mbase, c, j uint64) {
 			m.fatalf("expired t%d (expires %d) ran at %d, armed at clk %d", tm.id, tm.expires, c, tm.armClk)
 		}
 	default:
-		// A.15.1–3: never early; at most one granule late.
+		// WI1–WI3: never early; at most one granule late.
 		if !refAfter(c, tm.expires) {
 			m.fatalf("t%d ran early: clk %d, expires %d", tm.id, c, tm.expires)
 		}
@@ -672,7 +672,7 @@ func (m *model) migrate(src, dst *mbase) {
 // --- checks -------------------------------------------------------------
 
 // checkScalars compares the base's clock and next-expiry bookkeeping with
-// the model, and checks the clock and next-expiry invariants (A.15.6–7).
+// the model, and checks the clock and next-expiry invariants (WI6–WI7).
 func (m *model) checkScalars(b *mbase, after string) {
 	w := b.w
 	if w.Clk() != b.clk || w.NextExpiry() != b.ne || w.NeedsRecalc() != b.recalc {
@@ -710,7 +710,7 @@ func (m *model) checkScalars(b *mbase, after string) {
 }
 
 // checkAll compares everything observable with the model, bucket by
-// bucket and timer by timer (A.15.5–8).
+// bucket and timer by timer (WI5–WI8).
 func (m *model) checkAll() {
 	for bi, b := range m.bases {
 		m.checkScalars(b, "op")
@@ -733,7 +733,7 @@ func (m *model) checkAll() {
 			}
 			n += len(want)
 			for _, tm := range want {
-				// A.15.7: the clock never passed a pending bucket.
+				// WI7: the clock never passed a pending bucket.
 				if refAfter(b.w.Clk(), m.timerOf(tm).place.bucket) {
 					m.fatalf("cpu%d clk %d passed t%d's bucket %d", b.cpu, b.w.Clk(), m.timerOf(tm).id, m.timerOf(tm).place.bucket)
 				}
@@ -754,7 +754,7 @@ func (m *model) checkAll() {
 	}
 }
 
-// checkRan checks A.15.8 after both bases ran at the current jiffies: no
+// checkRan checks WI8 after both bases ran at the current jiffies: no
 // bucket that is due is left behind.
 func (m *model) checkRan() {
 	for _, tm := range m.timers {
