@@ -10,9 +10,9 @@ import (
 
 // The reference model of one CPU base: each timer's state in plain fields,
 // queues as sorted lists, and the kernel's rules for a pass written out
-// directly on those lists. The model tracks the facts of B.9 (which timers
-// are queued, their expiries and enqueue order, softirq_activated, the hang
-// statistics) but not the implementation's cached pointers (next_timer and
+// directly on those lists. The model tracks the facts of docs/hrtimer.md
+// HI1–HI11 (which timers are queued, their expiries and enqueue order,
+// softirq_activated, the hang statistics) but not the implementation's cached pointers (next_timer and
 // friends): those are what it checks.
 
 type mTimer struct {
@@ -79,7 +79,7 @@ func (m *model) minExp(mask uint8) int64 {
 	return max(exp, 0)
 }
 
-// nextEvent is what expires_next must be outside a pass (B.9-4).
+// nextEvent is what expires_next must be outside a pass (HI4).
 func (m *model) nextEvent() int64 {
 	if m.activated {
 		return m.minExp(activeHard)
@@ -470,7 +470,7 @@ func modelCase(rt *rapid.T, ops *int64) {
 	}
 }
 
-// TestForward checks hrtimer_forward (B.4, B.9-5) against stepping the
+// TestForward checks hrtimer_forward (docs/hrtimer.md H4, HI5) against stepping the
 // expiry one interval at a time.
 func TestForward(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -513,13 +513,13 @@ func TestForward(t *testing.T) {
 			rt.Fatalf("forward(%d, %d): k=%d [%d,%d], want k=%d hard=%d slack=%d", now, iv, k, tm.SoftExpires(), tm.Expires(), want, hard, slack)
 		}
 		if !(tm.Expires() > now && now >= tm.Expires()-step) {
-			rt.Fatalf("B.9-5 violated: new=%d now=%d interval'=%d", tm.Expires(), now, step)
+			rt.Fatalf("HI5 violated: new=%d now=%d interval'=%d", tm.Expires(), now, step)
 		}
 	})
 }
 
 // TestHang drives interrupts whose callbacks keep the next timer overdue
-// (B.9-9): exactly three passes, then hang_detected, nr_hangs + 1, the
+// (HI9): exactly three passes, then hang_detected, nr_hangs + 1, the
 // device at now + min(delta, 100 ms), max_hang_time never decreasing; and
 // the first interrupt that can program its event clears hang_detected.
 func TestHang(t *testing.T) {

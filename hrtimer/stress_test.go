@@ -19,7 +19,7 @@ import (
 // or be cancelled by a try_to_cancel that returned 1; try_to_cancel must
 // tell the truth (1: an unfired arm was queued; 0: none was; -1: one is
 // firing). A second set of timers is cancelled with the blocking Cancel,
-// after which the timer must be inactive (B.9-6).
+// after which the timer must be inactive (docs/hrtimer.md HI6).
 //
 // TMIGR_SOAK=N (package internal/soak) runs the whole test again and again
 // until N operations (starts, restarts and cancels by the workers) have
