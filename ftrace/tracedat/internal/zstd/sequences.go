@@ -178,7 +178,11 @@ func (d *decoder) sequences(b []byte, lits []byte) error {
 			return d.grow(int(min(matchLen, 1<<40)))
 		}
 		from := len(d.out) - int(off)
-		for j := 0; j < int(matchLen); j++ {
+		if off >= matchLen {
+			d.out = append(d.out, d.out[from:from+int(matchLen)]...)
+			continue
+		}
+		for j := 0; j < int(matchLen); j++ { // the match overlaps its copy
 			d.out = append(d.out, d.out[from+j])
 		}
 	}

@@ -393,22 +393,19 @@ func (r *backward) peek(n int) uint64 {
 		return 0
 	}
 	lo := r.pos - n // bit index of the value's lowest bit
-	var v uint64
-	// Gather the bytes holding bits [lo, pos) into v, then shift.
-	first := lo >> 3
-	if lo < 0 {
-		first = (lo - 7) / 8
+	if lo >= 0 && lo>>3+8 <= len(r.b) {
+		v := binary.LittleEndian.Uint64(r.b[lo>>3:])
+		return v >> (lo & 7) & (1<<n - 1)
 	}
+	// Near either end: gather the bytes one at a time; bits before the
+	// stream's start read as zeros.
+	first := lo >> 3 // floor, also for negative lo
 	shift := lo - first*8
+	var v uint64
 	for i := 0; i < 8; i++ {
-		idx := first + i
-		if idx*8 >= r.pos {
-			break
-		}
-		if idx >= 0 && idx < len(r.b) {
+		if idx := first + i; idx >= 0 && idx < len(r.b) {
 			v |= uint64(r.b[idx]) << (8 * i)
 		}
 	}
-	v >>= shift
-	return v & (1<<n - 1)
+	return v >> shift & (1<<n - 1)
 }
