@@ -66,13 +66,13 @@ func TestRingBuffer(t *testing.T) {
 			b := newBuilder(2)
 			b.order, b.long = tc.order, tc.long
 			p := b.newPage(1000)
-			p.event(5, 42, -1, 3)          // 1005
-			p.extend(1 << 30)              // +2^30
-			p.event(0, 42, 2, 0)           // 1005+2^30
-			p.padding(7, 8)                // +7, skipped
-			p.longEvent(3, 42, 3, 4)       // +3
-			p.stamp(5_000_000_000)         // absolute
-			p.event(1, 0, 4, 8)            // 5e9+1
+			p.event(5, 42, -1, 3)    // 1005
+			p.extend(1 << 30)        // +2^30
+			p.event(0, 42, 2, 0)     // 1005+2^30
+			p.padding(7, 8)          // +7, skipped
+			p.longEvent(3, 42, 3, 4) // +3
+			p.stamp(5_000_000_000)   // absolute
+			p.event(1, 0, 4, 8)      // 5e9+1
 			b.add(0, p)
 			q := b.newPage(2000)
 			q.commit = 1<<31 | 1<<30
@@ -242,10 +242,10 @@ func TestNotTraceDat(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		Magic + "5\x00\x00\x08\x00\x10\x00\x00": "only 6 and 7",
-		Magic + "6\x00\x02\x08\x00\x10\x00\x00": "endianness",
-		Magic + "6\x00\x00\x03\x00\x10\x00\x00": "long size",
-		Magic + "6\x00\x00\x08\x00\x10\x00\x01": "page size",
+		Magic + "5\x00\x00\x08\x00\x10\x00\x00":          "only 6 and 7",
+		Magic + "6\x00\x02\x08\x00\x10\x00\x00":          "endianness",
+		Magic + "6\x00\x00\x03\x00\x10\x00\x00":          "long size",
+		Magic + "6\x00\x00\x08\x00\x10\x00\x01":          "page size",
 		Magic + "7\x00\x00\x08\x00\x10\x00\x00bzip2\x00": "compression",
 	} {
 		_, err := Open(strings.NewReader(in), int64(len(in)))
