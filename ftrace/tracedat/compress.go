@@ -38,18 +38,19 @@ func (zlibCodec) decompress(src []byte, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, n)
-	if _, err := io.ReadFull(zr, out); err != nil {
-		return nil, fmt.Errorf("data ends before its %d bytes: %w", n, err)
-	}
-	var one [1]byte
-	if k, _ := zr.Read(one[:]); k != 0 {
-		return nil, fmt.Errorf("data holds more than its %d bytes", n)
-	}
-	if err := zr.Close(); err != nil {
+	// Read at most n+1 bytes, growing the buffer only as data comes: a
+	// size from the file allocates nothing the data does not fill.
+	var out bytes.Buffer
+	if _, err := io.Copy(&out, io.LimitReader(zr, int64(n)+1)); err != nil {
 		return nil, err
 	}
-	return out, nil
+	if out.Len() > n {
+		return nil, fmt.Errorf("data decompresses to more than the %d bytes its header says", n)
+	}
+	if out.Len() < n {
+		return nil, fmt.Errorf("data decompresses to %d bytes, its header says %d", out.Len(), n)
+	}
+	return out.Bytes(), zr.Close()
 }
 
 type zstdCodec struct{}

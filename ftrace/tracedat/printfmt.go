@@ -55,6 +55,9 @@ type fmtPart struct {
 	conv *conversion
 }
 
+// maxWidth bounds a conversion's field width and precision.
+const maxWidth = 1000
+
 type conversion struct {
 	flags  string // of "-+ 0#"
 	width  int    // -1: none
@@ -139,10 +142,7 @@ func parseConversions(f string) ([]fmtPart, error) {
 				if n < 0 {
 					n = 0
 				}
-				n = n*10 + int(f[i]-'0')
-				if n > 1000 {
-					n = 1000
-				}
+				n = min(n*10+int(f[i]-'0'), maxWidth)
 				i++
 			}
 			return n
@@ -1069,14 +1069,22 @@ func (pf *printFmt) eval(b []byte, c *evalCtx) ([]byte, error) {
 			if err != nil {
 				return b, err
 			}
-			width = int(int32(v.u))
+			// A negative width left-justifies, as in C; widths are
+			// capped (the kernel's vsnprintf refuses ones above 2^23).
+			width = min(int(int32(v.u)), maxWidth)
+			if width < 0 {
+				c := *cv
+				c.flags += "-"
+				cv = &c
+				width = min(-width, maxWidth)
+			}
 		}
 		if prec == -2 {
 			v, err := next()
 			if err != nil {
 				return b, err
 			}
-			prec = max(int(int32(v.u)), 0)
+			prec = min(max(int(int32(v.u)), 0), maxWidth)
 		}
 		v, err := next()
 		if err != nil {

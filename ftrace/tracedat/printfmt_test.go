@@ -73,6 +73,8 @@ func TestPrintFmt(t *testing.T) {
 		{`"%d", REC->a && REC->b || REC->neg`, "1"},
 		{`"%.3s|%*d", REC->comm, 4, 7`, "bas|   7"},
 		{`"%d", (1 << 4) | (1 << 0)`, "17"},
+		{`"%*d|", -3, 7`, "7  |"},
+		{`"%*d|", 0x7fffffff, 7`, strings.Repeat(" ", 999) + "7|"},
 	} {
 		ev, err := ParseFormat("test", strings.Replace(exprFormat, `"x"`, tc.fmt, 1))
 		if err != nil {

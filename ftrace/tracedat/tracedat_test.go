@@ -257,7 +257,7 @@ func TestNotTraceDat(t *testing.T) {
 
 const realDir = "../testdata/tracecmd"
 
-func readReal(t *testing.T, name string) []byte {
+func readReal(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(realDir, name))
 	if err != nil {
