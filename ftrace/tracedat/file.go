@@ -342,6 +342,7 @@ func (f *File) openV6(s *seq) error {
 	// Instances: each BUFFER option's offset points at its own
 	// "flyrecord" and CPU table.
 	for _, b := range bufs {
+		b.Clock = f.Clock // version 6 has one clock, the TRACECLOCK option's
 		bs := &seq{f: f, off: b.at}
 		if k := bs.bytes(10, "buffer "+b.Name+" data kind"); bs.err == nil && string(k) != "flyrecord\x00" {
 			return &Error{Off: bs.off - 10, Err: fmt.Errorf("buffer %q: %q is not \"flyrecord\"", b.Name, clipBytes(k))}
