@@ -359,6 +359,20 @@ func readWhole(t testing.TB, text string) ([]Event, *Reader, error) {
 	}
 }
 
+// describeWhole reads text with OpenReader and describes every event.
+func describeWhole(t *testing.T, text string) ([]string, *Reader) {
+	t.Helper()
+	evs, r, err := readWhole(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, describeEvent(ev))
+	}
+	return got, r
+}
+
 // TestSortMarkers: sorting keeps a CPU's Lost marker just before that CPU's
 // next event, with the time of the event before it.
 func TestSortMarkers(t *testing.T) {
@@ -369,14 +383,7 @@ CPU:1 [LOST 5 EVENTS]
           <idle>-0       [000] d..2.   100.000010: timer_cancel: timer=0000000000000003
           <idle>-0       [000] d..2.   100.000030: timer_cancel: timer=0000000000000004
 `
-	evs, _, err := readWhole(t, text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, ev := range evs {
-		got = append(got, describeEvent(ev))
-	}
+	got, _ := describeWhole(t, text)
 	want := []string{
 		"L5 \"<idle>\" pid=0 cpu=0 flags=d..2. ts=100.000010000 TimerCancel{Timer:0x3}",
 		"L2 \"<idle>\" pid=0 cpu=1 flags=d..2. ts=100.000020000 TimerCancel{Timer:0x1}",
@@ -479,14 +486,7 @@ ftin: record.s-10478   2d.h3.   503.191720: hrtimer_setup:        hrtimer=0xffff
 ftin: CPU:2 [SUBBUFFER START]
 ftin:      kworker/0:0-9     [002]   503.199717: (+5)     tmigr_group_set_cpu_active: group=0xffff8881003d8500 lvl=0 numa=0 active=3 migrator=2 parent=(nil) childmask=1
 `
-	evs, r, err := readWhole(t, text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, ev := range evs {
-		got = append(got, describeEvent(ev))
-	}
+	got, r := describeWhole(t, text)
 	want := []string{
 		`L4 "record.sh" pid=10478 cpu=1 ts=503.191711000 HrtimerExpireEntry{Hrtimer:0xffff888627d206f8 Function:"tick_nohz_handler" Now:503168061112}`,
 		`L5 cpu=0 ts=503.191711000 Lost{Count:12}`,
@@ -504,6 +504,16 @@ ftin:      kworker/0:0-9     [002]   503.199717: (+5)     tmigr_group_set_cpu_ac
 	s := r.Stats()
 	if s.Lost != 12 || s.LostUnknown != 1 {
 		t.Errorf("stats %+v", s)
+	}
+	// trace-cmd report -R: raw fields.
+	_, _, err := readWhole(t, "cpus=1\n          <idle>-0     [000]  1.000001: hrtimer_setup:        hrtimer=0x1 clockid=1 mode=1\n")
+	if err == nil || !strings.Contains(err.Error(), `field "clockid": "1" is not a known name (trace-cmd report -R`) {
+		t.Errorf("raw fields: %v", err)
+	}
+	// Newer trace-cmd prints the latency flags after the CPU.
+	evs, _, err := readWhole(t, "cpus=1\n          <idle>-0     [000] d..2.  1.000001: timer_cancel:         timer=0x1\n")
+	if err != nil || len(evs) != 1 || evs[0].Flags != "d..2." {
+		t.Errorf("flags after the CPU: %v %v", evs, err)
 	}
 	// A raw clock count (trace-cmd report of a clock like x86-tsc).
 	_, _, err = readWhole(t, "cpus=1\n          <idle>-0     [000] 1234567890123: timer_cancel: timer=0x1\n")

@@ -416,6 +416,9 @@ func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
 		return Event{}, false, nil
 	}
 	if r.dec.err != nil {
+		if r.format == FormatReport {
+			return Event{}, false, r.lineErr(fmt.Errorf("%w (trace-cmd report -R prints raw fields, which this reader does not decode: print the report without -R)", r.dec.err))
+		}
 		return Event{}, false, r.lineErr(r.dec.err)
 	}
 	ev.Data = p
