@@ -24,6 +24,7 @@ type datSource struct {
 	lazy    bool   // bit 0x02 of the flags is NEED_RESCHED_LAZY (6.13+), not IRQS_NOSUPPORT
 	buf     []byte // scratch for the payload text
 	known   map[int]bool
+	flags   map[uint16]Flags // the latency flags of (common_flags, preempt count), printed once
 }
 
 // openDat makes a Reader of a trace.dat.
@@ -40,7 +41,7 @@ func openDat(f *tracedat.File, src Source) (*Reader, error) {
 	r.hdr.CPUs = f.CPUs
 	r.hdr.Nanoseconds = true
 	r.digits = 9
-	r.dat = &datSource{f: f, rs: rs, lazy: kernelAtLeast(f.Uname, 6, 13), known: map[int]bool{}}
+	r.dat = &datSource{f: f, rs: rs, lazy: kernelAtLeast(f.Uname, 6, 13), known: map[int]bool{}, flags: map[uint16]Flags{}}
 	src.Format = FormatTraceDat
 	src.DatVersion = f.Version
 	src.Compression = f.Compression
@@ -144,11 +145,17 @@ func (d *datSource) event(r *Reader, rec tracedat.Record) (Event, bool, error) {
 	if rec.TS > 1<<63-1 {
 		return Event{}, false, r.lineErr(fmt.Errorf("%s: time %d ns out of range", rec.Where(), rec.TS))
 	}
+	fk := uint16(c.Flags)<<8 | uint16(c.PreemptCount)
+	fl, ok := d.flags[fk]
+	if !ok {
+		fl = latencyFlags(c.Flags, c.PreemptCount, d.lazy)
+		d.flags[fk] = fl
+	}
 	ev := Event{
 		Task:  d.f.Comm(c.PID),
 		PID:   int(c.PID),
 		CPU:   rec.CPU,
-		Flags: latencyFlags(c.Flags, c.PreemptCount, d.lazy),
+		Flags: fl,
 		TS:    int64(rec.TS),
 		Name:  e.Name,
 	}

@@ -298,10 +298,13 @@ func TestPerCPUFilesConcatenated(t *testing.T) {
 			}
 		}
 	}
-	// Each CPU's file alone reads too, though its header counts the
-	// events of both.
+	// Each CPU's file alone is refused: its header counts the events of
+	// both, as a cut file's would.
 	for _, b := range [][]byte{cpu0, cpu1} {
-		openAll(t, writeTemp(t, "one.txt", b))
+		_, _, err := readWhole(t, string(b))
+		if err == nil || !strings.Contains(err.Error(), "one CPU's file per_cpu/cpuN/trace") {
+			t.Errorf("one CPU's file: %v", err)
+		}
 	}
 	r := NewReader(bytes.NewReader(append(bytes.Clone(cpu1), cpu0...)))
 	var err error
@@ -356,6 +359,27 @@ func readWhole(t testing.TB, text string) ([]Event, *Reader, error) {
 			return evs, r, err
 		}
 		evs = append(evs, ev)
+	}
+}
+
+// TestSimulatorTrace: the simulator's own traces, which stamp a CPU's
+// events out of order, are read as written, with a warning.
+func TestSimulatorTrace(t *testing.T) {
+	text := `# machine: cpus=2 nodes=1 node-cpus=0-1 kernel=6.19.0-tmigr-sim hz=250 cmdline="" busy= sleepers= (tmigr sim, policy pull-isolated)
+# tracer: nop
+          <idle>-0       [000] d.h2.     0.052018: timer_cancel: timer=0000000000000001
+          <idle>-0       [000] d..2.     0.052000: timer_cancel: timer=0000000000000002
+`
+	evs, r, err := readWhole(t, text)
+	if err != nil || len(evs) != 2 || evs[0].TS != 52018000 {
+		t.Fatalf("%v %v", evs, err)
+	}
+	if w := r.Source().Warnings; len(w) != 1 || !strings.Contains(w[0], "simulator") {
+		t.Errorf("warnings %q", w)
+	}
+	// The same lines from a kernel are refused.
+	if _, _, err := readWhole(t, strings.Replace(text, "-tmigr-sim", "", 1)); err == nil {
+		t.Error("a kernel's trace with time going backwards read")
 	}
 }
 

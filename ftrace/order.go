@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // Time order. The kernel writes each CPU's events into that CPU's ring
@@ -26,6 +27,13 @@ import (
 //     events of different CPUs within one microsecond cannot be put in
 //     the order the kernel's nanoseconds would; they come lowest CPU
 //     first, whatever order the files were concatenated in.
+//
+// The traces of this module's simulator ("tmigr sim --trace") are exempt:
+// their machine line says they are the simulator's, and it stamps a CPU's
+// events out of order (a timer's expiry carries the time its callback ran,
+// the hierarchy's events after it the tick's time). They are read as
+// written, as before these checks, and the Source warns (simWarning) until
+// the simulator stamps them in order.
 //
 // A full read-and-sort rather than a bounded window: per-CPU files
 // concatenated are out of order across the whole file, and replay holds a
@@ -69,6 +77,14 @@ func (o *orderCheck) check(ev Event, strict bool) error {
 		o.maxTS, o.maxLine, o.maxCPU, o.any = ev.TS, ev.Line, ev.CPU, true
 	}
 	return nil
+}
+
+const simWarning = "the simulator's trace: its events are not stamped in time order on each CPU, and are read as written"
+
+// simTrace reports whether a machine line is the one the simulator writes
+// (sim/trace.go: kernel "VERSION-tmigr-sim", note "tmigr sim, ...").
+func simTrace(m Machine) bool {
+	return strings.HasSuffix(m.Kernel, "-tmigr-sim") && strings.HasPrefix(m.Note, "tmigr sim")
 }
 
 // cpusSeen is the number of CPUs with events.

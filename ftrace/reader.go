@@ -51,6 +51,9 @@ type Reader struct {
 	dat    *datSource // set when reading a trace.dat
 	sorter *sorter    // set when Next returns the events sorted (Open)
 	source Source
+	// asWritten turns the time-order checks off: the trace is our
+	// simulator's (simTrace).
+	asWritten bool
 }
 
 // Stats counts what the Reader has read so far.
@@ -66,6 +69,7 @@ type Stats struct {
 func NewReader(r io.Reader) *Reader {
 	return &Reader{src: r}
 }
+
 
 // Header returns what the header lines said so far; it is complete once Next
 // has returned the first event. The Machine and Hierarchy it points to must
@@ -239,14 +243,16 @@ func (r *Reader) atEOF() error {
 	if !r.seen {
 		return &LineError{Line: max(r.line, 1), Err: notFtrace("no ftrace header and no event lines")}
 	}
-	if r.hdr.HasEntries && r.entryLines < r.hdr.Entries && r.hdr.CPUs > 1 && r.order.cpusSeen() == 1 {
-		// One CPU's file, per_cpu/cpuN/trace: its header counts the
-		// events of every CPU.
-		return io.EOF
-	}
 	if r.hdr.HasEntries && r.entryLines != r.hdr.Entries {
+		why := "truncated or edited?"
+		if r.entryLines < r.hdr.Entries && r.hdr.CPUs > 1 && r.order.cpusSeen() == 1 {
+			// The kernel's per_cpu/cpuN/trace: its header counts the
+			// events of every CPU. Such a file cannot be told from a
+			// cut one; concatenated with the others, it reads.
+			why = "truncated, or one CPU's file per_cpu/cpuN/trace, whose header counts every CPU's events: read all CPUs' files together"
+		}
 		return &LineError{Line: r.entriesLine, Err: fmt.Errorf(
-			"the header announces %d entries, the file holds %d (truncated or edited?)", r.hdr.Entries, r.entryLines)}
+			"the header announces %d entries, the file holds %d (%s)", r.hdr.Entries, r.entryLines, why)}
 	}
 	return io.EOF
 }
@@ -392,8 +398,10 @@ func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
 	default:
 		return Event{}, false, r.lineErr(fmt.Errorf("timestamp with %d decimals after ones with %d", digits, r.digits))
 	}
-	if err := r.order.check(ev, r.sorter == nil); err != nil {
-		return Event{}, false, r.lineErr(err)
+	if !r.asWritten {
+		if err := r.order.check(ev, r.sorter == nil); err != nil {
+			return Event{}, false, r.lineErr(err)
+		}
 	}
 	r.lastTS = ev.TS
 	var p Payload
@@ -496,6 +504,10 @@ func (r *Reader) comment(s string) (Event, bool, error) {
 		}
 		r.seen = true
 		r.hdr.Machine = &m
+		if simTrace(m) {
+			r.asWritten = true
+			r.source.Warnings = append(r.source.Warnings, simWarning)
+		}
 	case strings.HasPrefix(s, "# tracer: "):
 		r.seen = true
 		if r.format == FormatUnknown {
