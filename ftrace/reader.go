@@ -70,7 +70,6 @@ func NewReader(r io.Reader) *Reader {
 	return &Reader{src: r}
 }
 
-
 // Header returns what the header lines said so far; it is complete once Next
 // has returned the first event. The Machine and Hierarchy it points to must
 // not be modified.
