@@ -33,6 +33,13 @@ func openDat(f *tracedat.File, src Source) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	clock := buf.Clock
+	if clock == "" {
+		clock = f.Clock
+	}
+	if !f.Nanoseconds(clock) {
+		return nil, fmt.Errorf("trace.dat: buffer %q's trace clock %q counts no nanoseconds and the file does not convert it: record with a clock that does (trace-cmd record -C local, or mono, boot)", buf.Name, clock)
+	}
 	rs, err := buf.Records()
 	if err != nil {
 		return nil, err
@@ -46,10 +53,7 @@ func openDat(f *tracedat.File, src Source) (*Reader, error) {
 	src.DatVersion = f.Version
 	src.Compression = f.Compression
 	src.Buffer = buf.Name
-	src.Clock = buf.Clock
-	if src.Clock == "" {
-		src.Clock = f.Clock
-	}
+	src.Clock = clock
 	src.Uname = f.Uname
 	src.Ignored = f.Ignored
 	r.source = src

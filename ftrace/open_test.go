@@ -362,6 +362,20 @@ func readWhole(t testing.TB, text string) ([]Event, *Reader, error) {
 	}
 }
 
+// TestRawClockTraceDat: a trace.dat whose clock counts no nanoseconds is
+// refused, not read as if it did.
+func TestRawClockTraceDat(t *testing.T) {
+	data := gunzip(t, filepath.Join(tracecmdDir, "host2", "v7none.dat.gz"))
+	if !bytes.Contains(data, []byte("ftin\x00local\x00")) {
+		t.Fatal("no buffer option with the local clock")
+	}
+	data = bytes.ReplaceAll(data, []byte("ftin\x00local\x00"), []byte("ftin\x00count\x00"))
+	_, _, err := readWhole(t, string(data))
+	if err == nil || !strings.Contains(err.Error(), `trace clock "count" counts no nanoseconds`) {
+		t.Errorf("error %v", err)
+	}
+}
+
 // TestSimulatorTrace: the simulator's own traces, which stamp a CPU's
 // events out of order, are read as written, with a warning.
 func TestSimulatorTrace(t *testing.T) {

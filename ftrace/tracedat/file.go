@@ -510,6 +510,22 @@ func (f *File) Symbol(addr uint64) (name, module string, off uint64, ok bool) {
 	return f.syms.lookup(addr)
 }
 
+// Nanoseconds reports whether the records' times of a buffer with the given
+// trace clock count nanoseconds: the kernel's clocks that do (local,
+// global, perf, mono, mono_raw, boot, tai; an unknown clock is taken for
+// the default, local), or any clock the file converts (its TSC2NSEC
+// option). "counter", "uptime" (jiffies) and "x86-tsc" do not.
+func (f *File) Nanoseconds(clock string) bool {
+	if f.tscMult != 0 {
+		return true
+	}
+	switch clock {
+	case "", "local", "global", "perf", "mono", "mono_raw", "boot", "tai":
+		return true
+	}
+	return false
+}
+
 // CPUStats returns the per-CPU statistics the file saved (the kernel's
 // per_cpu/cpuN/stats text: entries, overrun, dropped events, ...), in CPU
 // order; nil if none.

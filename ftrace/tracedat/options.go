@@ -312,9 +312,10 @@ func (f *File) option(id uint16, data []byte, v7 bool) (*Buffer, error) {
 		}
 		f.CPUs = int(n)
 	case optTSC2NSec:
+		// The offset after the multiplier and shift is trace-cmd's
+		// business with guests; its reader does not add it either.
 		f.tscMult = o.u32("TSC multiplier")
 		f.tscShift = o.u32("TSC shift")
-		f.tsOffset += int64(o.u64("TSC offset"))
 		if o.err != nil {
 			return nil, o.err
 		}
