@@ -1,6 +1,7 @@
 package ftrace
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -174,13 +175,7 @@ func sortEvents(events []Event) {
 		ks[i] = keyed{key, ev}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return a.ev.CPU - b.ev.CPU
+		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.ev.CPU, b.ev.CPU))
 	})
 	var last int64
 	for i, k := range ks {

@@ -1,6 +1,7 @@
 package tracedat
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,31 +92,17 @@ func parseKallsyms(b []byte) symtab {
 		}
 		t = append(t, ksym{addr: addr, name: name, module: mod})
 	}
-	slices.SortStableFunc(t, func(a, b ksym) int {
-		switch {
-		case a.addr < b.addr:
-			return -1
-		case a.addr > b.addr:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(t, func(a, b ksym) int { return cmp.Compare(a.addr, b.addr) })
 	return t
 }
+
+func symAt(s ksym, addr uint64) int { return cmp.Compare(s.addr, addr) }
 
 // lookup finds the symbol addr lies in: the last one at or below addr, and
 // below the next symbol's address. An address past the last symbol has
 // none.
 func (t symtab) lookup(addr uint64) (name, module string, off uint64, ok bool) {
-	i, found := slices.BinarySearchFunc(t, addr, func(s ksym, a uint64) int {
-		switch {
-		case s.addr < a:
-			return -1
-		case s.addr > a:
-			return 1
-		}
-		return 0
-	})
+	i, found := slices.BinarySearchFunc(t, addr, symAt)
 	if !found {
 		if i == 0 || i == len(t) {
 			return "", "", 0, false
@@ -133,15 +120,7 @@ func (t symtab) lookup(addr uint64) (name, module string, off uint64, ok bool) {
 // size is the distance from the symbol addr lies in to the next symbol, 0
 // when unknown.
 func (t symtab) size(addr uint64) uint64 {
-	i, _ := slices.BinarySearchFunc(t, addr+1, func(s ksym, a uint64) int {
-		switch {
-		case s.addr < a:
-			return -1
-		case s.addr > a:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(t, addr+1, symAt)
 	if i == 0 || i >= len(t) {
 		return 0
 	}
