@@ -91,10 +91,13 @@ func TestReplayOutOfOrder(t *testing.T) {
 	}
 }
 
-// TestReplayForms: one recording of this project's CI machine's kernel,
-// read as the kernel's text, as trace-cmd's trace.dat (versions 7 with
-// zstd, and 6, gzip-compressed), as trace-cmd report -N -l text, from
-// standard input and gzip-compressed, gives the same replay figures.
+// TestReplayForms: one recording of this project's development machine's
+// kernel, read as the kernel's text, as trace-cmd's trace.dat (versions 7
+// with zstd, and 6, gzip-compressed), from standard input and
+// gzip-compressed, gives the same replay output; as trace-cmd report -N -l
+// text, the same figures (its timer_start flags are libtraceevent's
+// D|P|I, marked FlagsUnknown, so the reasons of the undetermined
+// decisions may differ).
 func TestReplayForms(t *testing.T) {
 	dir := filepath.Join("..", "..", "ftrace", "testdata", "tracecmd", "host2")
 	text := filepath.Join(labTraces, "kvm2-1node-sleepers.txt")
@@ -134,6 +137,13 @@ func TestReplayForms(t *testing.T) {
 			defer func() { os.Stdin = stdin; in.Close() }()
 		}
 		got, code := replayOut(t, append(flags, f)...)
+		if strings.Contains(f, "report") {
+			got, want := strings.SplitN(got, "\n", 2)[0], strings.SplitN(want, "\n", 2)[0]
+			if got != want || code != 0 {
+				t.Errorf("%s (exit %d): %s, the text: %s", f, code, got, want)
+			}
+			continue
+		}
 		if got != want || code != 0 {
 			t.Errorf("%s (exit %d):\n%s\nthe text:\n%s", f, code, got, want)
 		}
