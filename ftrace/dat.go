@@ -17,14 +17,15 @@ import (
 // the same events. Events of tracepoints this package does not decode are
 // counted and skipped without being printed.
 type datSource struct {
-	f       *tracedat.File
-	rs      *tracedat.Records
-	n       int    // records read
-	pending *Event // an event held back behind the Lost marker before it
-	lazy    bool   // bit 0x02 of the flags is NEED_RESCHED_LAZY (6.13+), not IRQS_NOSUPPORT
-	buf     []byte // scratch for the payload text
-	known   map[int]bool
-	flags   map[uint16]Flags // the latency flags of (common_flags, preempt count), printed once
+	f          *tracedat.File
+	rs         *tracedat.Records
+	n          int   // records read
+	pending    Event // an event held back behind the Lost marker before it
+	hasPending bool
+	lazy       bool   // bit 0x02 of the flags is NEED_RESCHED_LAZY (6.13+), not IRQS_NOSUPPORT
+	buf        []byte // scratch for the payload text
+	known      map[int]bool
+	flags      map[uint16]Flags // the latency flags of (common_flags, preempt count), printed once
 }
 
 // openDat makes a Reader of a trace.dat.
@@ -82,10 +83,9 @@ func pickBuffer(f *tracedat.File) (*tracedat.Buffer, error) {
 }
 
 func (d *datSource) next(r *Reader) (Event, error) {
-	if d.pending != nil {
-		ev := *d.pending
-		d.pending = nil
-		return r.finish(ev)
+	if d.hasPending {
+		d.hasPending = false
+		return r.finish(d.pending)
 	}
 	for {
 		rec, err := d.rs.Next()
@@ -100,28 +100,24 @@ func (d *datSource) next(r *Reader) (Event, error) {
 		d.n++
 		r.line = d.n
 		r.stats.Lines = d.n
-		var lost *Event
+		var lost Event
 		if rec.Lost != 0 {
 			l := Lost{Count: rec.Lost}
-			ev, _, err := r.marker(rec.CPU, l)
-			if err != nil {
+			if lost, _, err = r.marker(rec.CPU, l); err != nil {
 				return Event{}, r.fatal(err)
 			}
 			r.countLost(l)
-			lost = &ev
 		}
 		if rec.Data == nil {
-			return r.finish(*lost)
+			return r.finish(lost)
 		}
 		ev, ok, err := d.event(r, rec)
 		if err != nil {
 			return Event{}, err
 		}
-		if lost != nil {
-			if ok {
-				d.pending = &ev
-			}
-			return r.finish(*lost)
+		if rec.Lost != 0 {
+			d.pending, d.hasPending = ev, ok
+			return r.finish(lost)
 		}
 		if ok {
 			return r.finish(ev)

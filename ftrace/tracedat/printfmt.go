@@ -1155,12 +1155,12 @@ func (c *evalCtx) conv(b []byte, cv *conversion, width, prec int, v val) ([]byte
 		default:
 			x = int64(u)
 		}
-		if cv.flags == "" && width < 0 && prec < 0 {
+		if plain(cv, width, prec) {
 			return strconv.AppendInt(b, x, 10), nil
 		}
 		return append(b, fmt.Sprintf(goFormat(cv, width, prec, 'd'), x)...), nil
 	}
-	if cv.flags == "" && width < 0 && prec < 0 {
+	if plain(cv, width, prec) {
 		switch cv.verb {
 		case 'u':
 			return strconv.AppendUint(b, u, 10), nil
@@ -1179,6 +1179,13 @@ func (c *evalCtx) conv(b []byte, cv *conversion, width, prec int, v val) ([]byte
 		return append(b, fmt.Sprintf(goFormat(&cv2, width, prec, verb), u)...), nil
 	}
 	return append(b, fmt.Sprintf(goFormat(cv, width, prec, verb), u)...), nil
+}
+
+// plain reports a conversion that prints as strconv does: no width, no
+// precision, no flag (a "0" flag without a width, as in the kernel's
+// "%0x", pads nothing).
+func plain(cv *conversion, width, prec int) bool {
+	return width < 0 && prec < 0 && (cv.flags == "" || cv.flags == "0")
 }
 
 func goFormat(cv *conversion, width, prec int, verb rune) string {
@@ -1235,9 +1242,9 @@ func (c *evalCtx) pointer(b []byte, cv *conversion, width int, addr uint64) []by
 		}
 		return pad(b, s, width, cv.flags, false)
 	}
-	digits := 2 * c.longSize()
-	h := strconv.FormatUint(addr, 16)
-	for i := len(h); i < digits; i++ {
+	var tmp [16]byte
+	h := strconv.AppendUint(tmp[:0], addr, 16)
+	for i := len(h); i < 2*c.longSize(); i++ {
 		b = append(b, '0')
 	}
 	return append(b, h...)
