@@ -95,6 +95,9 @@ func decode(d *dec, name, payload string) (p Payload, known bool) {
 	if f == nil {
 		return nil, false
 	}
+	if name == "hrtimer_start" && !hasField(payload, "mode") {
+		f = decHrtimerStartNoMode
+	}
 	d.reset(name, payload)
 	p = f(d)
 	d.finish()

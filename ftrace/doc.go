@@ -1,8 +1,9 @@
 // Package ftrace reads and writes the kernel's ftrace text — what
 // /sys/kernel/tracing/trace and "trace-cmd report" print — for the timer and
-// timer_migration trace events, so that recorded kernel runs can be replayed
-// against our model and the simulator's own events can be written in the
-// same format.
+// timer_migration trace events, and reads trace-cmd's trace.dat (with
+// package tracedat), so that recorded kernel runs can be replayed against
+// our model and the simulator's own events can be written in the same
+// format.
 //
 // # Lines
 //
@@ -49,7 +50,20 @@
 //
 // # Reading
 //
-//	r := ftrace.NewReader(f)
+// Open reads a trace in any form users have one (see Format): the kernel's
+// text as above; trace-cmd report's text, whose own forms report.go lists
+// (buffer-name prefixes, -l columns, nanoseconds, "[N EVENTS DROPPED]",
+// the hrtimer plugin's payloads, "0x" pointers); or trace-cmd's binary
+// trace.dat, versions 6 and 7, read by package tracedat and decoded through
+// the same payload decoders, so that it gives the events of its text. Any of
+// them may be gzip-compressed; "-" is standard input. The Source says what
+// was found.
+//
+//	r, closer, err := ftrace.Open(path) // "-": standard input
+//	if err != nil {
+//		return err // "x.json: line 1: not ftrace text: JSON"
+//	}
+//	defer closer.Close()
 //	for {
 //		ev, err := r.Next()
 //		if err == io.EOF {
@@ -64,14 +78,44 @@
 //		case ftrace.TmigrCPUIdle:
 //			// p.CPU, p.NextEvt, p.Wakeup ...
 //		case ftrace.Lost:
-//			// ev.CPU dropped p.Count events here
+//			// ev.CPU dropped p.Count events here (-1: how many is unknown)
 //		}
 //	}
+//
+// Events come in time order. Each CPU's events must be in order already —
+// one going backwards is an error naming both lines — while text whose
+// CPUs are interleaved out of order (per-CPU files concatenated) is read
+// whole and sorted by Open (see order.go); NewReader, which streams (a live
+// trace_pipe), refuses it instead, naming the line.
+//
+// Lost events. A Lost event says that the kernel dropped events of its CPU
+// (Event.CPU) between that CPU's previous event and its next one, which
+// follows the Lost event in the stream: Count of them, -1 when the trace
+// does not say how many. It comes from the kernel's "CPU:3 [LOST 12
+// EVENTS]", trace-cmd report's "CPU:3 [12 EVENTS DROPPED]" and a trace.dat
+// page's missed-events flag. BufferStarted is the kernel's "##### CPU 2
+// buffer started ####": that CPU's earlier events were overwritten, its
+// recording starts here. Both carry the time of the event before them. A
+// model replaying the trace must treat the state of that CPU, and whatever
+// its lost events could have changed (its timers, its hierarchy groups), as
+// unknown from its previous event until the trace shows it again.
+// Stats counts both kinds.
+//
+// What a text lacks is marked, not invented: an HrtimerStart of trace-cmd's
+// hrtimer plugin has no mode (NoMode), a TimerStart of trace-cmd report
+// whose flags libtraceevent misprints has FlagsUnknown, a line without
+// latency flags has Flags "".
+//
+// NewReader reads the kernel's text (and trace-cmd report's) from a stream
+// as it comes, without sorting:
+//
+//	r := ftrace.NewReader(f)
 //
 // Events of other tracepoints (sched_switch, irq_handler_entry, ...) are
 // skipped and counted (Reader.Skipped). Input that is not ftrace text at all
 // fails at once with ErrNotFtrace; a malformed line is a *LineError naming
-// the line and what is wrong, after which reading may go on.
+// the line and what is wrong, after which NewReader's reading may go on
+// (Open's stops: it does not return part of an input it cannot read).
 //
 // # Writing
 //

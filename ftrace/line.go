@@ -15,9 +15,18 @@ import (
 type LineError struct {
 	Line int // 1-based
 	Err  error
+	// Unit is what Line counts: "" for lines of text, "record" for the
+	// records of a trace.dat (in the order they are read).
+	Unit string
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Error() string {
+	u := e.Unit
+	if u == "" {
+		u = "line"
+	}
+	return fmt.Sprintf("%s %d: %v", u, e.Line, e.Err)
+}
 func (e *LineError) Unwrap() error { return e.Err }
 
 // errNotEvent is a line without the "TASK-PID [CPU]" shape of an event line.
@@ -88,7 +97,16 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 	}
 	ts, digits, why := parseTimestamp(tok)
 	if why != "" {
+		if err := rawCount(tok); err != nil {
+			return Event{}, 0, false, err
+		}
 		return Event{}, 0, false, fmt.Errorf("timestamp %q %s", clip(tok), why)
+	}
+	if after = trimBlanks(after); strings.HasPrefix(after, "(+") {
+		// trace-cmd report --ts-diff: "(+123)" after the time.
+		if end := strings.IndexByte(after, ')'); end > 0 {
+			after = after[end+1:]
+		}
 	}
 	rest = trimBlanks(after)
 	n := 0

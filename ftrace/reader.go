@@ -44,6 +44,16 @@ type Reader struct {
 	lastTS      int64
 	stats       Stats
 	err         error // sticky: the input cannot be read further
+
+	format Format     // what the input looks like so far
+	unit   string     // what LineError.Line counts ("record" for a trace.dat)
+	order  orderCheck // time order of the events returned
+	dat    *datSource // set when reading a trace.dat
+	sorter *sorter    // set when Next returns the events sorted (Open)
+	source Source
+	// asWritten turns the time-order checks off: the trace is our
+	// simulator's (simTrace).
+	asWritten bool
 }
 
 // Stats counts what the Reader has read so far.
@@ -86,9 +96,25 @@ func (r *Reader) Stats() Stats {
 // input unreadable (not ftrace text, a bad "# machine:" line, a truncated
 // last line, a read error, fewer events than the header announced) are
 // returned again by every later call.
+//
+// Events come in time order or not at all: an event earlier than one of its
+// own CPU is an error naming both lines, and so (for a Reader of NewReader,
+// which streams) is an event earlier than one of another CPU already
+// returned. The Reader of Open sorts such input instead (see Open).
 func (r *Reader) Next() (Event, error) {
+	if r.sorter != nil {
+		return r.sorter.next(r)
+	}
+	return r.next()
+}
+
+// next is Next without sorting.
+func (r *Reader) next() (Event, error) {
 	if r.err != nil {
 		return Event{}, r.err
+	}
+	if r.dat != nil {
+		return r.dat.next(r)
 	}
 	for {
 		raw, err := r.readLine()
@@ -107,7 +133,7 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-func (r *Reader) lineErr(err error) error { return &LineError{Line: r.line, Err: err} }
+func (r *Reader) lineErr(err error) error { return &LineError{Line: r.line, Err: err, Unit: r.unit} }
 
 // fatal makes err sticky.
 func (r *Reader) fatal(err error) error {
@@ -217,8 +243,15 @@ func (r *Reader) atEOF() error {
 		return &LineError{Line: max(r.line, 1), Err: notFtrace("no ftrace header and no event lines")}
 	}
 	if r.hdr.HasEntries && r.entryLines != r.hdr.Entries {
+		why := "truncated or edited?"
+		if r.entryLines < r.hdr.Entries && r.hdr.CPUs > 1 && r.order.cpusSeen() == 1 {
+			// The kernel's per_cpu/cpuN/trace: its header counts the
+			// events of every CPU. Such a file cannot be told from a
+			// cut one; concatenated with the others, it reads.
+			why = "truncated, or one CPU's file per_cpu/cpuN/trace, whose header counts every CPU's events: read all CPUs' files together"
+		}
 		return &LineError{Line: r.entriesLine, Err: fmt.Errorf(
-			"the header announces %d entries, the file holds %d (truncated or edited?)", r.hdr.Entries, r.entryLines)}
+			"the header announces %d entries, the file holds %d (%s)", r.hdr.Entries, r.entryLines, why)}
 	}
 	return io.EOF
 }
@@ -227,7 +260,7 @@ func (r *Reader) atEOF() error {
 func sniff(head string) string {
 	switch {
 	case strings.HasPrefix(head, "\x17\x08\x44tracing"):
-		return "a trace-cmd trace.dat (binary); convert it with \"trace-cmd report\""
+		return "a trace-cmd trace.dat (binary): read it with ftrace.Open, or convert it with \"trace-cmd report\""
 	case strings.HasPrefix(head, "\x89PNG"):
 		return "a PNG image"
 	case strings.HasPrefix(head, "\x1f\x8b"):
@@ -317,6 +350,9 @@ func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
 		}
 		return Event{}, false, r.lineErr(fmt.Errorf("control character %#02x at column %d", s[i], i+1))
 	}
+	if r.format == FormatReport {
+		s = r.cutInstance(s)
+	}
 	switch {
 	case len(s) == 0:
 		return Event{}, false, nil
@@ -331,11 +367,22 @@ func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
 	}
 	ev, digits, tp, err := parseLine(s)
 	if errors.Is(err, errNotEvent) {
-		return r.other(s)
+		// trace-cmd report -l: "record.s-10478   1d.h3.   503.191711: ..."
+		var ok bool
+		if ev, digits, tp, ok = parseLatencyLine(s); !ok {
+			return r.other(s)
+		}
+		r.sawReport()
+		err = nil
 	}
 	if err != nil {
 		return Event{}, false, r.lineErr(err)
 	}
+	return r.accept(ev, digits, tp)
+}
+
+// accept checks and decodes a parsed event line.
+func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
 	r.seen = true
 	r.entryLines++
 	ev.Line = r.line
@@ -350,10 +397,18 @@ func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
 	default:
 		return Event{}, false, r.lineErr(fmt.Errorf("timestamp with %d decimals after ones with %d", digits, r.digits))
 	}
+	if !r.asWritten {
+		if err := r.order.check(ev, r.sorter == nil); err != nil {
+			return Event{}, false, r.lineErr(err)
+		}
+	}
 	r.lastTS = ev.TS
 	var p Payload
 	known := false
 	if tp {
+		if r.format != FormatTraceDat {
+			ev.Payload = normalizeReport(ev.Payload)
+		}
 		p, known = decode(&r.dec, ev.Name, ev.Payload)
 	}
 	if !known {
@@ -368,6 +423,9 @@ func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
 		return Event{}, false, nil
 	}
 	if r.dec.err != nil {
+		if r.format == FormatReport {
+			return Event{}, false, r.lineErr(fmt.Errorf("%w (trace-cmd report -R prints raw fields, which this reader does not decode: print the report without -R)", r.dec.err))
+		}
 		return Event{}, false, r.lineErr(r.dec.err)
 	}
 	ev.Data = p
@@ -387,8 +445,17 @@ func (r *Reader) other(s string) (Event, bool, error) {
 			return Event{}, false, r.lineErr(fmt.Errorf("cpus=%q %s", v, why))
 		}
 		r.seen = true
+		r.sawReport()
 		r.hdr.CPUs = int(n)
 		return Event{}, false, nil
+	}
+	if v, ok := strings.CutPrefix(s, "version = "); ok && !r.seen {
+		// Older trace-cmd report's first line: the trace.dat's version.
+		if _, why := parseUint(v, 100); why == "" {
+			r.seen = true
+			r.sawReport()
+			return Event{}, false, nil
+		}
 	}
 	if strings.TrimSpace(s) == "" {
 		return Event{}, false, nil
@@ -397,6 +464,7 @@ func (r *Reader) other(s string) (Event, bool, error) {
 		return Event{}, false, r.fatal(r.notFtraceLine(s))
 	}
 	if strings.HasPrefix(s, "CPU ") && strings.HasSuffix(s, " is empty") {
+		r.sawReport()
 		return Event{}, false, nil // trace-cmd report
 	}
 	return Event{}, false, r.lineErr(errNotEvent)
@@ -435,8 +503,15 @@ func (r *Reader) comment(s string) (Event, bool, error) {
 		}
 		r.seen = true
 		r.hdr.Machine = &m
+		if simTrace(m) {
+			r.asWritten = true
+			r.source.Warnings = append(r.source.Warnings, simWarning)
+		}
 	case strings.HasPrefix(s, "# tracer: "):
 		r.seen = true
+		if r.format == FormatUnknown {
+			r.format = FormatTracefs
+		}
 		r.hdr.Tracer = strings.TrimSpace(s[len("# tracer: "):])
 	case strings.HasPrefix(s, "# entries-in-buffer/entries-written: "):
 		if err := r.entries(s[len("# entries-in-buffer/entries-written: "):]); err != nil {
@@ -466,14 +541,24 @@ func (r *Reader) entries(s string) error {
 	if why1 != "" || why2 != "" || why3 != "" {
 		return bad
 	}
+	if r.hdr.HasEntries && (r.hdr.Entries != int64(entries) || r.hdr.Written != int64(written)) {
+		// Files concatenated. The kernel's per_cpu/cpuN/trace files each
+		// announce the counts of the whole buffer (equal lines, kept as
+		// they are); other files' counts add up.
+		entries += uint64(r.hdr.Entries)
+		written += uint64(r.hdr.Written)
+	}
 	r.hdr.Entries, r.hdr.Written, r.hdr.CPUs, r.hdr.HasEntries = int64(entries), int64(written), int(n), true
 	r.entriesLine = r.line
 	return nil
 }
 
-// lost parses "CPU:3 [LOST 12 EVENTS]" and "CPU:3 [LOST EVENTS]".
+// lost parses the kernel's "CPU:3 [LOST 12 EVENTS]" and "CPU:3 [LOST
+// EVENTS]", and trace-cmd report's "CPU:3 [12 EVENTS DROPPED]", "CPU:3
+// [EVENTS DROPPED]" and "CPU:3 [SUBBUFFER START]" (a page boundary, shown
+// with --debug; skipped).
 func (r *Reader) lost(s string) (Event, bool, error) {
-	bad := fmt.Errorf("%q is not \"CPU:N [LOST M EVENTS]\"", clip(s))
+	bad := fmt.Errorf("%q is not \"CPU:N [LOST M EVENTS]\" or \"CPU:N [M EVENTS DROPPED]\"", clip(s))
 	cpuText, rest, ok := strings.Cut(s[len("CPU:"):], " ")
 	if !ok {
 		return Event{}, false, r.lineErr(bad)
@@ -482,28 +567,44 @@ func (r *Reader) lost(s string) (Event, bool, error) {
 	if why != "" {
 		return Event{}, false, r.lineErr(bad)
 	}
+	if strings.HasPrefix(rest, "[SUBBUFFER START]") {
+		r.sawReport()
+		return Event{}, false, nil
+	}
 	l := Lost{Count: -1}
-	if rest != "[LOST EVENTS]" {
-		v, ok := strings.CutPrefix(rest, "[LOST ")
-		if v, ok2 := strings.CutSuffix(v, " EVENTS]"); ok && ok2 {
-			n, why := parseUint(v, 1<<62)
-			if why != "" {
-				return Event{}, false, r.lineErr(bad)
-			}
-			l.Count = int64(n)
-		} else {
+	var count string
+	switch {
+	case rest == "[LOST EVENTS]", rest == "[EVENTS DROPPED]":
+	case strings.HasPrefix(rest, "[LOST ") && strings.HasSuffix(rest, " EVENTS]"):
+		count = rest[len("[LOST ") : len(rest)-len(" EVENTS]")]
+	case strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, " EVENTS DROPPED]"):
+		count = rest[1 : len(rest)-len(" EVENTS DROPPED]")]
+	default:
+		return Event{}, false, r.lineErr(bad)
+	}
+	if strings.HasSuffix(rest, "DROPPED]") {
+		r.sawReport()
+	}
+	if count != "" {
+		n, why := parseUint(count, 1<<62)
+		if why != "" {
 			return Event{}, false, r.lineErr(bad)
 		}
+		l.Count = int64(n)
 	}
 	ev, ok, err := r.marker(int(cpu), l)
 	if err == nil {
-		if l.Count >= 0 {
-			r.stats.Lost += l.Count
-		} else {
-			r.stats.LostUnknown++
-		}
+		r.countLost(l)
 	}
 	return ev, ok, err
+}
+
+func (r *Reader) countLost(l Lost) {
+	if l.Count >= 0 {
+		r.stats.Lost += l.Count
+	} else {
+		r.stats.LostUnknown++
+	}
 }
 
 func (r *Reader) marker(cpu int, p Payload) (Event, bool, error) {
@@ -511,5 +612,6 @@ func (r *Reader) marker(cpu int, p Payload) (Event, bool, error) {
 		return Event{}, false, r.lineErr(fmt.Errorf("CPU %d outside the machine's %d CPUs", cpu, m.CPUs))
 	}
 	r.seen = true
+	r.order.marker(cpu)
 	return Event{Line: r.line, CPU: cpu, TS: r.lastTS, Data: p}, true, nil
 }

@@ -110,11 +110,14 @@ func describePayload(p Payload) string {
 	b.WriteString(v.Type().Name())
 	b.WriteByte('{')
 	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		fv := v.Field(i)
+		if (f.Name == "NoMode" || f.Name == "FlagsUnknown") && !fv.Bool() {
+			continue // marks of trace-cmd's text, shown only when set
+		}
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		f := v.Type().Field(i)
-		fv := v.Field(i)
 		b.WriteString(f.Name + ":")
 		switch {
 		case f.Name == "Timer" || f.Name == "Hrtimer" || f.Name == "Group" || f.Name == "Parent" || f.Name == "Child":
@@ -138,7 +141,7 @@ func TestNotFtrace(t *testing.T) {
 		{"empty", "", "line 1: not ftrace text: no ftrace header and no event lines"},
 		{"blank lines", "\n\n\n", "line 3: not ftrace text: no ftrace header and no event lines"},
 		{"comments only", "# just a comment\n# another\n", "line 2: not ftrace text: no ftrace header and no event lines"},
-		{"trace.dat", "\x17\x08\x44tracing6\x00\x00\x00\x00\x10\x00\x00", "line 1: not ftrace text: a trace-cmd trace.dat (binary); convert it with \"trace-cmd report\""},
+		{"trace.dat", "\x17\x08\x44tracing6\x00\x00\x00\x00\x10\x00\x00", "line 1: not ftrace text: a trace-cmd trace.dat (binary): read it with ftrace.Open, or convert it with \"trace-cmd report\""},
 		{"png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "line 1: not ftrace text: a PNG image"},
 		{"gzip", "\x1f\x8b\x08\x00\x00\x00\x00\x00", "line 1: not ftrace text: gzip-compressed data; decompress it first"},
 		{"json", `{"traceEvents":[{"name":"x","ph":"X"}]}` + "\n", "line 1: not ftrace text: JSON"},

@@ -24,6 +24,10 @@ type TimerStart struct {
 	CPU          int        // the base's CPU (flags & TIMER_CPUMASK), < 1<<18
 	Idx          int        // the wheel bucket (flags >> TIMER_ARRAYSHIFT), < 1024
 	Flags        TimerFlags // TimerMigrating|TimerDeferrable|TimerPinned|TimerIrqsafe
+	// FlagsUnknown is set when the text's flags are known to be wrong:
+	// trace-cmd report (libtraceevent) prints D|P|I for every timer (see
+	// report.go); only TimerMigrating in Flags is then the kernel's.
+	FlagsUnknown bool
 }
 
 // Now is the jiffies value when the timer was queued (expires - timeout).
@@ -89,6 +93,9 @@ type HrtimerStart struct {
 	Mode        HrtimerMode
 	WasArmed    bool // it was queued already and is being moved
 	HasWasArmed bool // the kernel printed was_armed
+	// NoMode is set when the text held no mode (trace-cmd report's
+	// hrtimer plugin prints none); Mode is then 0 and means nothing.
+	NoMode bool
 }
 
 // HrtimerExpireEntry is hrtimer_expire_entry: an hrtimer's callback is about
@@ -247,8 +254,12 @@ func (t HrtimerStart) AppendPayload(b []byte) ([]byte, error) {
 	e.sym("function", t.Function)
 	e.s64("expires", t.Expires)
 	e.s64("softexpires", t.SoftExpires)
-	e.key("mode")
-	e.b = appendSymbolic(e.b, uint64(t.Mode), hrtimerModes)
+	if !t.NoMode {
+		e.key("mode")
+		e.b = appendSymbolic(e.b, uint64(t.Mode), hrtimerModes)
+	} else if t.Mode != 0 {
+		e.fail("mode", t.Mode.String(), "is set but NoMode is true")
+	}
 	if t.HasWasArmed {
 		e.d32("was_armed", boolInt(t.WasArmed))
 	} else if t.WasArmed {

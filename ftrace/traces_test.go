@@ -159,6 +159,7 @@ func TestRealTracesHeaders(t *testing.T) {
 	}{
 		"cpu0-busy-3s.txt":                           {2, 1, "6.18.44", "", "", "KVM guest"},
 		"mixed-3s.txt":                               {2, 1, "6.18.44", "", "", "KVM guest"},
+		"kvm2-1node-sleepers.txt":                    {2, 1, "6.18.44", "", "", "KVM guest"},
 		"vm12-1node-nohzfull-busy.txt":               {12, 1, "6.12.117", "", "1-11", "QEMU TCG"},
 		"vm16-2node-isol-busy.txt":                   {16, 2, "6.12.117", "1-7,9-15", "", "QEMU TCG"},
 		"vm16-2node-mixed.txt":                       {16, 2, "6.12.117", "", "", "QEMU TCG"},

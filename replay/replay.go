@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -19,14 +18,16 @@ type Trace struct {
 	Events []ftrace.Event
 }
 
-// ReadFile reads a whole ftrace text file.
+// ReadFile reads a whole recording: tracefs or trace-cmd report text, or a
+// trace.dat, gzip-compressed or not; "-" reads standard input (see
+// ftrace.Open).
 func ReadFile(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	rd, c, err := ftrace.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	defer f.Close()
-	t, err := Read(f)
+	defer c.Close()
+	t, err := read(rd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -34,9 +35,17 @@ func ReadFile(path string) (*Trace, error) {
 	return t, nil
 }
 
-// Read reads a whole recording from r.
+// Read reads a whole recording from r, in any form ReadFile reads.
 func Read(r io.Reader) (*Trace, error) {
-	rd := ftrace.NewReader(r)
+	rd, c, err := ftrace.OpenReader(r, "")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return read(rd)
+}
+
+func read(rd *ftrace.Reader) (*Trace, error) {
 	t := &Trace{}
 	for {
 		ev, err := rd.Next()

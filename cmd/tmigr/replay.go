@@ -17,9 +17,11 @@ func init() {
 
 const replayUsage = `usage: tmigr replay [flags] FILE...
 
-Replays ftrace text recordings of the timer and timer_migration events
-through the model and prints, per file, how many kernel decisions it
-reproduces:
+Replays recordings of the timer and timer_migration events through the
+model and prints, per file, how many kernel decisions it reproduces. A FILE
+is the kernel's trace text (/sys/kernel/tracing/trace), trace-cmd report's
+text, or a trace-cmd trace.dat, gzip-compressed or not; "-" reads standard
+input. The checks:
 
   wheel    the bucket and bucket expiry of every timer_start;
   tmigr    the wakeup of every tmigr_cpu_idle and tmigr_cpu_new_timer_idle,
