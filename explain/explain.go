@@ -173,12 +173,11 @@ const (
 
 // ExplainFile explains the recording at path ("-": standard input).
 func ExplainFile(path string, o Options) (*Report, error) {
-	r, c, err := open(path)
+	evs, hdr, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	rep, err := Explain(r, o)
+	rep, err := Build(evs, hdr, o)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

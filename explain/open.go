@@ -4,24 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/tmigr/tmigr/ftrace"
 )
 
-// open opens a recording for reading; "-" is standard input. It has the
-// shape of ftrace.Open (path in, Reader and Closer out), which reads
-// trace-cmd report text, gzip and trace.dat as well; once that lands,
-// open's body becomes "return ftrace.Open(path)".
-func open(path string) (*ftrace.Reader, io.Closer, error) {
-	if path == "-" {
-		return ftrace.NewReader(os.Stdin), io.NopCloser(nil), nil
-	}
-	f, err := os.Open(path)
+// ReadFile reads a whole recording in any form ftrace.Open reads
+// (tracefs text, trace-cmd report text, trace.dat, gzip'd; "-" is
+// standard input), in time order.
+func ReadFile(path string) ([]ftrace.Event, ftrace.Header, error) {
+	r, c, err := ftrace.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, ftrace.Header{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return ftrace.NewReader(f), f, nil
+	defer c.Close()
+	evs, hdr, err := readAll(r)
+	if err != nil {
+		return nil, ftrace.Header{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return evs, hdr, nil
 }
 
 // readAll reads every event of r. The first malformed line ends the

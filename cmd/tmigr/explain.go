@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/explain"
+	"github.com/tmigr/tmigr/viz"
 )
 
 func init() {
@@ -34,7 +35,8 @@ traced), then the events. The machine comes from the file's "# machine:"
 line; the flags supply or override it.
 
 Exit status: 0 when every file was explained, 2 for bad flags or a file
-that cannot be read.
+that cannot be read, 1 when a picture (--perfetto, --html) cannot be
+written.
 
 flags:
 `
@@ -50,9 +52,16 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	nodes := fs.Int("nodes", 0, "number of NUMA nodes, CPUs in contiguous blocks")
 	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
 	hz := fs.Int("hz", 0, `tick rate (CONFIG_HZ), for recordings without a "# machine:" line`)
+	var pics viz.Pictures
+	fs.StringVar(&pics.Perfetto, "perfetto", "", "write the recording as Perfetto / Chrome trace-event JSON to FILE (one trace file only)")
+	fs.StringVar(&pics.HTML, "html", "", "write a self-contained HTML page of the recording to FILE (one trace file only)")
+	fs.files("perfetto", "html")
 	fs.operands("FILE", 1, -1, completion{kind: completeFile})
 	if rc, ok := fs.parse(args); !ok {
 		return rc
+	}
+	if pics.Any() && fs.NArg() != 1 {
+		return fs.failf("--perfetto and --html picture one trace file, not %d", fs.NArg())
 	}
 	for _, n := range []struct {
 		name string
@@ -86,9 +95,20 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	var reps []*explain.Report
 	for _, f := range fs.Args() {
-		r, err := explain.ExplainFile(f, opts)
+		evs, hdr, err := explain.ReadFile(f)
 		if err != nil {
 			return fs.fail(err)
+		}
+		r, err := explain.Build(evs, hdr, opts)
+		if err != nil {
+			return fs.fail(fmt.Errorf("%s: %w", f, err))
+		}
+		r.File = f
+		if pics.Any() {
+			if err := pics.FromTrace(hdr, evs, f); err != nil {
+				fmt.Fprintf(stderr, "tmigr explain: %v\n", err)
+				return 1
+			}
 		}
 		reps = append(reps, r)
 	}
