@@ -238,7 +238,6 @@ func Start(cfg Config) (*Runtime, error) {
 	rt.isolated.Store(&iso)
 	rt.start = rt.clk.now()
 	rt.grid = newGrid(rt.start, cfg.HZ)
-	set.Run = rt.runWheel
 	for c := cpus.First(); c >= 0; c = cpus.Next(c) {
 		hb, err := hrtimer.NewCPUBase(c, hrtimer.Config{})
 		if err != nil {
@@ -464,10 +463,11 @@ func (rt *Runtime) report(p Panic) {
 
 func stack() []byte { return debug.Stack() }
 
-// runWheel is package cpu's Run hook: it runs on worker handler, for every
-// expired wheel timer, the owner's base lock dropped.
+// runWheel runs on worker handler, for every expired wheel timer its timer
+// softirq's pass hands out, the owner's base lock dropped. Every wheel
+// timer of the runtime's Set is a Timer's (its Data).
 func (rt *Runtime) runWheel(handler int, wt *wheel.Timer) {
-	t := timerOf(wt)
+	t := wt.Data.(*Timer)
 	if testHookExpired != nil {
 		testHookExpired(t)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/hrtimer"
 	"github.com/tmigr/tmigr/internal/futex"
 	"github.com/tmigr/tmigr/internal/osthread"
@@ -298,8 +299,12 @@ func (w *worker) tick() {
 		w.nextTick = basem + w.rt.grid.tick
 	}
 	w.st.ticks.Add(1)
-	if w.rt.set.Tick(w.cpu, j, basem) {
-		w.rt.set.Softirq(w.cpu, j, j, basem)
+	sn := cpu.Snapshot{J: j, M: basem}
+	if w.rt.set.Tick(w.cpu, sn) {
+		p := w.rt.set.Softirq(w.cpu, sn)
+		for t := p.Next(); t != nil; t = p.Next() {
+			w.rt.runWheel(w.cpu, t)
+		}
 	}
 }
 
@@ -402,16 +407,17 @@ func (w *worker) idle() {
 		w.rt.set.SetBusy(w.cpu, false)
 	}
 	j, basem := w.rt.grid.snapshot(now)
+	sn := cpu.Snapshot{J: j, M: basem}
 	w.firstGlobal.Store(math.MinInt64)
 	if !w.tickStopped {
-		next := w.rt.set.NextEvent(w.cpu, j, basem)
-		wake, stopped := w.rt.set.TryToSetIdle(w.cpu, j, basem)
+		next := w.rt.set.NextEvent(w.cpu, sn)
+		wake, stopped := w.rt.set.TryToSetIdle(w.cpu, sn)
 		if stopped {
 			w.tickStopped = true
 			w.wheelAt = min(next, wake)
 		}
 	} else {
-		w.wheelAt = w.rt.set.NextEvent(w.cpu, j, basem)
+		w.wheelAt = w.rt.set.NextEvent(w.cpu, sn)
 	}
 	if w.tickStopped {
 		w.firstGlobal.Store(w.nextGlobal(j, basem))

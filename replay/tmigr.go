@@ -791,14 +791,12 @@ func (r *replayer) collect(f func()) []mline {
 	return got
 }
 
-func only(ls []mline, names ...string) []mline {
+// only returns the lines of ls of the given kind, in order.
+func only(ls []mline, kind hier.EventKind) []mline {
 	var out []mline
 	for _, l := range ls {
-		for _, n := range names {
-			if l.name == n {
-				out = append(out, l)
-				break
-			}
+		if l.kind == kind {
+			out = append(out, l)
 		}
 	}
 	return out
@@ -923,16 +921,16 @@ func (r *replayer) runWalk(o *op) {
 	})
 	// The stored wakeup tmigr_cpu_active prints.
 	if o.kind == opActivate {
-		if a := only(ml, "tmigr_cpu_active"); len(a) == 1 {
+		if a := only(ml, hier.EvCPUActive); len(a) == 1 {
 			r.check(r.ev[o.first()].Line, "tmigr_cpu_active wakeup", wBefore, fmtNS(o.oldWakeup), fmtNS(a[0].wakeup))
 		}
 	}
-	name := "tmigr_group_set_cpu_active"
+	kind := hier.EvGroupSetCPUActive
 	if o.kind == opDeactivate {
-		name = "tmigr_group_set_cpu_inactive"
+		kind = hier.EvGroupSetCPUInactive
 	}
-	mg := only(ml, name)
-	lastWhy := r.compareGroups(o, mg, name, resynced, pathWhy)
+	mg := only(ml, kind)
+	lastWhy := r.compareGroups(o, mg, kind, resynced, pathWhy)
 	if o.kind == opActivate {
 		r.ek[c], r.wk[c] = "", ""
 		r.volatile()
@@ -957,7 +955,7 @@ func (r *replayer) runWalk(o *op) {
 // with the model's, and then puts what the kernel printed in the model
 // where it differs (after a mismatch or an undetermined replay): it is
 // known from now on. It returns why the walk was undetermined.
-func (r *replayer) compareGroups(o *op, mg []mline, name, resynced string, pathWhy []string) string {
+func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynced string, pathWhy []string) string {
 	lastWhy := ""
 	for k := 0; k < max(len(o.groups), len(mg)); k++ {
 		why := resynced
@@ -980,7 +978,7 @@ func (r *replayer) compareGroups(o *op, mg []mline, name, resynced string, pathW
 				why = first(why, whyPartial) // the recording ended first
 			}
 		}
-		r.check(line, name, why, kernel, model)
+		r.check(line, kind.String(), why, kernel, model)
 		lastWhy = first(lastWhy, why)
 	}
 	fix := map[hier.GroupID]gstate{}
@@ -1056,7 +1054,7 @@ func (r *replayer) runHotplug(o *op) {
 		wWhy := first(why, r.wk[c])
 		ml := r.collect(func() { _ = r.m.h.SetAvailable(c, true) })
 		model := "no line"
-		if a := only(ml, "tmigr_cpu_available"); len(a) == 1 {
+		if a := only(ml, hier.EvCPUAvailable); len(a) == 1 {
 			model = fmtNS(a[0].wakeup)
 		}
 		r.check(ev.Line, ev.Name+" wakeup", wWhy, fmtNS(printed), model)
@@ -1069,9 +1067,9 @@ func (r *replayer) runHotplug(o *op) {
 	resynced := first(why, r.preResync(o))
 	pathWhy := r.pathWhy(c, resynced)
 	ml := r.collect(func() { _, _ = r.m.h.ClearAvailable(c) })
-	r.compareGroups(o, only(ml, "tmigr_group_set_cpu_inactive"), "tmigr_group_set_cpu_inactive", resynced, pathWhy)
+	r.compareGroups(o, only(ml, hier.EvGroupSetCPUInactive), hier.EvGroupSetCPUInactive, resynced, pathWhy)
 	model := "no line"
-	if a := only(ml, "tmigr_cpu_unavailable"); len(a) == 1 {
+	if a := only(ml, hier.EvCPUUnavailable); len(a) == 1 {
 		model = fmtNS(a[0].wakeup)
 	}
 	r.check(ev.Line, ev.Name+" wakeup", resynced, fmtNS(printed), model)
@@ -1156,8 +1154,8 @@ func (r *replayer) runNewTimer(o *op) {
 	}
 	var ret int64
 	ml := r.collect(func() { ret = r.m.h.NewTimer(c, o.nextevt) })
-	walked := len(only(ml, "tmigr_cpu_new_timer")) > 0
-	if nt := only(ml, "tmigr_cpu_new_timer"); o.walked && walked {
+	walked := len(only(ml, hier.EvCPUNewTimer)) > 0
+	if nt := only(ml, hier.EvCPUNewTimer); o.walked && walked {
 		r.check(r.ev[o.first()].Line, "tmigr_cpu_new_timer wakeup", first(resynced, wWhy), fmtNS(o.oldWakeup), fmtNS(nt[0].wakeup))
 	}
 	// With no new expiry nothing is walked whatever the event was.

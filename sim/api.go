@@ -70,10 +70,11 @@ type Timer struct {
 // function (timer_setup).
 func (m *Machine) NewTimer(name string, flags uint32, fn func(x *Exec, t *Timer)) *Timer {
 	t := &Timer{Name: name, fn: fn}
-	cpu.Setup(&t.w, func(*wheel.Timer) { t.fn(m.x, t) }, flags)
+	cpu.Setup(&t.w, flags)
+	t.w.Data = t
 	if l := m.tracer.log; l != nil {
-		t.id = uint64(len(l.ids)+1) << 6
-		l.ids[&t.w] = t
+		l.timers++
+		t.id = l.timers << 6
 	}
 	return t
 }

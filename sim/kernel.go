@@ -103,13 +103,14 @@ func (m *Machine) reconsiderTick(c *cpuState, t int64) {
 }
 
 // tick is the periodic tick of c at the tick instant g.
-func (m *Machine) tick(c *cpuState, g int64, jif uint64) {
+func (m *Machine) tick(c *cpuState, sn cpu.Snapshot) {
+	g := sn.M
 	x := m.beginIRQ(c, g, causeTick)
 	x.Spend(m.draw(m.costs.Tick))
 	if m.inWindow(g) {
 		c.ticks++
 	}
-	if m.set.Tick(c.id, jif, g) {
+	if m.set.Tick(c.id, sn) {
 		m.timerSoftirq(x, c)
 	}
 	m.endIRQ(x)
@@ -134,7 +135,7 @@ func (m *Machine) nohzWake(c *cpuState, t int64) {
 		c.ticks++
 	}
 	jif, basem := m.snap(x.Now)
-	if m.set.Tick(c.id, jif, basem) {
+	if m.set.Tick(c.id, cpu.Snapshot{J: jif, M: basem}) {
 		m.timerSoftirq(x, c)
 	}
 	m.endIRQ(x)
@@ -149,7 +150,16 @@ func (m *Machine) timerSoftirq(x *Exec, c *cpuState) {
 	}
 	x.Spend(m.draw(m.costs.SoftirqEntry))
 	jif, basem := m.snap(x.Now)
-	m.set.Softirq(c.id, jif, jif, basem)
+	m.runSoftirq(c, cpu.Snapshot{J: jif, M: basem})
+}
+
+// runSoftirq runs the timer softirq's expiry pass on c: every expired wheel
+// timer's function runs here, on c.
+func (m *Machine) runSoftirq(c *cpuState, sn cpu.Snapshot) {
+	p := m.set.Softirq(c.id, sn)
+	for t := p.Next(); t != nil; t = p.Next() {
+		m.runTimer(c.id, t)
+	}
 }
 
 // hrInterrupt is hrtimer_interrupt on c: the device fired at t.
@@ -245,12 +255,13 @@ func (m *Machine) program(c *cpuState, eff hrtimer.Effect) {
 func (m *Machine) nohzStopTick(c *cpuState, t int64) {
 	m.ctx = c.id
 	basej, basem := m.snap(t)
-	next := m.set.NextEvent(c.id, basej, basem)
+	sn := cpu.Snapshot{J: basej, M: basem}
+	next := m.set.NextEvent(c.id, sn)
 	if c.tickOn {
 		if next-basem <= m.tickNs {
 			return
 		}
-		wake, idle := m.set.TryToSetIdle(c.id, basej, basem)
+		wake, idle := m.set.TryToSetIdle(c.id, sn)
 		if !idle {
 			return
 		}
@@ -306,8 +317,7 @@ func (m *Machine) kick(k int, t int64) {
 	m.push(event{t: t + m.costs.IPILatency, kind: evKick, cpu: int32(k)})
 }
 
-// runTimer is the cpu.Set's Run hook: every expired wheel timer's function
-// runs through it, on CPU handler.
+// runTimer runs an expired wheel timer's function on CPU handler.
 func (m *Machine) runTimer(handler int, t *wheel.Timer) {
 	owner := t.CPU()
 	c := &m.cpus[handler]
@@ -321,8 +331,8 @@ func (m *Machine) runTimer(handler int, t *wheel.Timer) {
 	if l := m.tracer.log; l != nil && m.x != nil {
 		l.expire(handler, t)
 	}
-	if t.Func != nil {
-		t.Func(t)
+	if st, ok := t.Data.(*Timer); ok {
+		st.fn(m.x, st)
 	}
 }
 
@@ -371,7 +381,7 @@ func (m *Machine) ktimers(c *cpuState) *Task {
 			c.wheelSoft = false
 			x.Spend(m.draw(m.costs.SoftirqEntry))
 			jif, basem := m.snap(x.Now)
-			m.set.Softirq(c.id, jif, jif, basem)
+			m.runSoftirq(c, cpu.Snapshot{J: jif, M: basem})
 		}
 		if c.hrSoftPend {
 			c.hrSoftPend = false

@@ -9,7 +9,6 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/hrtimer"
-	"github.com/tmigr/tmigr/wheel"
 )
 
 // cpuState is one simulated CPU: what it runs, its tick, its clock event
@@ -158,8 +157,7 @@ func New(cfg Config) (*Machine, error) {
 	nodes := cfg.nodes()
 	m.tracer = &tracer{m: m}
 	if cfg.Trace != nil {
-		m.tracer.log = &traceLog{m: m, ids: map[*wheel.Timer]*Timer{}}
-		m.tracer.text = &hier.TextTracer{W: m.tracer.log}
+		m.tracer.log = &traceLog{m: m}
 	}
 	// The cpuset partition is created after boot: the hierarchy starts
 	// with the boot isolation only.
@@ -171,7 +169,6 @@ func New(cfg Config) (*Machine, error) {
 	}
 	m.set = set
 	m.h = set.Hierarchy()
-	m.set.Run = m.runTimer
 	m.cpus = make([]cpuState, cfg.CPUs)
 	hrcfg := hrtimer.Config{PreemptRT: cfg.PreemptRT, Sleepers: cfg.Sleepers}
 	for i := range m.cpus {
@@ -322,13 +319,14 @@ func (m *Machine) progress() {
 func (m *Machine) sweep(g int64) {
 	m.now = g
 	jif, _ := m.snap(g)
+	sn := cpu.Snapshot{J: jif, M: g}
 	for i := m.ticking.First(); i >= 0; i = m.ticking.Next(i) {
 		c := &m.cpus[i]
 		if c.tickFrom > g {
 			continue
 		}
 		m.nEvents++
-		m.tick(c, g, jif)
+		m.tick(c, sn)
 		if m.err != nil {
 			return
 		}
