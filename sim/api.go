@@ -270,12 +270,7 @@ func (m *Machine) StopCPU(c int) {
 // outside the idle loop, as a panicking CPU that halts: it still takes
 // every interrupt). A stopped tick is restarted.
 func (m *Machine) SetNoNohz(c int, on bool) {
-	s := &m.cpus[c]
-	s.noNohz = on
-	if on && !s.tickOn && s.online && !s.stopped {
-		m.set.ClearIdle(c)
-		m.startTick(s, m.now)
-	}
+	m.setHalted(&m.cpus[c], on)
 }
 
 // BusyNs returns the time CPU c ran a task or kernel code within the

@@ -9,6 +9,7 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/tick"
 )
 
 // cpuState is one simulated CPU: what it runs, its tick, its clock event
@@ -18,16 +19,20 @@ type cpuState struct {
 	node     int
 	online   bool
 	stopped  bool // crash-stopped (panic): takes no interrupt at all
-	noNohz   bool // idles without stopping the tick (a halted panic CPU)
 	nohzFull bool
 	isolated bool // not in the scheduler domains: unpinned tasks stay away
 
+	// tk is the CPU's tick and NOHZ protocol: every kernel decision about
+	// the tick, idle and the interrupts' timer work is made there; this
+	// driver carries out the Ready each call returns.
+	tk    tick.CPU
 	hr    *hrtimer.CPUBase
 	hrDev int64 // what the clock event device is armed for (hrtimers)
 	hrGen uint64
 
-	// The tick: running (a member of Machine.ticking from tickFrom on) or
-	// stopped, with the NOHZ wakeup armed at nohzAt.
+	// The tick timer as tk last armed it: running (a member of
+	// Machine.ticking from tickFrom on) or stopped, with the NOHZ wakeup
+	// armed at nohzAt.
 	tickOn   bool
 	tickFrom int64
 	nohzAt   int64
@@ -92,6 +97,7 @@ type Machine struct {
 	iso    hier.Isolation
 	tickNs int64
 	j0     uint64
+	tg     tick.Grid
 	cpus   []cpuState
 	rng    *rand.Rand // kernel cost draws
 
@@ -148,6 +154,7 @@ func New(cfg Config) (*Machine, error) {
 		j0:     cpu.InitialJiffies(cfg.HZ),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x6b65726e656c)), // "kernel"
 	}
+	m.tg = tick.Grid{T0: 0, J0: m.j0, TickNs: m.tickNs}
 	m.iso = hier.Isolation{
 		Domain:         cfg.Isolcpus,
 		NohzFull:       cfg.NohzFull,
@@ -175,10 +182,6 @@ func New(cfg Config) (*Machine, error) {
 		c := &m.cpus[i]
 		c.id, c.node = i, nodes[i]
 		c.nohzFull = cfg.NohzFull.Test(i)
-		// With nohz_full CPUs around, the timekeeper keeps its tick when
-		// idle, to guarantee timekeeping progression (can_stop_idle_tick):
-		// it never goes idle in the hierarchy either.
-		c.noNohz = !cfg.NohzFull.Empty() && i == m.iso.Timekeeper
 		c.isolated = cfg.Isolcpus.Test(i) || cfg.Partition.Test(i)
 		c.hrDev, c.nohzAt = hrtimer.Never, cpu.KtimeMax
 		c.measOut = -1
@@ -186,14 +189,18 @@ func New(cfg Config) (*Machine, error) {
 		if c.hr, err = hrtimer.NewCPUBase(i, hrcfg); err != nil {
 			return nil, err
 		}
-		if err := m.set.Online(i, m.j0); err != nil {
+		// With nohz_full CPUs around, the timekeeper keeps its tick when
+		// idle (can_stop_idle_tick).
+		if err := c.tk.Init(tick.Config{CPU: i, Set: m.set, Hrtimer: c.hr, Grid: m.tg,
+			NohzFull: c.nohzFull, Timekeeper: !cfg.NohzFull.Empty() && i == m.iso.Timekeeper}); err != nil {
+			return nil, err
+		}
+		r, err := c.tk.Online(0)
+		if err != nil {
 			return nil, err
 		}
 		c.online = true
-		c.tickOn = true
-		c.tickFrom = m.tickNs
-		m.ticking.Set(i)
-		m.nTicking++
+		m.apply(c, r, 0)
 	}
 	m.grid = m.tickNs
 	m.start = int64(cfg.Warmup)
@@ -318,15 +325,13 @@ func (m *Machine) progress() {
 // tick instant g.
 func (m *Machine) sweep(g int64) {
 	m.now = g
-	jif, _ := m.snap(g)
-	sn := cpu.Snapshot{J: jif, M: g}
 	for i := m.ticking.First(); i >= 0; i = m.ticking.Next(i) {
 		c := &m.cpus[i]
 		if c.tickFrom > g {
 			continue
 		}
 		m.nEvents++
-		m.tick(c, sn)
+		m.tick(c, g)
 		if m.err != nil {
 			return
 		}
@@ -467,6 +472,8 @@ func (m *Machine) checkCPU(c *cpuState) {
 	}
 	baseIdle := m.set.BaseIdle(c.id)
 	switch {
+	case c.tickOn == c.tk.Stopped():
+		m.fail(fmt.Errorf("at %s: CPU %d: the driver's tick (running %v) is not the tick core's", fmtTime(m.now), c.id, c.tickOn))
 	case !c.tickOn && !baseIdle:
 		m.fail(fmt.Errorf("at %s: CPU %d stopped its tick but its timer base is not idle", fmtTime(m.now), c.id))
 	case c.tickOn && baseIdle:
@@ -557,7 +564,7 @@ func (m *Machine) offline(i int, t int64) {
 	}
 	// The hotplug thread runs on the CPU: it is active.
 	if c.idle {
-		m.exitIdle(c, t)
+		m.apply(c, c.tk.IdleExit(t, false), t)
 		c.idle = false
 	}
 	if c.curr != nil {
@@ -569,32 +576,27 @@ func (m *Machine) offline(i int, t int64) {
 	for c.rq.len() > 0 {
 		m.global.push(c.rq.pop(), false)
 	}
-	jif, _ := m.snap(t)
-	trigger, kick, err := m.set.Offline(i, to, jif)
+	r, err := c.tk.Offline(&m.cpus[to].tk, t)
 	if err != nil {
 		m.fail(err)
 		return
 	}
-	eff, err := c.hr.Dying(m.cpus[to].hr)
-	if err != nil {
-		m.fail(err)
-		return
-	}
-	if eff.IPI != nil {
-		m.program(&m.cpus[to], eff.IPI.Retrigger())
+	if r.Retrigger >= 0 {
+		// Delivered at once: the dying CPU's last act.
+		d := &m.cpus[r.Retrigger]
+		m.apply(d, d.tk.Retrigger(), t)
 	}
 	c.online = false
 	c.idle = false
-	m.stopTick(c)
-	c.nohzGen++
+	m.apply(c, r, t) // the tick stops for good
 	c.hrGen++
 	c.stepGen++
 	c.busyNs += m.clip(c.busyFrom, t)
-	if trigger >= 0 {
-		m.forceActive([]int{trigger}, t)
+	if r.Activate >= 0 {
+		m.forceActive([]int{r.Activate}, t)
 	}
-	if kick {
-		m.kick(to, t)
+	if r.Kick >= 0 {
+		m.kick(r.Kick, t)
 	}
 	m.pullGlobal(t)
 }
@@ -617,16 +619,15 @@ func (m *Machine) online(i int, t int64) {
 		m.fail(fmt.Errorf("at %s: online %d: CPU %d is already online", fmtTime(t), i, i))
 		return
 	}
-	jif, _ := m.snap(t)
-	if err := m.set.Online(i, jif); err != nil {
+	r, err := c.tk.Online(t)
+	if err != nil {
 		m.fail(err)
 		return
 	}
-	c.hr.Starting()
 	c.online = true
 	c.hrDev = hrtimer.Never
 	c.irqEnd = max(c.irqEnd, t)
-	m.startTick(c, t)
+	m.apply(c, r, t)
 	c.busyFrom = t
 	m.reschedule(c, t)
 	if c.curr == nil {
@@ -660,8 +661,7 @@ func (m *Machine) setPartition(mask cpumask.Mask, t int64) {
 	for i := woken.First(); i >= 0; i = woken.Next(i) {
 		c := &m.cpus[i]
 		if c.online && !c.stopped && !c.tickOn {
-			m.set.ClearIdle(i)
-			m.startTick(c, t)
+			m.apply(c, c.tk.Restart(t), t)
 			idled = append(idled, i)
 		}
 	}
@@ -669,7 +669,8 @@ func (m *Machine) setPartition(mask cpumask.Mask, t int64) {
 	for _, i := range idled {
 		c := &m.cpus[i]
 		if c.curr == nil || c.nohzFull {
-			m.nohzStopTick(c, t)
+			m.ctx = c.id
+			m.apply(c, c.tk.StopTick(t), t)
 		}
 	}
 	m.forceActive(triggers, t)
