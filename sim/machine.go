@@ -562,10 +562,12 @@ func (m *Machine) offline(i int, t int64) {
 		m.fail(fmt.Errorf("at %s: offline %d: the timekeeper cannot go offline while nohz_full is in use", fmtTime(t), i))
 		return
 	}
-	// The hotplug thread runs on the CPU: it is active.
+	// The hotplug thread runs on the CPU: it is active, and busy from now
+	// (an idle CPU's last busy stretch ended when it went idle).
 	if c.idle {
 		m.apply(c, c.tk.IdleExit(t, false), t)
 		c.idle = false
+		c.busyFrom = t
 	}
 	if c.curr != nil {
 		cur := c.curr
