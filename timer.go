@@ -215,7 +215,7 @@ func (t *Timer) armWheel(d time.Duration) {
 	w := rt.onBehalf(c)
 	now := rt.clk.now()
 	t.when = satAdd(now, int64(d))
-	_, kickCPU := rt.set.Mod(w.cpu, &t.wt, rt.grid.expiry(now, int64(d)), rt.grid.jiffies(now), 0)
+	_, kickCPU := rt.set.Mod(w.cpu, &t.wt, rt.grid.Expiry(now, int64(d)), rt.grid.Jiffies(now), 0)
 	w.hp.RUnlock()
 	switch {
 	case kickCPU >= 0:

@@ -17,8 +17,9 @@ import (
 // timer expiry) as an ftrace event, as values: the ftrace writer formats
 // them at the end.
 type tracer struct {
-	m   *Machine
-	log *traceLog
+	m    *Machine
+	log  *traceLog
+	seen func(hier.Event) // tests: every event, as it happens
 }
 
 // traceLog collects the events of a traced run; they are written with
@@ -39,6 +40,9 @@ func (tr *tracer) Trace(e hier.Event) {
 	}
 	if l := tr.log; l != nil {
 		l.add(ftrace.Event{Data: ftrace.TmigrPayload(e)})
+	}
+	if tr.seen != nil {
+		tr.seen(e)
 	}
 }
 
