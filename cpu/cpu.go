@@ -953,6 +953,10 @@ func (s *Set) Restore(t *wheel.Timer, cpu int, flags uint32, expires, jiffies ui
 	t.SetFlags(flags&wheel.FlagInitMask | uint32(cpu))
 	b := &s.cpu(cpu).bases[baseIndex(t.Flags())]
 	b.mu.Lock()
+	// The kernel's softirq recalculates a base's next expiry whenever it
+	// comes due, so a deletion never holds the clock back for long; the
+	// replay runs no softirq, so it recalculates before forwarding.
+	b.w.Recalc()
 	b.w.Forward(jiffies)
 	t.SetExpires(expires)
 	b.w.Enqueue(t, idx, bucketExpiry)
