@@ -36,7 +36,7 @@ func (x *Exec) Spend(d int64) {
 
 // Jiffies returns the jiffies at x.Now.
 func (x *Exec) Jiffies() uint64 {
-	j, _ := x.m.snap(x.Now)
+	j := x.m.tg.Jiffies(x.Now)
 	return j
 }
 
@@ -95,14 +95,14 @@ func (m *Machine) Mod(c int, t *Timer, expires uint64) { m.mod(c, t, expires, m.
 func (m *Machine) AddOn(t *Timer, c int, expires uint64) { m.addOn(t, c, expires, m.now) }
 
 func (m *Machine) mod(c int, t *Timer, expires uint64, now int64) {
-	jif, _ := m.snap(now)
+	jif := m.tg.Jiffies(now)
 	if _, k := m.set.Mod(c, &t.w, expires, jif, 0); k >= 0 {
 		m.kick(k, now)
 	}
 }
 
 func (m *Machine) addOn(t *Timer, c int, expires uint64, now int64) {
-	jif, _ := m.snap(now)
+	jif := m.tg.Jiffies(now)
 	if k := m.set.AddOn(&t.w, c, expires, jif); k >= 0 {
 		m.kick(k, now)
 	}
@@ -178,7 +178,7 @@ func (m *Machine) Now() int64 { return m.now }
 
 // Jiffies returns the jiffies at the current time.
 func (m *Machine) Jiffies() uint64 {
-	j, _ := m.snap(m.now)
+	j := m.tg.Jiffies(m.now)
 	return j
 }
 

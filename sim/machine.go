@@ -416,13 +416,6 @@ func (m *Machine) At(t int64, fn func()) {
 	m.push(event{t: max(t, m.now), kind: evFunc, fn: fn})
 }
 
-// snap is the tick-update snapshot at time t: the jiffies of the last
-// tick at or before t and that tick's time (basej, basem).
-func (m *Machine) snap(t int64) (uint64, int64) {
-	k := t / m.tickNs
-	return m.j0 + uint64(k), k * m.tickNs
-}
-
 func (m *Machine) draw(d Dist) int64 {
 	if d.Kind == Const {
 		return int64(d.A)

@@ -76,7 +76,7 @@ func (l *traceLog) expire(handler int, t *wheel.Timer) {
 	if st, ok := t.Data.(*Timer); ok {
 		name, id = st.Name, st.id
 	}
-	j, _ := l.m.snap(l.m.x.Now)
+	j := l.m.tg.Jiffies(l.m.x.Now)
 	l.add(ftrace.Event{Data: ftrace.TimerExpireEntry{Timer: id, Function: name, Now: j, BaseClk: j}})
 	_ = handler
 }
