@@ -11,12 +11,8 @@ import (
 // is what our timer code computes, or undetermined for a reason (a timer
 // armed before the recording); none differs.
 func TestNextevtRecordings(t *testing.T) {
-	files, _ := filepath.Glob("../testdata/traces/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no recordings")
-	}
 	matched := 0
-	for _, f := range files {
+	for _, f := range traceFiles(t) {
 		tr, err := ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
