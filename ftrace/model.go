@@ -1,6 +1,10 @@
 package ftrace
 
-import "github.com/tmigr/tmigr/hier"
+import (
+	"strings"
+
+	"github.com/tmigr/tmigr/hier"
+)
 
 // Our own events.
 //
@@ -67,4 +71,10 @@ func TmigrPayload(e hier.Event) Payload {
 		return TmigrHandleRemote{Group: GroupPtr(e.Group), Lvl: e.Group.Level}
 	}
 	return nil
+}
+
+// IsTmigr reports whether p is a tracepoint of the timer_migration system
+// (every one of them, those of later kernels included, is named tmigr_*).
+func IsTmigr(p Payload) bool {
+	return p != nil && strings.HasPrefix(p.Name(), "tmigr_")
 }

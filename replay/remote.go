@@ -467,7 +467,7 @@ func wheelNext(events []ftrace.Event, ops []*op) map[int]uint64 {
 		for _, ti := range o.targets {
 			end := len(events) - 1
 			for i := ti + 1; i < len(events); i++ {
-				if events[i].CPU == o.cpu && strings.HasPrefix(events[i].Name, "tmigr_") {
+				if events[i].CPU == o.cpu && ftrace.IsTmigr(events[i].Data) {
 					end = i
 					break
 				}

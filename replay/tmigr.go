@@ -3,7 +3,6 @@ package replay
 import (
 	"math/bits"
 	"strconv"
-	"strings"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
@@ -169,7 +168,7 @@ func startsAtBoot(events []ftrace.Event) bool {
 		case ftrace.Lost, ftrace.BufferStarted:
 			return false
 		}
-		if strings.HasPrefix(ev.Name, "tmigr_") {
+		if ftrace.IsTmigr(ev.Data) {
 			return false
 		}
 	}
