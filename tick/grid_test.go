@@ -68,3 +68,19 @@ func TestExpiryNeverEarly(t *testing.T) {
 		}
 	})
 }
+
+// The CPU's incremental snapshot is the grid's, whatever the order of
+// times (never decreasing, as a driver gives them).
+func TestIncrementalSnapshot(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		g := NewGrid(rapid.Int64Range(0, 1e12).Draw(t, "t0"), rapid.SampledFrom([]int{100, 250, 1000}).Draw(t, "hz"))
+		c := CPU{grid: g}
+		now := g.T0 - rapid.Int64Range(0, 3*g.TickNs).Draw(t, "before")
+		for range 50 {
+			now += rapid.Int64Range(0, 3*g.TickNs).Draw(t, "step")
+			if got, want := c.snapshot(now), g.Snapshot(now); got != want {
+				t.Fatalf("at %d: %+v, want %+v", now, got, want)
+			}
+		}
+	})
+}

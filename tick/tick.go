@@ -116,6 +116,26 @@ type CPU struct {
 
 	hard, soft *hrtimer.Pass
 	raised     bool // the hard pass in progress raised HRTIMER_SOFTIRQ
+
+	last   cpu.Snapshot // the last snapshot taken, if lastOK
+	lastOK bool
+}
+
+// snapshot is c.grid.Snapshot(now), without a division when now falls in
+// the jiffy of the last snapshot or the next one, as it does tick after
+// tick.
+func (c *CPU) snapshot(now int64) cpu.Snapshot {
+	if c.lastOK {
+		switch d := now - c.last.M; {
+		case d >= 0 && d < c.grid.TickNs:
+			return c.last
+		case d >= c.grid.TickNs && d < 2*c.grid.TickNs:
+			c.last = cpu.Snapshot{J: c.last.J + 1, M: c.last.M + c.grid.TickNs}
+			return c.last
+		}
+	}
+	c.last, c.lastOK = c.grid.Snapshot(now), now >= c.grid.T0
+	return c.last
 }
 
 // Init makes c the tick of cfg.CPU, offline; bring it up with Online. It
@@ -219,7 +239,7 @@ func (c *CPU) Tick(now int64) Ready {
 	if !c.online {
 		return c.ready()
 	}
-	snap := c.grid.Snapshot(now)
+	snap := c.snapshot(now)
 	var r Ready
 	if c.stopped {
 		c.next = Never
@@ -238,7 +258,7 @@ func (c *CPU) Tick(now int64) Ready {
 // pass expires the CPU's due wheel timers and, as migrator, other idle
 // CPUs' global ones (see cpu.Pass). Run it to its end.
 func (c *CPU) TimerSoftirq(now int64) *cpu.Pass {
-	return c.set.Softirq(c.id, c.grid.Snapshot(now))
+	return c.set.Softirq(c.id, c.snapshot(now))
 }
 
 // HrtimerInterrupt starts hrtimer_interrupt at now: the clock event device
@@ -353,7 +373,7 @@ func (c *CPU) StopTick(now int64) Ready {
 	if !c.online {
 		return c.ready()
 	}
-	snap := c.grid.Snapshot(now)
+	snap := c.snapshot(now)
 	next := c.set.NextEvent(c.id, snap)
 	if !c.stopped {
 		if next-snap.M <= c.grid.TickNs {

@@ -404,3 +404,17 @@ func TestConcurrentCPUs(t *testing.T) {
 		t.Fatalf("%d hierarchy warnings", w)
 	}
 }
+
+// BenchmarkTick is one busy CPU's periodic tick with nothing due, the
+// simulator's commonest call.
+func BenchmarkTick(b *testing.B) {
+	set, _ := cpu.New(cpu.Config{NodeOf: make([]int, 1), HZ: hz, Policy: cpu.PullIsolated})
+	hb, _ := hrtimer.NewCPUBase(0, hrtimer.Config{})
+	var c CPU
+	c.Init(Config{CPU: 0, Set: set, Hrtimer: hb, Grid: NewGrid(0, hz)})
+	c.Online(0)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		c.Tick(int64(i+1) * tickNs)
+	}
+}
