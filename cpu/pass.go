@@ -53,7 +53,9 @@ type Pass struct {
 // the softirq must run (on PREEMPT_RT, from the CPU's ktimers thread).
 func (s *Set) Softirq(cpu int, snap Snapshot) *Pass {
 	p := &s.cpu(cpu).pass
-	*p = Pass{s: s, cpu: cpu, snap: snap, target: -1}
+	// Field by field: the remote walk's state is large and set anew by
+	// BeginRemote when the pass reaches it.
+	p.snap, p.phase, p.cur, p.out, p.target, p.walking = snap, 0, nil, false, -1, false
 	return p
 }
 

@@ -54,7 +54,7 @@ type Fetcher interface {
 // cpu's wakeup is the next expiry of the highest group it handled
 // (KtimeMax if it handled none), whether cpu is idle or active.
 func (h *Hierarchy) BeginRemote(r *Remote, cpu int, now int64, basej uint64) {
-	*r = Remote{h: h, done: true}
+	r.h, r.t, r.g, r.entered, r.done, r.target = h, nil, nil, false, true, nil
 	t := h.tmc(cpu)
 	if notAvailable(t) {
 		return

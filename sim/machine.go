@@ -588,10 +588,10 @@ func (m *Machine) offline(i int, t int64) {
 	c.stepGen++
 	c.busyNs += m.clip(c.busyFrom, t)
 	if r.Activate >= 0 {
-		m.forceActive([]int{r.Activate}, t)
+		m.forceActive([]int{int(r.Activate)}, t)
 	}
 	if r.Kick >= 0 {
-		m.kick(r.Kick, t)
+		m.kick(int(r.Kick), t)
 	}
 	m.pullGlobal(t)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // NoCPU is a Ready's "no CPU" in Kick, Activate and Retrigger.
-const NoCPU = -1
+const NoCPU int32 = -1
 
 // Softirqs is a set of raised softirqs.
 type Softirqs uint8
@@ -26,33 +26,18 @@ const (
 
 // Ready is what a driver must do after a call, before the next call on the
 // same CPU (see the package doc for the duties). Every method returns one;
-// none is the zero value (its CPU fields are NoCPU when unused).
+// none is the zero value (its CPU fields are NoCPU when unused). It is
+// small and returned by value: the tick is the commonest call a simulator
+// makes.
 type Ready struct {
 	// Tick is when the driver must next call CPU.Tick: the next instant of
 	// the grid while the tick runs, the NOHZ wakeup (the kernel's
 	// sched_timer) while it is stopped, Never for none. Stopped says which.
-	Tick    int64
-	Stopped bool
-	// TickSet: this call started the tick, stopped it or re-armed the NOHZ
-	// wakeup; the driver (re)arms its tick timer for Tick. Otherwise the
-	// tick goes on as it was.
-	TickSet bool
-
-	// Program: arm the CPU's clock event device (the hrtimer interrupt) for
-	// DeviceAt; Never disarms it. A device armed for a time already past
-	// fires at once.
-	Program  bool
+	Tick int64
+	// DeviceAt is what to arm the CPU's clock event device (the hrtimer
+	// interrupt) for when Program is set; Never disarms it. A device armed
+	// for a time already past fires at once.
 	DeviceAt int64
-
-	// Softirq: the softirqs this call raised. On a non-RT kernel they run
-	// on the way out of the interrupt; on PREEMPT_RT in the CPU's ktimers
-	// thread.
-	Softirq Softirqs
-
-	// Hang: the hrtimer interrupt gave up after three passes and left the
-	// hang delay in the device (the kernel prints "hrtimer: interrupt took
-	// N ns" for the first one after boot).
-	Hang bool
 
 	// Kick: send this CPU a wake-up IPI (trigger_dyntick_cpu: a timer was
 	// queued first on its idle base); at the end of that interrupt it
@@ -60,7 +45,24 @@ type Ready struct {
 	// (tmigr_trigger_active: a work item on it), which makes it active in
 	// the hierarchy. Retrigger: send this CPU the hrtimer retrigger IPI
 	// (call its Retrigger and carry out that Ready there).
-	Kick, Activate, Retrigger int
+	Kick, Activate, Retrigger int32
+
+	// Softirq: the softirqs this call raised. On a non-RT kernel they run
+	// on the way out of the interrupt; on PREEMPT_RT in the CPU's ktimers
+	// thread.
+	Softirq Softirqs
+
+	Stopped bool
+	// TickSet: this call started the tick, stopped it or re-armed the NOHZ
+	// wakeup; the driver (re)arms its tick timer for Tick. Otherwise the
+	// tick goes on as it was.
+	TickSet bool
+	// Program: arm the device for DeviceAt.
+	Program bool
+	// Hang: the hrtimer interrupt gave up after three passes and left the
+	// hang delay in the device (the kernel prints "hrtimer: interrupt took
+	// N ns" for the first one after boot).
+	Hang bool
 }
 
 func (c *CPU) ready() Ready {
@@ -100,25 +102,24 @@ type Config struct {
 // CPU's own); CPUs of one machine may be driven concurrently, since the
 // timer code and the hierarchy they share are safe for concurrent use.
 type CPU struct {
-	id   int
-	set  *cpu.Set
-	hr   *hrtimer.CPUBase
-	grid Grid
+	// What a tick reads comes first, in one cache line: a simulator
+	// ticks thousands of CPUs in a row.
+	online  bool
+	stopped bool // TS_FLAG_STOPPED: the tick is stopped (the timer base is idle)
+	lastOK  bool
+	id      int32
+	next    int64        // Ready.Tick
+	last    cpu.Snapshot // the last snapshot taken, if lastOK
+	grid    Grid
+	set     *cpu.Set
 
+	hr         *hrtimer.CPUBase
+	inIdle     bool // TS_FLAG_INIDLE: in the idle loop
 	nohzFull   bool
 	timekeeper bool
 	halted     bool // idles outside the idle loop (SetHalted)
-
-	online  bool
-	inIdle  bool  // TS_FLAG_INIDLE: in the idle loop
-	stopped bool  // TS_FLAG_STOPPED: the tick is stopped (the timer base is idle)
-	next    int64 // Ready.Tick
-
-	hard, soft *hrtimer.Pass
 	raised     bool // the hard pass in progress raised HRTIMER_SOFTIRQ
-
-	last   cpu.Snapshot // the last snapshot taken, if lastOK
-	lastOK bool
+	hard, soft *hrtimer.Pass
 }
 
 // snapshot is c.grid.Snapshot(now), without a division when now falls in
@@ -153,13 +154,13 @@ func (c *CPU) Init(cfg Config) error {
 	case cfg.Hrtimer.Config().LowRes:
 		return errors.New("tick: the hrtimer base is in low-resolution mode; only high-resolution mode is modelled")
 	}
-	*c = CPU{id: cfg.CPU, set: cfg.Set, hr: cfg.Hrtimer, grid: cfg.Grid,
+	*c = CPU{id: int32(cfg.CPU), set: cfg.Set, hr: cfg.Hrtimer, grid: cfg.Grid,
 		nohzFull: cfg.NohzFull, timekeeper: cfg.Timekeeper, stopped: true, next: Never}
 	return nil
 }
 
 // ID returns the CPU's number.
-func (c *CPU) ID() int { return c.id }
+func (c *CPU) ID() int { return int(c.id) }
 
 // Stopped reports whether the tick is stopped (TS_FLAG_STOPPED).
 func (c *CPU) Stopped() bool { return c.stopped }
@@ -177,7 +178,7 @@ func (c *CPU) Online(now int64) (Ready, error) {
 	if c.online {
 		return c.ready(), fmt.Errorf("tick: CPU %d is already online", c.id)
 	}
-	if err := c.set.Online(c.id, c.grid.Jiffies(now)); err != nil {
+	if err := c.set.Online(int(c.id), c.grid.Jiffies(now)); err != nil {
 		return c.ready(), err
 	}
 	if !c.hr.Online() {
@@ -207,7 +208,7 @@ func (c *CPU) Offline(to *CPU, now int64) (Ready, error) {
 	if c.inIdle {
 		c.IdleExit(now, false)
 	}
-	trigger, kick, err := c.set.Offline(c.id, to.id, c.grid.Jiffies(now))
+	trigger, kick, err := c.set.Offline(int(c.id), int(to.id), c.grid.Jiffies(now))
 	if err != nil {
 		return c.ready(), err
 	}
@@ -218,12 +219,12 @@ func (c *CPU) Offline(to *CPU, now int64) (Ready, error) {
 	c.online, c.inIdle, c.stopped = false, false, true
 	c.next = Never
 	r := c.tickSet()
-	r.Activate = trigger
+	r.Activate = int32(trigger)
 	if kick {
 		r.Kick = to.id
 	}
 	if eff.IPI != nil {
-		r.Retrigger = eff.IPI.CPU()
+		r.Retrigger = int32(eff.IPI.CPU())
 	}
 	return r, nil
 }
@@ -235,20 +236,23 @@ func (c *CPU) Offline(to *CPU, now int64) (Ready, error) {
 // this CPU (tmigr_requires_handle_remote). A running tick goes on at the
 // next grid instant; a NOHZ wakeup is not re-armed (HRTIMER_NORESTART): the
 // CPU re-evaluates its sleep when the interrupt ends (Idle, FullUpdate).
-func (c *CPU) Tick(now int64) Ready {
+func (c *CPU) Tick(now int64) (r Ready) {
+	// The result is filled in place: this is the call a simulator makes
+	// for every ticking CPU at every tick.
+	r.Kick, r.Activate, r.Retrigger = NoCPU, NoCPU, NoCPU
+	r.Tick, r.Stopped = c.next, c.stopped
 	if !c.online {
-		return c.ready()
+		return r
 	}
 	snap := c.snapshot(now)
-	var r Ready
 	if c.stopped {
 		c.next = Never
-		r = c.tickSet()
+		r.Tick, r.TickSet = Never, true
 	} else {
-		c.next = c.grid.At(snap.J + 1)
-		r = c.ready()
+		c.next = snap.M + c.grid.TickNs
+		r.Tick = c.next
 	}
-	if c.set.Tick(c.id, snap) {
+	if c.set.Tick(int(c.id), snap) {
 		r.Softirq |= TimerSoftirq
 	}
 	return r
@@ -258,7 +262,7 @@ func (c *CPU) Tick(now int64) Ready {
 // pass expires the CPU's due wheel timers and, as migrator, other idle
 // CPUs' global ones (see cpu.Pass). Run it to its end.
 func (c *CPU) TimerSoftirq(now int64) *cpu.Pass {
-	return c.set.Softirq(c.id, c.snapshot(now))
+	return c.set.Softirq(int(c.id), c.snapshot(now))
 }
 
 // HrtimerInterrupt starts hrtimer_interrupt at now: the clock event device
@@ -343,7 +347,7 @@ func (c *CPU) Idle(now int64) Ready {
 	}
 	if !c.inIdle {
 		c.inIdle = true
-		c.set.SetBusy(c.id, false)
+		c.set.SetBusy(int(c.id), false)
 	}
 	if c.timekeeper || c.halted {
 		return c.ready()
@@ -374,12 +378,12 @@ func (c *CPU) StopTick(now int64) Ready {
 		return c.ready()
 	}
 	snap := c.snapshot(now)
-	next := c.set.NextEvent(c.id, snap)
+	next := c.set.NextEvent(int(c.id), snap)
 	if !c.stopped {
 		if next-snap.M <= c.grid.TickNs {
 			return c.ready()
 		}
-		wake, idle := c.set.TryToSetIdle(c.id, snap)
+		wake, idle := c.set.TryToSetIdle(int(c.id), snap)
 		if !idle {
 			return c.ready()
 		}
@@ -403,7 +407,7 @@ func (c *CPU) IdleExit(now int64, alone bool) Ready {
 		return c.ready()
 	}
 	c.inIdle = false
-	c.set.SetBusy(c.id, true)
+	c.set.SetBusy(int(c.id), true)
 	if !c.stopped {
 		return c.ready()
 	}
@@ -441,7 +445,7 @@ func (c *CPU) Restart(now int64) Ready {
 	if !c.online || !c.stopped {
 		return c.ready()
 	}
-	c.set.ClearIdle(c.id)
+	c.set.ClearIdle(int(c.id))
 	c.stopped = false
 	c.next = c.grid.Next(now)
 	return c.tickSet()
