@@ -13,14 +13,7 @@ import (
 func TestNextevtRecordings(t *testing.T) {
 	matched := 0
 	for _, f := range traceFiles(t) {
-		tr, err := ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := shapeOf(tr, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr, s := readTrace(t, f)
 		c, err := CheckNextevt(tr, s)
 		if err != nil {
 			t.Fatal(err)
