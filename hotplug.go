@@ -65,12 +65,9 @@ func (w *worker) goOffline(to *worker) error {
 	now := w.now()
 	w.leaveIdle(now) // the hotplug thread runs on the CPU: it is active
 	w.hp.Lock()
-	trigger, kick, err := rt.set.Offline(w.cpu, to.cpu, rt.grid.jiffies(now))
-	if err != nil {
-		w.hp.Unlock()
-		return fmt.Errorf("tmigr: offline worker %d: %w", w.cpu, err)
-	}
-	eff, err := w.hb.Dying(to.hb)
+	// to.tk is read only for its CPU number and state, which its own
+	// goroutine does not change while hotplug is serialised (ctlMu).
+	r, err := w.tk.Offline(&to.tk, now)
 	if err != nil {
 		w.hp.Unlock()
 		rt.fail(fmt.Errorf("offline worker %d: %w", w.cpu, err))
@@ -81,14 +78,16 @@ func (w *worker) goOffline(to *worker) error {
 	w.hp.Unlock()
 
 	to.queue(tasks...)
-	if trigger >= 0 {
-		rt.workers[trigger].kick(kickActivate)
+	if r.Activate >= 0 {
+		rt.workers[r.Activate].kick(kickActivate)
 	}
-	if kick {
-		to.kick(kickTimer)
+	if r.Kick >= 0 {
+		rt.workers[r.Kick].kick(kickTimer)
 	}
-	rt.apply(to, eff)
-	w.inIdle, w.tickStopped = true, true
+	if r.Retrigger >= 0 {
+		rt.workers[r.Retrigger].kick(kickRetrigger)
+	}
+	w.apply(r)
 	w.idleSince.Store(w.now())
 	return nil
 }
@@ -99,17 +98,15 @@ func (w *worker) goOnline() {
 	rt := w.rt
 	now := w.now()
 	w.hp.Lock()
-	err := rt.set.Online(w.cpu, rt.grid.jiffies(now))
+	r, err := w.tk.Online(now)
 	if err != nil {
 		w.hp.Unlock()
 		rt.fail(fmt.Errorf("online worker %d: %w", w.cpu, err))
 		return
 	}
-	w.hb.Starting()
 	w.online.Store(true)
 	w.hp.Unlock()
-	w.inIdle, w.tickStopped = false, false
-	w.nextTick = rt.grid.at(rt.grid.jiffies(now) + 1)
+	w.apply(r)
 	if s := w.idleSince.Swap(0); s != 0 {
 		w.st.idleNs.Add(now - s)
 	}
@@ -138,7 +135,7 @@ func (rt *Runtime) Exclude(list string) error {
 	if extra := e.AndNot(all); !extra.Empty() {
 		return fmt.Errorf("tmigr: Exclude: CPUs %s run no worker (workers: %s)", extra, all)
 	}
-	iso := rt.boot.Or(e)
+	iso := rt.bootIso.Or(e)
 	if hk := all.AndNot(iso); hk.Empty() {
 		return fmt.Errorf("tmigr: Exclude(%q) leaves no housekeeping worker", list)
 	}

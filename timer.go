@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/hrtimer"
@@ -66,7 +65,7 @@ func (m HRMode) String() string {
 // So f never runs for an arm that Stop or Reset reported as stopped, and
 // never early for the arm that Reset made.
 type Timer struct {
-	wt wheel.Timer // first: timerOf recovers the Timer from it
+	wt wheel.Timer // its Data is the Timer
 
 	rt   *Runtime
 	f    func()
@@ -80,15 +79,6 @@ type Timer struct {
 	running atomic.Int32 // the function runs (per run in progress)
 }
 
-// timerOf returns the Timer whose wt is t: package cpu hands the driver
-// the *wheel.Timer, the first field of every Timer (a wheel timer the
-// runtime did not make never reaches its Run hook).
-func timerOf(t *wheel.Timer) *Timer { return (*Timer)(unsafe.Pointer(t)) }
-
-// noop is the wheel timer function: the core ignores a timer whose function
-// is nil (shut down); the runtime's Run hook runs the real one.
-func noop(*wheel.Timer) {}
-
 // AfterFunc arranges for f to run on a worker after at least d (a negative
 // d counts as 0) and returns the Timer. It is a global wheel timer, queued on
 // the worker the caller runs on (inside a task or a timer function), as the
@@ -101,7 +91,8 @@ func noop(*wheel.Timer) {}
 // is returned unarmed.
 func (rt *Runtime) AfterFunc(d time.Duration, f func()) *Timer {
 	t := &Timer{rt: rt, f: f, cpu: -1}
-	cpu.Setup(&t.wt, noop, 0)
+	cpu.Setup(&t.wt, 0)
+	t.wt.Data = t
 	t.Reset(d)
 	return t
 }
@@ -126,7 +117,8 @@ func (rt *Runtime) AfterFuncOn(c int, d time.Duration, f func(), opts ...TimerOp
 		}
 	}
 	t := &Timer{rt: rt, f: f, cpu: c}
-	cpu.Setup(&t.wt, noop, flags)
+	cpu.Setup(&t.wt, flags)
+	t.wt.Data = t
 	t.Reset(d)
 	return t, nil
 }
@@ -223,7 +215,7 @@ func (t *Timer) armWheel(d time.Duration) {
 	w := rt.onBehalf(c)
 	now := rt.clk.now()
 	t.when = satAdd(now, int64(d))
-	_, kickCPU := rt.set.Mod(w.cpu, &t.wt, rt.grid.expiry(now, int64(d)), rt.grid.jiffies(now), 0)
+	_, kickCPU := rt.set.Mod(w.cpu, &t.wt, rt.grid.Expiry(now, int64(d)), rt.grid.Jiffies(now), 0)
 	w.hp.RUnlock()
 	switch {
 	case kickCPU >= 0:

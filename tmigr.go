@@ -16,6 +16,7 @@ import (
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/hrtimer"
 	"github.com/tmigr/tmigr/internal/osthread"
+	"github.com/tmigr/tmigr/tick"
 	"github.com/tmigr/tmigr/wheel"
 )
 
@@ -110,6 +111,8 @@ type Config struct {
 	// nil is the identity. Tests use it to run more workers than the
 	// machine has CPUs.
 	pinTo func(cpu int) int
+	// tracer, if set, receives the hierarchy's tracepoints (tests).
+	tracer hier.Tracer
 }
 
 // Panic is a panic recovered from a timer function or a task.
@@ -143,10 +146,10 @@ type Runtime struct {
 	cfg     Config
 	set     *cpu.Set
 	clk     clock
-	grid    grid
-	workers []*worker // by CPU number; nil where no worker runs
-	order   []*worker // the workers, in CPU order
-	boot    cpumask.Mask
+	grid    tick.Grid
+	workers []*worker    // by CPU number; nil where no worker runs
+	order   []*worker    // the workers, in CPU order
+	bootIso cpumask.Mask // Config.Isolated
 
 	isolated atomic.Pointer[cpumask.Mask] // boot ∪ the last Exclude
 
@@ -163,6 +166,71 @@ type Runtime struct {
 
 // Start starts one worker per CPU of cfg.CPUs and returns when all run.
 func Start(cfg Config) (*Runtime, error) {
+	rt, err := build(cfg, newClock())
+	if err != nil {
+		return nil, err
+	}
+
+	// Workers block in futex system calls; each may have its P taken away
+	// meanwhile, and must find one free when it wakes or wait for the Go
+	// scheduler (milliseconds). One spare P per worker keeps that wait
+	// away; Close restores the previous value.
+	rt.procsPrev = runtime.GOMAXPROCS(0)
+	rt.procsSet = rt.procsPrev + len(rt.order)
+	runtime.GOMAXPROCS(rt.procsSet)
+
+	// Bring the workers' threads up, then the CPUs, as the kernel does:
+	// every CPU online and active, then the late isolation initcall.
+	ready := make(chan error, len(rt.order))
+	begin := make(chan struct{})
+	var abort atomic.Bool
+	for _, w := range rt.order {
+		rt.wg.Add(1)
+		go w.main(ready, begin, &abort)
+	}
+	var errs []error
+	for range rt.order {
+		if err := <-ready; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		if err := rt.boot(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		abort.Store(true)
+		close(begin)
+		rt.wg.Wait()
+		rt.restoreProcs()
+		return nil, errors.Join(errs...)
+	}
+	close(begin)
+	return rt, nil
+}
+
+// boot brings every worker's CPU online, active (the worker's goroutine
+// has not begun: it reads its state only after begin is closed), then runs
+// the hierarchy's late isolation initcall.
+func (rt *Runtime) boot() error {
+	now := rt.clk.now()
+	for _, w := range rt.order {
+		r, err := w.tk.Online(now)
+		if err != nil {
+			return fmt.Errorf("tmigr: CPU %d: %w", w.cpu, err)
+		}
+		w.apply(r)
+		w.online.Store(true)
+	}
+	rt.set.InitIsolation() // every worker is active: nobody to force
+	return nil
+}
+
+// build checks cfg and builds the runtime's timer code and workers on
+// the clock clk, offline and without threads: Start adds the threads and
+// boots the CPUs; tests drive the workers' event handling directly.
+func build(cfg Config, clk clock) (*Runtime, error) {
 	if cfg.HZ == 0 {
 		cfg.HZ = 1000
 	}
@@ -222,6 +290,7 @@ func Start(cfg Config) (*Runtime, error) {
 		HZ:        cfg.HZ,
 		Policy:    cfg.Policy,
 		Isolation: hier.Isolation{Domain: iso, Timekeeper: hk.First()},
+		Tracer:    cfg.tracer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tmigr: %w", err)
@@ -230,67 +299,26 @@ func Start(cfg Config) (*Runtime, error) {
 	rt := &Runtime{
 		cfg:     cfg,
 		set:     set,
-		clk:     newClock(),
+		clk:     clk,
 		workers: make([]*worker, n),
-		boot:    iso,
+		bootIso: iso,
 		done:    make(chan struct{}),
 	}
 	rt.isolated.Store(&iso)
 	rt.start = rt.clk.now()
-	rt.grid = newGrid(rt.start, cfg.HZ)
-	set.Run = rt.runWheel
+	rt.grid = tick.NewGrid(rt.start, cfg.HZ)
 	for c := cpus.First(); c >= 0; c = cpus.Next(c) {
 		hb, err := hrtimer.NewCPUBase(c, hrtimer.Config{})
 		if err != nil {
 			return nil, fmt.Errorf("tmigr: %w", err)
 		}
-		w := newWorker(rt, c, pinTo(c), hb)
+		w, err := newWorker(rt, c, pinTo(c), hb)
+		if err != nil {
+			return nil, fmt.Errorf("tmigr: %w", err)
+		}
 		rt.workers[c] = w
 		rt.order = append(rt.order, w)
 	}
-
-	// Workers block in futex system calls; each may have its P taken away
-	// meanwhile, and must find one free when it wakes or wait for the Go
-	// scheduler (milliseconds). One spare P per worker keeps that wait
-	// away; Close restores the previous value.
-	rt.procsPrev = runtime.GOMAXPROCS(0)
-	rt.procsSet = rt.procsPrev + len(rt.order)
-	runtime.GOMAXPROCS(rt.procsSet)
-
-	// Bring the workers' threads up, then the CPUs, as the kernel does:
-	// every CPU online and active, then the late isolation initcall.
-	ready := make(chan error, len(rt.order))
-	begin := make(chan struct{})
-	var abort atomic.Bool
-	for _, w := range rt.order {
-		rt.wg.Add(1)
-		go w.main(ready, begin, &abort)
-	}
-	var errs []error
-	for range rt.order {
-		if err := <-ready; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
-		j := rt.grid.jiffies(rt.clk.now())
-		for _, w := range rt.order {
-			if err := set.Online(w.cpu, j); err != nil {
-				errs = append(errs, fmt.Errorf("tmigr: CPU %d: %w", w.cpu, err))
-				break
-			}
-			w.online.Store(true)
-		}
-	}
-	if len(errs) > 0 {
-		abort.Store(true)
-		close(begin)
-		rt.wg.Wait()
-		rt.restoreProcs()
-		return nil, errors.Join(errs...)
-	}
-	set.InitIsolation() // every worker is active: nobody to force
-	close(begin)
 	return rt, nil
 }
 
@@ -464,10 +492,11 @@ func (rt *Runtime) report(p Panic) {
 
 func stack() []byte { return debug.Stack() }
 
-// runWheel is package cpu's Run hook: it runs on worker handler, for every
-// expired wheel timer, the owner's base lock dropped.
+// runWheel runs on worker handler, for every expired wheel timer its timer
+// softirq's pass hands out, the owner's base lock dropped. Every wheel
+// timer of the runtime's Set is a Timer's (its Data).
 func (rt *Runtime) runWheel(handler int, wt *wheel.Timer) {
-	t := timerOf(wt)
+	t := wt.Data.(*Timer)
 	if testHookExpired != nil {
 		testHookExpired(t)
 	}

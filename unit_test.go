@@ -9,7 +9,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/internal/osthread"
 )
 
@@ -31,62 +30,11 @@ func TestClockIsMonotonicAndAhead(t *testing.T) {
 	}
 }
 
-// TestGrid: jiffies, tick starts and wheel expiries on the tick grid.
-func TestGrid(t *testing.T) {
-	g := newGrid(1_000_000_500, 1000) // HZ 1000: 1 ms ticks
-	if g.t0 != 1_000_000_000 || g.j0 != cpu.InitialJiffies(1000) {
-		t.Fatalf("grid %+v", g)
-	}
-	for _, tc := range []struct {
-		now  int64
-		j    uint64
-		base int64
-	}{
-		{1_000_000_000, 0, 1_000_000_000},
-		{1_000_999_999, 0, 1_000_000_000},
-		{1_001_000_000, 1, 1_001_000_000},
-		{999, 0, 1_000_000_000}, // before the grid: its first jiffy
-	} {
-		j, base := g.snapshot(tc.now)
-		if j != g.j0+tc.j || (tc.now >= g.t0 && base != tc.base) {
-			t.Errorf("snapshot(%d) = %d, %d", tc.now, j-g.j0, base)
-		}
-	}
-	if e := g.expiry(1_000_500_000, 0); e != g.j0 {
-		t.Errorf("expiry of 0 = +%d", e-g.j0)
-	}
-	if e := g.expiry(1_000_500_000, 1); e != g.j0+1 {
-		t.Errorf("expiry of 1 ns = +%d", e-g.j0)
-	}
-	if e := g.expiry(1_000_500_000, 3_000_000); e != g.j0+3 {
-		t.Errorf("expiry of 3 ms = +%d", e-g.j0)
-	}
-	if e := g.expiry(1_000_500_000, math.MaxInt64); e <= g.j0 {
-		t.Error("huge expiry wrapped")
-	}
+// TestSatAdd: times saturate at the largest one.
+func TestSatAdd(t *testing.T) {
 	if satAdd(math.MaxInt64-5, 10) != math.MaxInt64 || satAdd(5, 10) != 15 {
 		t.Error("satAdd")
 	}
-}
-
-// TestExpiryNeverEarly: a wheel timer armed at any instant of a tick for any
-// d is collected (at bucket expiry, one granule past its expiry at level 0)
-// no earlier than now + d. Property over the grid and the level-0 bucket.
-func TestExpiryNeverEarly(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		hz := rapid.SampledFrom([]int{100, 250, 300, 1000}).Draw(t, "hz")
-		g := newGrid(rapid.Int64Range(0, 1e15).Draw(t, "start"), hz)
-		now := g.t0 + rapid.Int64Range(0, 1e12).Draw(t, "now")
-		d := rapid.Int64Range(0, 62*g.tick).Draw(t, "d") // level 0
-		e := g.expiry(now, d)
-		runs := g.at(e + 1) // the first tick whose softirq collects it
-		if runs < now+d {
-			t.Fatalf("armed at %d for %d: runs at %d, %d early", now, d, runs, now+d-runs)
-		}
-		if runs > now+d+2*g.tick {
-			t.Fatalf("armed at %d for %d: runs at %d, more than two ticks late", now, d, runs)
-		}
-	})
 }
 
 // TestGovernor walks the haltpoll governor through its rules.

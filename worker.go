@@ -10,6 +10,7 @@ import (
 	"github.com/tmigr/tmigr/hrtimer"
 	"github.com/tmigr/tmigr/internal/futex"
 	"github.com/tmigr/tmigr/internal/osthread"
+	"github.com/tmigr/tmigr/tick"
 )
 
 // The state word a worker sleeps on (futex).
@@ -105,22 +106,26 @@ type worker struct {
 	st workerStats
 
 	// ────────────────────────── owned by the worker's goroutine
-	inIdle      bool  // idle: no task, the hierarchy may see it inactive
-	tickStopped bool  // NOHZ: the tick is stopped (the timer base is idle)
-	nextTick    int64 // the next tick while the tick runs
-	wheelAt     int64 // while the tick is stopped: the wheel's next event (cpu.NextEvent/TryToSetIdle)
-	inTask      bool
-	inYield     bool
-	stop        bool
-	gov         governor
+	// tk is the CPU's tick and NOHZ protocol (package tick): every kernel
+	// decision about the tick, idle and the interrupts' timer work is made
+	// there; the worker carries out the Ready each call returns.
+	tk      tick.CPU
+	tickAt  int64 // when the tick is next due (Ready.Tick): the next tick, or the NOHZ wakeup
+	inTask  bool
+	inYield bool
+	stop    bool
+	gov     governor
 }
 
-func newWorker(rt *Runtime, c, pin int, hb *hrtimer.CPUBase) *worker {
-	w := &worker{rt: rt, cpu: c, pin: pin, hb: hb, ctl: make(chan *ctlReq, 1)}
+func newWorker(rt *Runtime, c, pin int, hb *hrtimer.CPUBase) (*worker, error) {
+	w := &worker{rt: rt, cpu: c, pin: pin, hb: hb, ctl: make(chan *ctlReq, 1), tickAt: tick.Never}
+	if err := w.tk.Init(tick.Config{CPU: c, Set: rt.set, Hrtimer: hb, Grid: rt.grid}); err != nil {
+		return nil, err
+	}
 	w.st.init(len(rt.workers))
 	w.tid.Store(-1)
 	w.firstGlobal.Store(math.MinInt64)
-	return w
+	return w, nil
 }
 
 // main is the worker's goroutine. It locks itself to its thread for good:
@@ -242,9 +247,11 @@ func (w *worker) takeTasks() []func() {
 	return fs
 }
 
-// loop is the CPU: interrupts (ticks, hrtimers, kicks), tasks, idle.
+// loop is the CPU: interrupts (ticks, hrtimers, kicks), tasks, idle. The
+// kernel's part of each step is in service, leaveIdle and idle, which take
+// the time as an argument and never block (tests drive them with a fake
+// clock, without a thread); the loop adds the thread's part, sleeping.
 func (w *worker) loop() {
-	w.nextTick = w.rt.grid.at(w.rt.grid.jiffies(w.now()) + 1)
 	for !w.stop {
 		w.service(w.now())
 		if w.stop {
@@ -255,12 +262,13 @@ func (w *worker) loop() {
 			w.runTask(f)
 			continue
 		}
-		w.idle()
+		now := w.now()
+		w.sleep(w.idle(now), now)
 	}
 }
 
-// service handles what is due: kicks, the hrtimer interrupt and the tick.
-// Inside a task (Yield) control requests wait until the task returns.
+// service handles what is due at now: kicks, the hrtimer interrupt and the
+// tick. Inside a task (Yield) control requests wait until the task returns.
 func (w *worker) service(now int64) {
 	if p := w.pending.Swap(0); p != 0 {
 		if p&kickCtl != 0 {
@@ -274,7 +282,7 @@ func (w *worker) service(now int64) {
 			}
 		}
 		if p&kickRetrigger != 0 {
-			w.hb.Retrigger() // the device is read back from the base
+			w.apply(w.tk.Retrigger())
 		}
 		if p&kickActivate != 0 {
 			w.leaveIdle(now)
@@ -283,61 +291,71 @@ func (w *worker) service(now int64) {
 	if now >= w.hb.Device() {
 		w.hrInterrupt(now)
 	}
-	if w.tickStopped && now >= w.wheelAt || !w.tickStopped && now >= w.nextTick {
-		w.tick()
+	if now >= w.tickAt {
+		w.tick(now)
 	}
 }
 
-// tick is the tick on this CPU: the wheel's part of update_process_times
-// (run_local_timers), and the timer softirq if it is raised.
-func (w *worker) tick() {
-	j, basem := w.rt.grid.snapshot(w.now())
-	if w.tickStopped {
-		w.wheelAt = math.MaxInt64 // the idle path computes the next one
-	} else {
-		w.nextTick = basem + w.rt.grid.tick
-	}
+// apply carries out what the tick core asked for. The tick is the worker's
+// own timer (tickAt). The clock event device is the hrtimer base's
+// register, hrtimer.CPUBase.Device: a Ready's DeviceAt is what the pass
+// that returned it wrote there, under the base's lock, and starts on
+// behalf of this CPU from other goroutines write it too (forwarding their
+// Effect with lower), so the worker arms its sleep from the register,
+// which holds every programming in its order (see sleep).
+func (w *worker) apply(r tick.Ready) {
+	w.tickAt = r.Tick
+}
+
+// tick is the tick interrupt at now, and the timer softirq if it raised
+// it (on a non-RT kernel the softirq runs on the way out of the
+// interrupt).
+func (w *worker) tick(now int64) {
+	r := w.tk.Tick(now)
+	w.apply(r)
 	w.st.ticks.Add(1)
-	if w.rt.set.Tick(w.cpu, j, basem) {
-		w.rt.set.Softirq(w.cpu, j, j, basem)
+	if r.Softirq&tick.TimerSoftirq != 0 {
+		p := w.tk.TimerSoftirq(now)
+		for t := p.Next(); t != nil; t = p.Next() {
+			w.rt.runWheel(w.cpu, t)
+		}
 	}
 }
 
 // hrInterrupt runs hrtimer_interrupt, then the HRTIMER_SOFTIRQ pass if it
-// was raised (on a non-RT kernel the softirq runs on the way out of the
-// interrupt).
+// was raised.
 func (w *worker) hrInterrupt(now int64) {
-	if !w.hardInterrupt(now) {
+	r, ok := w.hardInterrupt(now)
+	if !ok || r.Softirq&tick.HrtimerSoftirq == 0 {
 		return
 	}
-	if w.hb.SoftirqActivated() {
-		sp, err := w.hb.Softirq(w.now())
-		if err != nil {
-			w.rt.fail(fmt.Errorf("hrtimer softirq on worker %d: %w", w.cpu, err))
-			return
-		}
-		w.runPass(sp, true)
+	sp, err := w.tk.HrtimerSoftirq(w.now())
+	if err != nil {
+		w.rt.fail(fmt.Errorf("hrtimer softirq on worker %d: %w", w.cpu, err))
+		return
 	}
+	w.runPass(sp, true)
 }
 
 // hardInterrupt is hrtimer_interrupt's hard pass. It also runs on its own
 // when the interrupt arrives while the soft pass runs: in the kernel the
 // hardirq preempts the softirq, so a hard timer that comes due meanwhile (a
 // real-time task's wake-up) does not wait for the soft callbacks, and the
-// soft pass in progress carries on afterwards. It reports whether it ran.
-func (w *worker) hardInterrupt(now int64) bool {
-	p, err := w.hb.Interrupt(now)
+// soft pass in progress carries on afterwards (the interrupt raises
+// nothing then: the softirq is still active). It reports whether it ran.
+func (w *worker) hardInterrupt(now int64) (tick.Ready, bool) {
+	p, err := w.tk.HrtimerInterrupt(now)
 	if err != nil {
 		w.rt.fail(fmt.Errorf("hrtimer interrupt on worker %d: %w", w.cpu, err))
-		return false
+		return tick.Ready{}, false
 	}
-	w.runPass(p, false)
-	return true
+	return w.runPass(p, false)
 }
 
-// runPass runs a pass's callbacks; in a soft pass (soft), a hard timer that
-// comes due between two callbacks interrupts it (hardInterrupt).
-func (w *worker) runPass(p *hrtimer.Pass, soft bool) {
+// runPass runs a pass's callbacks and ends it, as often as the interrupt
+// retries; in a soft pass (soft), a hard timer that comes due between two
+// callbacks interrupts it (hardInterrupt).
+func (w *worker) runPass(p *hrtimer.Pass, soft bool) (tick.Ready, bool) {
 	for {
 		for t := p.Next(); t != nil; t = p.Next() {
 			t.Data.(hrFirer).fireHR(w)
@@ -348,86 +366,67 @@ func (w *worker) runPass(p *hrtimer.Pass, soft bool) {
 				}
 			}
 		}
-		out, err := p.End(w.now())
+		r, retry, err := w.tk.EndPass(p, w.now())
 		if err != nil {
 			w.rt.fail(fmt.Errorf("hrtimer pass on worker %d: %w", w.cpu, err))
-			return
+			return r, false
 		}
-		if out.Hang {
+		if r.Hang {
 			w.st.hangs.Add(1)
 		}
-		if !out.Retry {
-			return
+		if !retry {
+			w.apply(r)
+			return r, true
 		}
 	}
 }
 
-// leaveIdle is the way out of idle when there is work: the tick restarts
-// (tick_nohz_idle_exit) and the timer base and the hierarchy see the CPU
-// active again (timer_clear_idle).
+// leaveIdle is the way out of idle at now when there is work
+// (tick_nohz_idle_exit: the tick core restarts a stopped tick, and with it
+// the timer base and the hierarchy see the CPU active again).
 func (w *worker) leaveIdle(now int64) {
-	if !w.inIdle {
+	if !w.tk.InIdle() {
 		return
 	}
-	w.rt.set.ClearIdle(w.cpu)
-	w.rt.set.SetBusy(w.cpu, true)
-	w.inIdle, w.tickStopped = false, false
-	w.nextTick = w.rt.grid.at(w.rt.grid.jiffies(now) + 1)
+	w.apply(w.tk.IdleExit(now, true))
 	if s := w.idleSince.Swap(0); s != 0 {
 		w.st.idleNs.Add(now - s)
 	}
 	w.idling.Store(false)
 }
 
-// idle is the idle loop's body (do_idle → tick_nohz_idle_stop_tick): with
-// nothing to do, stop the tick if the next event is more than a tick away,
-// telling the hierarchy (timer_base_try_to_set_idle), and sleep until the
-// earliest of the wheel's event, the hierarchy's (when this is the last
-// active CPU) and the hrtimer device. Back from sleep, the loop services
-// what is due and comes here again, which re-evaluates the next event
-// (get_next_timer_interrupt; for a CPU already idle that publishes a new
-// first global timer to the hierarchy).
-func (w *worker) idle() {
-	now := w.now()
-	if !w.inIdle {
+// idle is one round of the idle loop at now (do_idle): with nothing to do,
+// the tick core stops the tick if the next event is more than a tick away,
+// telling the hierarchy, or re-arms the stopped one for the next event
+// (for a CPU already idle that publishes a new first global timer to the
+// hierarchy). It returns when the worker must look at its timers next: the
+// earliest of its tick and the wheel's event (the hierarchy's, when this
+// is the last active CPU); the caller sleeps until then, the hrtimer device
+// or a kick.
+func (w *worker) idle(now int64) int64 {
+	if !w.tk.InIdle() {
 		w.idling.Store(true)
 		if w.pins.Load() > 0 {
 			// Held active (Exclude): sleep with the tick running.
 			w.idling.Store(false)
-			w.sleep(w.nextTick, now)
-			return
+			return w.tickAt
 		}
-		w.inIdle = true
 		w.idleSince.Store(now)
-		w.rt.set.SetBusy(w.cpu, false)
 	}
-	j, basem := w.rt.grid.snapshot(now)
 	w.firstGlobal.Store(math.MinInt64)
-	if !w.tickStopped {
-		next := w.rt.set.NextEvent(w.cpu, j, basem)
-		wake, stopped := w.rt.set.TryToSetIdle(w.cpu, j, basem)
-		if stopped {
-			w.tickStopped = true
-			w.wheelAt = min(next, wake)
-		}
-	} else {
-		w.wheelAt = w.rt.set.NextEvent(w.cpu, j, basem)
+	r := w.tk.Idle(now)
+	w.apply(r)
+	if r.Stopped {
+		w.firstGlobal.Store(w.nextGlobal(now))
 	}
-	if w.tickStopped {
-		w.firstGlobal.Store(w.nextGlobal(j, basem))
-		w.sleep(w.wheelAt, now)
-	} else {
-		w.sleep(w.nextTick, now)
-	}
+	return w.tickAt
 }
 
 // nextGlobal returns the expiry of the worker's first global timer, as the
 // hierarchy knows it (fetch_next_timer_interrupt_remote's global result).
-func (w *worker) nextGlobal(j uint64, basem int64) int64 {
-	s := w.rt.set
-	s.LockBases(w.cpu)
-	defer s.UnlockBases(w.cpu)
-	return s.NextGlobalRemote(w.cpu, j, basem)
+func (w *worker) nextGlobal(now int64) int64 {
+	sn := w.rt.grid.Snapshot(now)
+	return w.rt.set.NextEvents(w.cpu, sn).Global
 }
 
 // sleep waits until deadline, the hrtimer device, or a kick, in the
@@ -490,7 +489,7 @@ func (w *worker) poll(deadline int64) (kicked bool) {
 // runTask runs a task, the worker active.
 func (w *worker) runTask(f func()) {
 	w.inTask = true
-	w.sleepUntil.Store(min(w.nextTick, w.hb.Device()))
+	w.sleepUntil.Store(min(w.tickAt, w.hb.Device()))
 	w.userCall(nil, f)
 	w.inTask = false
 	w.st.tasks.Add(1)
@@ -520,7 +519,7 @@ func (w *worker) yield() {
 	}
 	w.inYield = true
 	w.service(now)
-	w.sleepUntil.Store(min(w.nextTick, w.hb.Device()))
+	w.sleepUntil.Store(min(w.tickAt, w.hb.Device()))
 	w.inYield = false
 }
 

@@ -148,7 +148,7 @@ func newTmigr(n int, timeout func(int) time.Duration) live {
 	c := &tmigrCPU{timers: make([]wheel.Timer, n), stop: make(chan struct{}), done: make(chan struct{})}
 	c.base.Init(wheel.DepthForHZ(1000), 0)
 	for i := range c.timers {
-		c.timers[i].Func = countTimer
+		c.timers[i].Data = countTimer // what the timer stands for: its function
 		c.rearm(i, timeout(i))
 	}
 	go c.tick(time.Now())
@@ -182,7 +182,7 @@ func (c *tmigrCPU) tick(start time.Time) {
 		for c.base.Collect(j) {
 			for t := c.base.NextExpired(); t != nil; t = c.base.NextExpired() {
 				c.mu.Unlock()
-				t.Func(t)
+				t.Data.(func(*wheel.Timer))(t)
 				c.mu.Lock()
 			}
 		}

@@ -23,13 +23,21 @@
 //
 // The wheels count ticks ("jiffies"); the hierarchy counts nanoseconds.
 // Every value handed to the hierarchy is derived from a tick J with one
-// snapshot (basej, basem) of the last tick update:
+// Snapshot {J: basej, M: basem} of the last tick update:
 //
 //	ns = basem + (J - basej) * TickNsec
 //
 // and a value handed back is turned into a tick by rounding down. The
 // package never reads a clock: every entry point takes the tick or the
 // snapshot from its driver.
+//
+// # Expiry
+//
+// Expired timers leave the package as a Pass, the timer softirq of one CPU,
+// which the driver steps through: Next hands out one expired timer at a
+// time, its base lock dropped and the timer marked running, and the driver
+// runs whatever the timer stands for (its Data word) before asking for the
+// next. No function of the driver is called from inside the package.
 //
 // # Policies
 //
@@ -153,6 +161,15 @@ type Config struct {
 	Tracer hier.Tracer
 }
 
+// Snapshot is one reading of the last jiffies update, as the kernel's
+// get_jiffies_update returns it: J the jiffies (basej), M the monotonic
+// time in ns at which that jiffy began (basem). Everything a CPU hands the
+// hierarchy during one operation is converted with one snapshot.
+type Snapshot struct {
+	J uint64
+	M int64
+}
+
 // Set is the timer code of one machine: the bases of every possible CPU
 // and, under a hierarchical policy, the migration hierarchy they share.
 type Set struct {
@@ -166,11 +183,6 @@ type Set struct {
 	// hk holds the housekeeping masks the push policy looks for targets in;
 	// SetIsolation replaces it while timers are armed.
 	hk atomic.Pointer[housekeeping]
-
-	// Run runs an expired timer's function on CPU handler. Drivers replace
-	// it to account for where and when timers run; the default calls
-	// t.Func(t).
-	Run func(handler int, t *wheel.Timer)
 }
 
 // housekeeping is the part of the isolation setup the timer code reads:
@@ -194,10 +206,8 @@ type CPU struct {
 	id    int
 	bases [NumBases]base
 
-	// softirqJiffies is the tick of the softirq pass this CPU is running,
-	// read by the remote expiry it performs for idle CPUs (the kernel
-	// reads the global jiffies there).
-	softirqJiffies uint64
+	// pass is this CPU's timer softirq, reused from one run to the next.
+	pass Pass
 
 	// busy is the negation of the scheduler's idle_cpu(): the CPU runs a
 	// task. Only the push policy reads it.
@@ -240,15 +250,11 @@ func New(c Config) (*Set, error) {
 		tickNsec: TickNsec(c.HZ),
 		nodeOf:   append([]int(nil), c.NodeOf...),
 	}
-	s.Run = func(_ int, t *wheel.Timer) {
-		if t.Func != nil {
-			t.Func(t)
-		}
-	}
 	s.hk.Store(newHousekeeping(n, &c.Isolation))
 	for i := range s.cpus {
 		cp := &s.cpus[i]
 		cp.id = i
+		cp.pass = Pass{s: s, cpu: i}
 		for j := range cp.bases {
 			cp.bases[j].cpu, cp.bases[j].idx = i, j
 		}
@@ -380,14 +386,15 @@ func baseIndex(flags uint32) int {
 // BaseOf returns the base index a timer with these flags belongs to.
 func BaseOf(flags uint32) int { return baseIndex(flags) }
 
-// Setup prepares a timer (timer_setup): its function and its flags, a
-// combination of Deferrable, Pinned and IRQSafe. The timer must not be
-// pending.
-func Setup(t *wheel.Timer, fn func(*wheel.Timer), flags uint32) {
+// Setup prepares a timer (timer_setup) with its flags, a combination of
+// Deferrable, Pinned and IRQSafe; a shut-down timer can be armed again.
+// What the timer stands for goes in its Data word, which the driver reads
+// when the timer expires. The timer must not be pending.
+func Setup(t *wheel.Timer, flags uint32) {
 	if t.Pending() {
 		panic("cpu: Setup of a pending timer")
 	}
-	t.Func = fn
+	t.SetShutdown(false)
 	t.SetFlags(flags & wheel.FlagInitMask)
 }
 
@@ -440,12 +447,12 @@ const (
 // running stays on its base (a timer is serialised against itself), and
 // that under the push policy a non-pinned timer armed on an idle CPU goes to
 // a busy one. A pending timer whose new expiry falls into the bucket it
-// already sits in only has its expiry updated. A shut-down timer (nil Func)
-// is ignored.
+// already sits in only has its expiry updated. A shut-down timer is
+// ignored.
 func (s *Set) Mod(this int, t *wheel.Timer, expires, jiffies uint64, opts ModOpt) (ret, kickCPU int) {
 	kickCPU = -1
 	b := s.lockTimerBase(t)
-	if t.Func == nil {
+	if t.Shutdown() {
 		b.mu.Unlock()
 		return 0, -1
 	}
@@ -557,7 +564,7 @@ func (s *Set) NohzTimerTarget(this int) int {
 func (s *Set) AddOn(t *wheel.Timer, cpu int, expires, jiffies uint64) (kickCPU int) {
 	t.SetFlags(t.Flags() | wheel.FlagPinned)
 	b := s.lockTimerBase(t)
-	if t.Pending() || t.Func == nil {
+	if t.Pending() || t.Shutdown() {
 		b.mu.Unlock()
 		return -1
 	}
@@ -608,7 +615,7 @@ func (s *Set) tryToDel(t *wheel.Timer, shutdown bool) int {
 	b := s.lockTimerBase(t)
 	defer b.mu.Unlock()
 	if shutdown {
-		t.Func = nil
+		t.SetShutdown(true)
 	}
 	if b.running == t {
 		return -1
@@ -635,73 +642,21 @@ func (s *Set) Pending(t *wheel.Timer) bool {
 	return t.Pending()
 }
 
-// Tick is the timer part of the tick on CPU cpu at tick jiffies
-// (run_local_timers without the hrtimers): it reports whether the timer
-// softirq must run, because a base is due or, checked last, because the
-// hierarchy has remote timers due for this CPU to expire (now is the time of
-// the last tick update).
-func (s *Set) Tick(cpu int, jiffies uint64, now int64) bool {
+// Tick is the timer part of the tick on CPU cpu (run_local_timers without
+// the hrtimers) at the snapshot of the tick update: it reports whether the
+// timer softirq must run, because a base is due or, checked last, because
+// the hierarchy has remote timers due for this CPU to expire.
+func (s *Set) Tick(cpu int, snap Snapshot) bool {
 	cp := s.cpu(cpu)
 	for i := range cp.bases {
-		if wheel.AfterEq(jiffies, cp.bases[i].next.Load()) {
+		if wheel.AfterEq(snap.J, cp.bases[i].next.Load()) {
 			return true
 		}
 	}
-	return s.h != nil && s.h.RequiresHandleRemote(cpu, now)
+	return s.h != nil && s.h.RequiresHandleRemote(cpu, snap.M)
 }
 
-// Softirq is the timer softirq of CPU cpu (run_timer_softirq): it runs the
-// expired timers of the LOCAL, GLOBAL and DEF bases up to tick jiffies,
-// then, under a hierarchical policy, the due global timers of idle CPUs this
-// CPU is migrator for. (basej, basem) is the last tick update.
-func (s *Set) Softirq(cpu int, jiffies, basej uint64, basem int64) {
-	cp := s.cpu(cpu)
-	cp.softirqJiffies = jiffies
-	for i := range cp.bases {
-		s.runBase(cpu, &cp.bases[i], jiffies)
-	}
-	if s.h != nil {
-		s.h.HandleRemote(cpu, basem, basej, s)
-	}
-}
-
-// runBase expires the due timers of b on CPU handler (__run_timer_base):
-// one clock value at a time, each timer's function called with the lock
-// dropped and the timer recorded as running.
-func (s *Set) runBase(handler int, b *base, jiffies uint64) {
-	if wheel.Before(jiffies, b.next.Load()) {
-		return
-	}
-	b.mu.Lock()
-	if b.running != nil {
-		// Another CPU is expiring this base (a remote expiry).
-		b.mu.Unlock()
-		return
-	}
-	for b.w.Collect(jiffies) {
-		b.publish()
-		for t := b.w.NextExpired(); t != nil; t = b.w.NextExpired() {
-			if t.Func == nil {
-				continue
-			}
-			b.running = t
-			b.mu.Unlock()
-			s.Run(handler, t)
-			b.mu.Lock()
-			b.running = nil
-		}
-	}
-	b.publish()
-	b.mu.Unlock()
-}
-
-// ExpireRemote implements hier.Expirer: CPU handler runs target's due
-// GLOBAL timers (timer_expire_remote) up to the tick of its softirq pass.
-func (s *Set) ExpireRemote(handler, target int) {
-	s.runBase(handler, &s.cpus[target].bases[BaseGlobal], s.cpus[handler].softirqJiffies)
-}
-
-// LockBases implements hier.Expirer: it locks target's LOCAL and GLOBAL
+// LockBases implements hier.Fetcher: it locks target's LOCAL and GLOBAL
 // bases, in that order.
 func (s *Set) LockBases(target int) {
 	cp := &s.cpus[target]
@@ -709,27 +664,41 @@ func (s *Set) LockBases(target int) {
 	cp.bases[BaseGlobal].mu.Lock()
 }
 
-// UnlockBases implements hier.Expirer.
+// UnlockBases implements hier.Fetcher.
 func (s *Set) UnlockBases(target int) {
 	cp := &s.cpus[target]
 	cp.bases[BaseGlobal].mu.Unlock()
 	cp.bases[BaseLocal].mu.Unlock()
 }
 
-// NextGlobalRemote implements hier.Expirer: target's next global event as
+// NextGlobalRemote implements hier.Fetcher: target's next global event as
 // fetch_next_timer_interrupt_remote computes it, with the caller's
 // snapshot; target's bases must be locked.
 func (s *Set) NextGlobalRemote(target int, basej uint64, now int64) int64 {
 	cp := &s.cpus[target]
-	ev := s.fetchNext(cp, basej, now)
-	return ev.global
+	ev := s.fetchNext(cp, Snapshot{basej, now})
+	return ev.Global
 }
 
-// events is the kernel's struct timer_events: the next local and global
-// event in ns, KtimeMax for none.
-type events struct {
-	local, global int64
-	next          uint64 // the next event in ticks
+// Events is the kernel's struct timer_events: a CPU's next local and next
+// global wheel event in ns (KtimeMax for none), and the earlier of the two
+// in ticks.
+type Events struct {
+	Local, Global int64
+	Next          uint64
+}
+
+// NextEvents is fetch_next_timer_interrupt for cpu at snap, without the
+// side effects of the NOHZ paths: what the CPU would hand the hierarchy if
+// it went idle now. Global is the nextevt argument of tmigr_cpu_deactivate
+// and tmigr_cpu_new_timer (the kernel prints it in tmigr_cpu_idle and
+// tmigr_cpu_new_timer_idle) when Next is more than a tick away; the replay
+// checks it against recordings.
+func (s *Set) NextEvents(cpu int, snap Snapshot) Events {
+	cp := s.cpu(cpu)
+	s.LockBases(cpu)
+	defer s.UnlockBases(cpu)
+	return s.fetchNext(cp, snap)
 }
 
 // fetchNext is fetch_next_timer_interrupt: the CPU's next local and next
@@ -738,33 +707,34 @@ type events struct {
 // wheel was first, for remote callers, who must not lose it); otherwise
 // global is set only if the global wheel is strictly first and non-empty.
 // The LOCAL and GLOBAL bases must be locked.
-func (s *Set) fetchNext(cp *CPU, basej uint64, basem int64) events {
+func (s *Set) fetchNext(cp *CPU, snap Snapshot) Events {
+	basej, basem := snap.J, snap.M
 	lb, gb := &cp.bases[BaseLocal], &cp.bases[BaseGlobal]
 	nl := lb.w.NextTimerInterrupt(basej)
 	ng := gb.w.NextTimerInterrupt(basej)
 	lb.publish()
 	gb.publish()
-	ev := events{local: KtimeMax, global: KtimeMax}
+	ev := Events{Local: KtimeMax, Global: KtimeMax}
 	localFirst := !wheel.After(nl, ng)
-	ev.next = ng
+	ev.Next = ng
 	if localFirst {
-		ev.next = nl
+		ev.Next = nl
 	}
-	if !wheel.After(ev.next, basej+1) {
-		if wheel.Before(ev.next, basej) {
-			ev.next = basej
+	if !wheel.After(ev.Next, basej+1) {
+		if wheel.Before(ev.Next, basej) {
+			ev.Next = basej
 		}
-		ev.local = basem + int64(ev.next-basej)*s.tickNsec
+		ev.Local = basem + int64(ev.Next-basej)*s.tickNsec
 		if !localFirst {
-			ev.global = ev.local
+			ev.Global = ev.Local
 		}
 		return ev
 	}
 	if !localFirst && gb.w.TimersPending() {
-		ev.global = basem + int64(ng-basej)*s.tickNsec
+		ev.Global = basem + int64(ng-basej)*s.tickNsec
 	}
 	if lb.w.TimersPending() {
-		ev.local = basem + int64(nl-basej)*s.tickNsec
+		ev.Local = basem + int64(nl-basej)*s.tickNsec
 	}
 	return ev
 }
@@ -781,25 +751,26 @@ const (
 // ns (min of its own local event and, when it is the last CPU to go idle,
 // the hierarchy's first event), with the NOHZ side effects of the chosen
 // path. It returns the event and whether the base is now idle.
-func (s *Set) nextInterrupt(cpu int, basej uint64, basem int64, path idlePath) (int64, bool) {
+func (s *Set) nextInterrupt(cpu int, snap Snapshot, path idlePath) (int64, bool) {
 	cp := s.cpu(cpu)
 	if !cp.online.Load() {
 		return KtimeMax, true
 	}
+	basej := snap.J
 	lb, gb := &cp.bases[BaseLocal], &cp.bases[BaseGlobal]
 	lb.mu.Lock()
 	gb.mu.Lock()
-	ev := s.fetchNext(cp, basej, basem)
-	idlePossible := wheel.After(ev.next, basej+1)
+	ev := s.fetchNext(cp, snap)
+	idlePossible := wheel.After(ev.Next, basej+1)
 	wasIdle := lb.w.IsIdle
 	if idlePossible {
-		s.useTmigr(cpu, basej, basem, &ev, path, wasIdle)
+		s.useTmigr(cpu, snap, &ev, path, wasIdle)
 	}
 	lb.w.Forward(basej)
 	gb.w.Forward(basej)
 	idle := wasIdle
 	if path == pathStop {
-		if !lb.w.IsIdle && wheel.After(ev.next, basej+1) {
+		if !lb.w.IsIdle && wheel.After(ev.Next, basej+1) {
 			lb.w.IsIdle = true
 			if s.timerHKExcludes(cpu) {
 				gb.w.IsIdle = true
@@ -814,7 +785,7 @@ func (s *Set) nextInterrupt(cpu int, basej uint64, basem int64, path idlePath) (
 	}
 	gb.mu.Unlock()
 	lb.mu.Unlock()
-	return ev.local, idle
+	return ev.Local, idle
 }
 
 // timerHKExcludes reports whether cpu is nohz_full (not timer
@@ -825,26 +796,26 @@ func (s *Set) timerHKExcludes(cpu int) bool { return !s.hk.Load().timer.Test(cpu
 // useTmigr is timer_use_tmigr: hand the first global event to the
 // hierarchy, or without a hierarchy keep it as this CPU's own event, and
 // when the result comes before the local event wake for it instead.
-func (s *Set) useTmigr(cpu int, basej uint64, basem int64, ev *events, path idlePath, baseIdle bool) {
+func (s *Set) useTmigr(cpu int, snap Snapshot, ev *Events, path idlePath, baseIdle bool) {
 	var next int64
 	switch {
 	case s.h == nil:
 		// No migration: the CPU expires its own global timers, so its
 		// next event is the earlier of both wheels.
-		next = ev.global
+		next = ev.Global
 	case baseIdle:
-		next = s.h.NewTimer(cpu, ev.global)
+		next = s.h.NewTimer(cpu, ev.Global)
 	case path == pathStop:
-		next = s.h.Deactivate(cpu, ev.global)
+		next = s.h.Deactivate(cpu, ev.Global)
 	default:
-		next = s.h.QuickCheck(cpu, ev.global)
+		next = s.h.QuickCheck(cpu, ev.Global)
 	}
-	if next < ev.local {
-		if next < basem {
-			next = basem
+	if next < ev.Local {
+		if next < snap.M {
+			next = snap.M
 		}
-		ev.next = basej + uint64((next-basem)/s.tickNsec)
-		ev.local = next
+		ev.Next = snap.J + uint64((next-snap.M)/s.tickNsec)
+		ev.Local = next
 	}
 }
 
@@ -852,8 +823,8 @@ func (s *Set) useTmigr(cpu int, basej uint64, basem int64, ev *events, path idle
 // for the idle code to predict its sleep. On a CPU whose base is already
 // idle it publishes a new first global timer to the hierarchy
 // (tmigr_cpu_new_timer).
-func (s *Set) NextEvent(cpu int, basej uint64, basem int64) int64 {
-	t, _ := s.nextInterrupt(cpu, basej, basem, pathPredict)
+func (s *Set) NextEvent(cpu int, snap Snapshot) int64 {
+	t, _ := s.nextInterrupt(cpu, snap, pathPredict)
 	return t
 }
 
@@ -862,7 +833,7 @@ func (s *Set) NextEvent(cpu int, basej uint64, basem int64) int64 {
 // idle and the CPU leaves the hierarchy (tmigr_cpu_deactivate). It returns
 // the event to arm (KtimeMax if the base was already idle) and whether the
 // base is idle.
-func (s *Set) TryToSetIdle(cpu int, basej uint64, basem int64) (int64, bool) {
+func (s *Set) TryToSetIdle(cpu int, snap Snapshot) (int64, bool) {
 	cp := s.cpu(cpu)
 	cp.bases[BaseLocal].mu.Lock()
 	already := cp.bases[BaseLocal].w.IsIdle
@@ -870,7 +841,7 @@ func (s *Set) TryToSetIdle(cpu int, basej uint64, basem int64) (int64, bool) {
 	if already {
 		return KtimeMax, true
 	}
-	return s.nextInterrupt(cpu, basej, basem, pathStop)
+	return s.nextInterrupt(cpu, snap, pathStop)
 }
 
 // ClearIdle is timer_clear_idle, called when the CPU leaves idle or
@@ -958,13 +929,37 @@ func (s *Set) Len(cpu, i int) int {
 }
 
 // ToTick converts a time in ns to the tick at or before it, relative to the
-// snapshot (basej, basem); times before basem give basej.
-func (s *Set) ToTick(t int64, basej uint64, basem int64) uint64 {
-	if t <= basem {
-		return basej
+// snapshot; times before snap.M give snap.J.
+func (s *Set) ToTick(t int64, snap Snapshot) uint64 {
+	if t <= snap.M {
+		return snap.J
 	}
 	if t == math.MaxInt64 {
-		return basej + wheel.NextTimerMaxDelta
+		return snap.J + wheel.NextTimerMaxDelta
 	}
-	return basej + uint64((t-basem)/s.tickNsec)
+	return snap.J + uint64((t-snap.M)/s.tickNsec)
+}
+
+// Restore queues t, with flags, on CPU cpu's base for them in bucket idx
+// whose expiry is bucketExpiry, for a timer armed at tick expires, after
+// forwarding the base to jiffies: the kernel's placement as a recording
+// prints it (timer_start's idx and bucket_expiry). The replay rebuilds a
+// recorded machine's timer bases with it, so that NextEvents reads the
+// kernel's own buckets; a pending t is moved. No CPU is kicked and no
+// hierarchy entry point runs.
+func (s *Set) Restore(t *wheel.Timer, cpu int, flags uint32, expires, jiffies uint64, idx int, bucketExpiry uint64) {
+	s.Del(t)
+	t.SetShutdown(false)
+	t.SetFlags(flags&wheel.FlagInitMask | uint32(cpu))
+	b := &s.cpu(cpu).bases[baseIndex(t.Flags())]
+	b.mu.Lock()
+	// The kernel's softirq recalculates a base's next expiry whenever it
+	// comes due, so a deletion never holds the clock back for long; the
+	// replay runs no softirq, so it recalculates before forwarding.
+	b.w.Recalc()
+	b.w.Forward(jiffies)
+	t.SetExpires(expires)
+	b.w.Enqueue(t, idx, bucketExpiry)
+	b.publish()
+	b.mu.Unlock()
 }

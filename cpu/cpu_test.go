@@ -37,14 +37,6 @@ func newMachine(t *testing.T, n int, p Policy, iso hier.Isolation) *machine {
 		t.Fatal(err)
 	}
 	m := &machine{t: t, s: s, jiffies: InitialJiffies(hz), basem: 1e9}
-	s.Run = func(handler int, tm *wheel.Timer) {
-		m.mu.Lock()
-		m.ran = append(m.ran, fmt.Sprintf("%s@cpu%d", name(tm), handler))
-		m.mu.Unlock()
-		if tm.Func != nil {
-			tm.Func(tm)
-		}
-	}
 	for c := range n {
 		if err := s.Online(c, m.jiffies); err != nil {
 			t.Fatal(err)
@@ -66,10 +58,23 @@ func name(t *wheel.Timer) string {
 
 func newTimer(n string, flags uint32) *wheel.Timer {
 	t := &wheel.Timer{}
-	Setup(t, func(*wheel.Timer) {}, flags)
+	Setup(t, flags)
+	t.Data = func(*wheel.Timer) {}
 	names.Store(t, n)
 	return t
 }
+
+// run runs a softirq pass to its end, calling each timer's function (a
+// func(*wheel.Timer) in its Data word).
+func run(p *Pass) {
+	for t := p.Next(); t != nil; t = p.Next() {
+		if f, ok := t.Data.(func(*wheel.Timer)); ok {
+			f(t)
+		}
+	}
+}
+
+func (m *machine) snap() Snapshot { return Snapshot{m.jiffies, m.basem} }
 
 func (m *machine) check() {
 	m.t.Helper()
@@ -88,8 +93,16 @@ func (m *machine) advance(n uint64) {
 
 // tickCPU runs the tick and, if needed, the softirq of a busy CPU.
 func (m *machine) tickCPU(cpu int) {
-	if m.s.Tick(cpu, m.jiffies, m.basem) {
-		m.s.Softirq(cpu, m.jiffies, m.jiffies, m.basem)
+	if m.s.Tick(cpu, m.snap()) {
+		p := m.s.Softirq(cpu, m.snap())
+		for t := p.Next(); t != nil; t = p.Next() {
+			m.mu.Lock()
+			m.ran = append(m.ran, fmt.Sprintf("%s@cpu%d", name(t), cpu))
+			m.mu.Unlock()
+			if f, ok := t.Data.(func(*wheel.Timer)); ok {
+				f(t)
+			}
+		}
 	}
 	m.check()
 }
@@ -97,8 +110,8 @@ func (m *machine) tickCPU(cpu int) {
 // idle takes cpu into NOHZ idle and returns the time it must wake.
 func (m *machine) idle(cpu int) int64 {
 	m.s.SetBusy(cpu, false)
-	next := m.s.NextEvent(cpu, m.jiffies, m.basem)
-	wake, idle := m.s.TryToSetIdle(cpu, m.jiffies, m.basem)
+	next := m.s.NextEvent(cpu, m.snap())
+	wake, idle := m.s.TryToSetIdle(cpu, m.snap())
 	if !idle {
 		m.t.Fatalf("CPU %d did not go idle (next %d)", cpu, next)
 	}
@@ -247,7 +260,7 @@ func TestRunningTimerStaysOnItsBase(t *testing.T) {
 	var a *wheel.Timer
 	var sawRunning int
 	a = newTimer("a", 0)
-	a.Func = func(*wheel.Timer) {
+	a.Data = func(*wheel.Timer) {
 		sawRunning = m.s.TryToDelSync(a)
 		m.s.Mod(1, a, m.jiffies+3, m.jiffies, 0) // re-armed "from CPU 1"
 	}
@@ -310,20 +323,20 @@ func TestFetchNextTiesGoLocal(t *testing.T) {
 	cp := &m.s.cpus[1]
 	cp.bases[BaseLocal].mu.Lock()
 	cp.bases[BaseGlobal].mu.Lock()
-	ev := m.s.fetchNext(cp, j, m.basem)
+	ev := m.s.fetchNext(cp, Snapshot{j, m.basem})
 	cp.bases[BaseGlobal].mu.Unlock()
 	cp.bases[BaseLocal].mu.Unlock()
-	if ev.global != KtimeMax || ev.local != m.basem+21*tick {
-		t.Fatalf("tie: local %d global %d", ev.local, ev.global)
+	if ev.Global != KtimeMax || ev.Local != m.basem+21*tick {
+		t.Fatalf("tie: local %d global %d", ev.Local, ev.Global)
 	}
 	m.s.Mod(1, newTimer("g2", 0), j+10, j, 0)
 	cp.bases[BaseLocal].mu.Lock()
 	cp.bases[BaseGlobal].mu.Lock()
-	ev = m.s.fetchNext(cp, j, m.basem)
+	ev = m.s.fetchNext(cp, Snapshot{j, m.basem})
 	cp.bases[BaseGlobal].mu.Unlock()
 	cp.bases[BaseLocal].mu.Unlock()
-	if ev.global != m.basem+11*tick || ev.local != m.basem+21*tick {
-		t.Fatalf("global first: local %d global %d", ev.local, ev.global)
+	if ev.Global != m.basem+11*tick || ev.Local != m.basem+21*tick {
+		t.Fatalf("global first: local %d global %d", ev.Local, ev.Global)
 	}
 }
 
@@ -515,13 +528,14 @@ func TestConcurrentArmCancel(t *testing.T) {
 	timers := make([]wheel.Timer, nt)
 	var concurrent atomic.Int64
 	for i := range timers {
-		Setup(&timers[i], func(*wheel.Timer) {
+		Setup(&timers[i], 0)
+		timers[i].Data = func(*wheel.Timer) {
 			if !st[i].running.CompareAndSwap(false, true) {
 				concurrent.Add(1)
 			}
 			st[i].fires.Add(1)
 			st[i].running.Store(false)
-		}, 0)
+		}
 	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -537,8 +551,8 @@ func TestConcurrentArmCancel(t *testing.T) {
 				default:
 				}
 				j := clock.Add(1)
-				if s.Tick(c, j, int64(j)*1e6) {
-					s.Softirq(c, j, j, int64(j)*1e6)
+				if sn := (Snapshot{j, int64(j) * 1e6}); s.Tick(c, sn) {
+					run(s.Softirq(c, sn))
 				}
 				rounds[c].Add(1)
 			}

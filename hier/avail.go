@@ -55,7 +55,7 @@ func (h *Hierarchy) setAvailable(cpu int, baseIdle bool) error {
 		return nil
 	}
 	if h.tr != nil {
-		h.tr.CPUAvailable(cpu, t.parentID(), t.wakeup.Load())
+		h.tr.Trace(Event{Kind: EvCPUAvailable, CPU: cpu, Parent: t.parentID(), Wakeup: t.wakeup.Load()})
 	}
 	t.idle.Store(baseIdle)
 	if !baseIdle {
@@ -106,7 +106,7 @@ func (h *Hierarchy) clearAvailable(cpu int) int {
 	t.wakeup.Store(KtimeMax)
 	firstexp := h.deactivate(t, KtimeMax)
 	if h.tr != nil {
-		h.tr.CPUUnavailable(cpu, t.parentID(), t.wakeup.Load())
+		h.tr.Trace(Event{Kind: EvCPUUnavailable, CPU: cpu, Parent: t.parentID(), Wakeup: t.wakeup.Load()})
 	}
 	t.mu.Unlock()
 	if firstexp != KtimeMax {

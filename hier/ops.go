@@ -10,17 +10,7 @@ type Expirer interface {
 	// GLOBAL wheel, up to the current jiffies, on handler. It takes target's
 	// base lock itself. handler may be target.
 	ExpireRemote(handler, target int)
-	// LockBases locks target's LOCAL then GLOBAL timer base. The lock
-	// order is: timer bases, then per-CPU hierarchy lock, then groups.
-	LockBases(target int)
-	// NextGlobalRemote is the global result of
-	// fetch_next_timer_interrupt_remote for target, bases locked, computed
-	// with the caller's (basej, now) snapshot: target's first global expiry
-	// in ns, or KtimeMax if its global wheel is empty or its first local
-	// timer is on the same jiffy or earlier.
-	NextGlobalRemote(target int, basej uint64, now int64) int64
-	// UnlockBases unlocks what LockBases locked.
-	UnlockBases(target int)
+	Fetcher
 }
 
 // Activate is tmigr_cpu_activate: cpu leaves idle (timer_clear_idle, or the
@@ -48,7 +38,7 @@ func (h *Hierarchy) Activate(cpu int) {
 func (h *Hierarchy) activate(t *tmcpu) {
 	g := t.tmgroup.Load()
 	if h.tr != nil {
-		h.tr.CPUActive(t.cpu, g.id(), t.wakeup.Load()) // before the reset
+		h.tr.Trace(Event{Kind: EvCPUActive, CPU: t.cpu, Parent: g.id(), Wakeup: t.wakeup.Load()}) // before the reset
 	}
 	t.evt.ignore.Store(true)
 	t.wakeup.Store(KtimeMax)
@@ -74,7 +64,7 @@ func (h *Hierarchy) Deactivate(cpu int, nextexp int64) int64 {
 	t.idle.Store(true)
 	t.wakeup.Store(ret)
 	if h.tr != nil {
-		h.tr.CPUIdle(cpu, t.parentID(), nextexp, ret)
+		h.tr.Trace(Event{Kind: EvCPUIdle, CPU: cpu, Parent: t.parentID(), NextEvt: nextexp, Wakeup: ret})
 	}
 	t.mu.Unlock()
 	return ret
@@ -113,7 +103,7 @@ func (h *Hierarchy) NewTimer(cpu int, nextexp int64) int64 {
 		t.wakeup.Store(ret)
 	}
 	if h.tr != nil {
-		h.tr.CPUNewTimerIdle(cpu, t.parentID(), nextexp, t.wakeup.Load())
+		h.tr.Trace(Event{Kind: EvCPUNewTimerIdle, CPU: cpu, Parent: t.parentID(), NextEvt: nextexp, Wakeup: t.wakeup.Load()})
 	}
 	t.mu.Unlock()
 	return ret
@@ -129,7 +119,7 @@ func (h *Hierarchy) newTimer(t *tmcpu, nextexp int64) int64 {
 	}
 	g := t.tmgroup.Load()
 	if h.tr != nil {
-		h.tr.CPUNewTimer(t.cpu, g.id(), t.wakeup.Load())
+		h.tr.Trace(Event{Kind: EvCPUNewTimer, CPU: t.cpu, Parent: g.id(), Wakeup: t.wakeup.Load()})
 	}
 	t.evt.ignore.Store(false)
 	w := walk{nextexp: nextexp, firstexp: KtimeMax, evt: &t.evt, childmask: t.groupmask, cpu: t.cpu}
@@ -194,22 +184,14 @@ func (h *Hierarchy) RequiresHandleRemote(cpu int, now int64) bool {
 // CPUs they stand for through x, and re-walk those CPUs' events. now and
 // basej are the time and jiffies of the last jiffies update. Afterwards
 // cpu's wakeup is the next expiry of the highest group it handled (KtimeMax
-// if it handled none), whether cpu is idle or active. x must not be nil.
+// if it handled none), whether cpu is idle or active. x must not be nil. It
+// is a Remote walk run to its end (see Remote, which a caller uses to hand
+// the timers out one at a time instead).
 func (h *Hierarchy) HandleRemote(cpu int, now int64, basej uint64, x Expirer) {
-	t := h.tmc(cpu)
-	if notAvailable(t) {
-		return
+	var r Remote
+	h.BeginRemote(&r, cpu, now, basej)
+	for target := r.Next(); target >= 0; target = r.Next() {
+		x.ExpireRemote(cpu, target)
+		r.Done(x)
 	}
-	g := t.tmgroup.Load()
-	// Fast exit for a non-migrator, unless it is an idle ex-migrator with a
-	// stale wakeup: the walk then stops at once and the wakeup is reset
-	// below, which ends the re-arming (race R7).
-	if !checkMigrator(g, t.groupmask) && t.wakeup.Load() == KtimeMax {
-		return
-	}
-	w := walk{childmask: t.groupmask, firstexp: KtimeMax, now: now, basej: basej, cpu: cpu, x: x}
-	h.walkHandleRemote(&w, g)
-	t.mu.Lock()
-	t.wakeup.Store(w.firstexp)
-	t.mu.Unlock()
 }

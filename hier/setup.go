@@ -89,7 +89,7 @@ func (h *Hierarchy) getGroup(node, lvl int) *group {
 	g.evt.ownerGroup = g
 	h.lists[lvl] = append(h.lists[lvl], g)
 	if h.tr != nil {
-		h.tr.GroupSet(g.id(), g.node)
+		h.tr.Trace(Event{Kind: EvGroupSet, Group: g.id(), Node: g.node})
 	}
 	return g
 }
@@ -163,7 +163,7 @@ func (h *Hierarchy) setupGroups(cpu, node int, start *group, activate bool) erro
 			t.tmgroup.Store(g)
 			h.initRoot(g, activate)
 			if h.tr != nil {
-				h.tr.ConnectCPUParent(cpu, g.id(), g.node, g.numChildren, t.groupmask)
+				h.tr.Trace(Event{Kind: EvConnectCPUParent, CPU: cpu, Parent: g.id(), Node: g.node, NumChildren: g.numChildren, Groupmask: t.groupmask})
 			}
 			continue
 		}
@@ -225,6 +225,6 @@ func (h *Hierarchy) connectChildParent(child, parent *group, activate bool) {
 	}
 	child.parent.Store(parent) // release: pairs with the walkers' load
 	if h.tr != nil {
-		h.tr.ConnectChildParent(child.id(), parent.id(), parent.node, parent.numChildren, child.groupmask)
+		h.tr.Trace(Event{Kind: EvConnectChildParent, Child: child.id(), Parent: parent.id(), Node: parent.node, NumChildren: parent.numChildren, Groupmask: child.groupmask})
 	}
 }

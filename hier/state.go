@@ -259,6 +259,5 @@ type walk struct {
 	basej     uint64 // jiffies of the last jiffies update
 	now       int64  // monotonic time of the last jiffies update
 
-	cpu int     // CPU running the walk (for test hooks); -1 for setup
-	x   Expirer // handle-remote walks only
+	cpu int // CPU running the walk (for test hooks); -1 for setup
 }

@@ -94,20 +94,6 @@ func (h *Hierarchy) walkUpdate(w *walk, g *group) {
 	}
 }
 
-// walkHandleRemote walks tmigr_handle_remote_up from the CPU's group.
-func (h *Hierarchy) walkHandleRemote(w *walk, g *group) {
-	for g != nil {
-		if h.handleRemoteUp(g, w) {
-			return
-		}
-		child := g
-		if g = child.parent.Load(); g == nil {
-			return
-		}
-		w.childmask = child.groupmask
-	}
-}
-
 // walkRequires walks tmigr_requires_handle_remote_up from the CPU's group.
 func (h *Hierarchy) walkRequires(w *walk, g *group) {
 	for g != nil {
@@ -153,7 +139,7 @@ func (h *Hierarchy) activeUp(g *group, w *walk) bool {
 		cur = g.state.Load()
 	}
 	if h.tr != nil {
-		h.tr.GroupSetCPUActive(g.id(), g.parentID(), g.node, next.active(), next.migrator(), childmask)
+		h.tr.Trace(Event{Kind: EvGroupSetCPUActive, Group: g.id(), Parent: g.parentID(), Node: g.node, Active: next.active(), Migrator: next.migrator(), Childmask: childmask})
 	}
 	// The group is active again: its event in the parent's queue may be
 	// ignored. Written without the lock; the worst outcome of a race is one
@@ -200,7 +186,7 @@ func (h *Hierarchy) inactiveUp(g, child *group, w *walk) bool {
 		cur = g.state.Load()
 	}
 	if h.tr != nil {
-		h.tr.GroupSetCPUInactive(g.id(), g.parentID(), g.node, next.active(), next.migrator(), childmask)
+		h.tr.Trace(Event{Kind: EvGroupSetCPUInactive, Group: g.id(), Parent: g.parentID(), Node: g.node, Active: next.active(), Migrator: next.migrator(), Childmask: childmask})
 	}
 	w.remote = false
 	w.sawIdle = false
@@ -307,81 +293,13 @@ checkTop:
 		if child != nil {
 			childID, childExp, childCPU = child.id(), child.evt.expires, child.evt.cpu
 		}
-		h.tr.UpdateEvents(childID, g.id(), childState.active(), groupState.active(),
-			nextexp, g.nextExpiry.Load(), childExp, childCPU)
+		h.tr.Trace(Event{Kind: EvUpdateEvents, Child: childID, Group: g.id(),
+			ChildActive: childState.active(), GroupActive: groupState.active(),
+			NextEvt: nextexp, NextExpiry: g.nextExpiry.Load(), ChildEvtExpiry: childExp, ChildEvtCPU: childCPU})
 	}
 	g.mu.Unlock()
 	if child != nil {
 		child.mu.Unlock()
 	}
 	return done
-}
-
-// handleRemoteUp is tmigr_handle_remote_up: while this child is the
-// migrator of g (or g has none), dequeue g's expired events one by one and
-// expire the CPU each stands for; then record g's next expiry and go up.
-func (h *Hierarchy) handleRemoteUp(g *group, w *walk) bool {
-	if h.tr != nil {
-		h.tr.HandleRemote(g.id())
-	}
-	for {
-		if !checkMigrator(g, w.childmask) {
-			return true
-		}
-		g.mu.Lock()
-		if e := g.nextExpiredGroupEvt(w.now); e != nil {
-			target := e.cpu
-			g.mu.Unlock()
-			h.handleRemoteCPU(target, w)
-			continue
-		}
-		// firstexp is overwritten at every level: it ends up as the
-		// next expiry of the highest group handled.
-		w.firstexp = g.nextExpiry.Load()
-		g.mu.Unlock()
-		return false
-	}
-}
-
-// handleRemoteCPU is tmigr_handle_remote_cpu: expire the global timers of
-// target on the walking CPU, then walk target's event up again.
-func (h *Hierarchy) handleRemoteCPU(target int, w *walk) {
-	t := &h.cpus[target]
-	t.mu.Lock()
-	// Unavailable: its timers were migrated, or it handles them itself.
-	// remote: someone is already on it. ignore: it woke up. Expiry in the
-	// future: its event was updated, and whoever did so takes care of it.
-	if !t.available.Load() || t.remote.Load() || t.evt.ignore.Load() || w.now < t.evt.expires {
-		t.mu.Unlock()
-		return
-	}
-	if h.tr != nil {
-		h.tr.HandleRemoteCPU(target, t.parentID(), t.wakeup.Load())
-	}
-	t.remote.Store(true)
-	t.wakeup.Store(KtimeMax)
-	t.mu.Unlock() // let the target leave idle meanwhile
-
-	hook(hookRemoteExpire, w.cpu, nil, target)
-	// Unconditionally, also for target == w.cpu: the kernel skipped the
-	// self case until the June 2026 livelock fix (d486b4934a8e).
-	w.x.ExpireRemote(w.cpu, target)
-	hook(hookRemoteRelock, w.cpu, nil, target)
-
-	// Lock order: timer bases, then the CPU lock, then groups.
-	w.x.LockBases(target)
-	t.mu.Lock()
-	if !t.available.Load() || !t.idle.Load() {
-		// Offline meanwhile (already walked then), or awake and in
-		// charge of its own state.
-		w.x.UnlockBases(target)
-	} else {
-		global := w.x.NextGlobalRemote(target, w.basej, w.now)
-		w.x.UnlockBases(target)
-		// Walk even without a new global timer (race R4).
-		rw := walk{nextexp: global, firstexp: KtimeMax, evt: &t.evt, remote: true, cpu: w.cpu}
-		h.walkUpdate(&rw, t.tmgroup.Load())
-	}
-	t.remote.Store(false)
-	t.mu.Unlock()
 }

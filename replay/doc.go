@@ -2,8 +2,14 @@
 // compares, decision by decision, what our model computes with what the
 // kernel printed.
 //
-// Three checks exist. The wheel check (wheel.go) recomputes the bucket of
-// every timer_start with package wheel. The hrtimer check (hrtimer.go), on
+// Four checks exist. The wheel check (wheel.go) recomputes the bucket of
+// every timer_start with package wheel. The nextevt check (nextevt.go),
+// run with the tmigr check, rebuilds every CPU's timer bases from the
+// timer lines in a cpu.Set and holds every nextevt the kernel printed in
+// tmigr_cpu_idle and tmigr_cpu_new_timer_idle (the first global timer a CPU
+// hands the hierarchy, the input the tmigr check takes as given) against
+// what our timer code computes (cpu.Set.NextEvents, fetch_next_timer_
+// interrupt). The hrtimer check (hrtimer.go), on
 // traces with hrtimer events, asks package hrtimer for the mode of every
 // sleeper's hrtimer from its task's policy and compares it with the mode the
 // kernel started it in and the context, hard or soft, it expired in. The

@@ -9,7 +9,7 @@ import (
 // mline is one tracepoint our hierarchy emitted, with the fields the
 // replay compares.
 type mline struct {
-	name             string
+	kind             hier.EventKind
 	group, parent    hier.GroupID
 	child            hier.GroupID
 	active, migrator uint8
@@ -31,58 +31,36 @@ type recorder struct {
 	onRemoteCPU func(cpu int) string
 }
 
-func (r *recorder) add(l mline) {
-	if r.on {
-		r.lines = append(r.lines, l)
+// Trace implements hier.Tracer.
+func (r *recorder) Trace(e hier.Event) {
+	if !r.on {
+		return
 	}
-}
-
-func (r *recorder) GroupSet(hier.GroupID, int)                                {}
-func (r *recorder) ConnectChildParent(_, _ hier.GroupID, _, _ int, _ uint8)   {}
-func (r *recorder) ConnectCPUParent(_ int, _ hier.GroupID, _, _ int, _ uint8) {}
-func (r *recorder) CPUAvailable(cpu int, _ hier.GroupID, wakeup int64) {
-	r.add(mline{name: "tmigr_cpu_available", cpu: cpu, wakeup: wakeup})
-}
-func (r *recorder) CPUUnavailable(cpu int, _ hier.GroupID, wakeup int64) {
-	r.add(mline{name: "tmigr_cpu_unavailable", cpu: cpu, wakeup: wakeup})
-}
-func (r *recorder) HandleRemote(g hier.GroupID) { r.add(mline{name: "tmigr_handle_remote", group: g}) }
-func (r *recorder) CPUActive(cpu int, _ hier.GroupID, wakeup int64) {
-	r.add(mline{name: "tmigr_cpu_active", cpu: cpu, wakeup: wakeup})
-}
-func (r *recorder) CPUNewTimer(cpu int, _ hier.GroupID, wakeup int64) {
-	r.add(mline{name: "tmigr_cpu_new_timer", cpu: cpu, wakeup: wakeup})
-}
-func (r *recorder) CPUIdle(cpu int, _ hier.GroupID, nextevt, wakeup int64) {
-	r.add(mline{name: "tmigr_cpu_idle", cpu: cpu, nextevt: nextevt, wakeup: wakeup})
-}
-func (r *recorder) CPUNewTimerIdle(cpu int, _ hier.GroupID, nextevt, wakeup int64) {
-	r.add(mline{name: "tmigr_cpu_new_timer_idle", cpu: cpu, nextevt: nextevt, wakeup: wakeup})
-}
-
-func (r *recorder) HandleRemoteCPU(cpu int, _ hier.GroupID, wakeup int64) {
-	l := mline{name: "tmigr_handle_remote_cpu", cpu: cpu, wakeup: wakeup}
-	if r.on && r.onRemoteCPU != nil {
-		l.why = r.onRemoteCPU(cpu)
+	l := mline{kind: e.Kind, cpu: e.CPU, wakeup: e.Wakeup, nextevt: e.NextEvt}
+	switch e.Kind {
+	case hier.EvGroupSet, hier.EvConnectChildParent, hier.EvConnectCPUParent:
+		return
+	case hier.EvHandleRemote:
+		l = mline{kind: e.Kind, group: e.Group}
+	case hier.EvHandleRemoteCPU:
+		if r.onRemoteCPU != nil {
+			l.why = r.onRemoteCPU(e.CPU)
+		}
+	case hier.EvGroupSetCPUActive, hier.EvGroupSetCPUInactive:
+		l = mline{kind: e.Kind, group: e.Group, parent: e.Parent, active: e.Active, migrator: e.Migrator, childmask: e.Childmask}
+	case hier.EvUpdateEvents:
+		l = mline{kind: e.Kind, group: e.Group, child: e.Child, nextevt: e.NextEvt}
 	}
-	r.add(l)
-}
-
-func (r *recorder) GroupSetCPUActive(g, parent hier.GroupID, _ int, active, migrator, childmask uint8) {
-	r.add(mline{name: "tmigr_group_set_cpu_active", group: g, parent: parent, active: active, migrator: migrator, childmask: childmask})
-	if r.on && r.onActive != nil {
-		r.onActive(g)
-	}
-}
-
-func (r *recorder) GroupSetCPUInactive(g, parent hier.GroupID, _ int, active, migrator, childmask uint8) {
-	r.add(mline{name: "tmigr_group_set_cpu_inactive", group: g, parent: parent, active: active, migrator: migrator, childmask: childmask})
-}
-
-func (r *recorder) UpdateEvents(child, g hier.GroupID, _, _ uint8, nextevt, _, _ int64, _ int) {
-	r.add(mline{name: "tmigr_update_events", group: g, child: child, nextevt: nextevt})
-	if r.on && r.onUpdate != nil {
-		r.onUpdate(child, g)
+	r.lines = append(r.lines, l)
+	switch e.Kind {
+	case hier.EvGroupSetCPUActive:
+		if r.onActive != nil {
+			r.onActive(e.Group)
+		}
+	case hier.EvUpdateEvents:
+		if r.onUpdate != nil {
+			r.onUpdate(e.Child, e.Group)
+		}
 	}
 }
 

@@ -236,14 +236,14 @@ func (r *replayer) runRemote(idx int, o *op) {
 		id, _ := r.gm.id(r.ev[i].Data.(ftrace.TmigrHandleRemote).Group)
 		kl = append(kl, id.String())
 	}
-	for _, l := range only(ml, "tmigr_handle_remote") {
+	for _, l := range only(ml, hier.EvHandleRemote) {
 		ml0 = append(ml0, l.group.String())
 	}
 	var kt, mt []int
 	for _, i := range o.targets {
 		kt = append(kt, r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU)
 	}
-	for _, l := range only(ml, "tmigr_handle_remote_cpu") {
+	for _, l := range only(ml, hier.EvHandleRemoteCPU) {
 		mt = append(mt, l.cpu)
 	}
 	kernel := fmt.Sprintf("groups=%s cpus=%s", strings.Join(kl, ","), fmtCPUs(kt))
@@ -382,7 +382,7 @@ func (r *replayer) expireRemote(handler, target int) {
 	}
 	ti := rd.o.targets[rd.cur]
 	// The wakeup the kernel printed for the target, before its reset.
-	if ls := only(r.rec.lines, "tmigr_handle_remote_cpu"); len(ls) > 0 {
+	if ls := only(r.rec.lines, hier.EvHandleRemoteCPU); len(ls) > 0 {
 		ml := ls[len(ls)-1]
 		kw := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).Wakeup
 		r.check(r.ev[ti].Line, "tmigr_handle_remote_cpu wakeup", ml.why, fmtNS(kw), fmtNS(ml.wakeup))
@@ -467,7 +467,7 @@ func wheelNext(events []ftrace.Event, ops []*op) map[int]uint64 {
 		for _, ti := range o.targets {
 			end := len(events) - 1
 			for i := ti + 1; i < len(events); i++ {
-				if events[i].CPU == o.cpu && strings.HasPrefix(events[i].Name, "tmigr_") {
+				if events[i].CPU == o.cpu && ftrace.IsTmigr(events[i].Data) {
 					end = i
 					break
 				}

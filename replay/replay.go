@@ -157,6 +157,8 @@ type Result struct {
 	File  string  `json:"file"`
 	Wheel *Counts `json:"wheel,omitempty"`
 	Tmigr *Counts `json:"tmigr,omitempty"`
+	// Nextevt is the nextevt check (nextevt.go), run with Tmigr.
+	Nextevt *Counts `json:"nextevt,omitempty"`
 	// Hrtimer is nil when the check was not asked for or the trace has no
 	// sleeper events.
 	Hrtimer *Counts `json:"hrtimer,omitempty"`
@@ -165,7 +167,7 @@ type Result struct {
 // Mismatched reports whether any check found a mismatch.
 func (r *Result) Mismatched() bool {
 	return r.Wheel != nil && len(r.Wheel.Mismatches) > 0 || r.Tmigr != nil && len(r.Tmigr.Mismatches) > 0 ||
-		r.Hrtimer != nil && len(r.Hrtimer.Mismatches) > 0
+		r.Nextevt != nil && len(r.Nextevt.Mismatches) > 0 || r.Hrtimer != nil && len(r.Hrtimer.Mismatches) > 0
 }
 
 // Run runs the selected checks on a trace.
@@ -197,6 +199,10 @@ func Run(t *Trace, o Options) (*Result, error) {
 			return nil, err
 		}
 		r.Tmigr = c.forJSON()
+		if c, err = CheckNextevt(t, s); err != nil {
+			return nil, err
+		}
+		r.Nextevt = c.forJSON()
 	}
 	if o.Hrtimer {
 		var l Load

@@ -87,7 +87,40 @@ func (y *synth) p(g hier.GroupID) uint64 {
 	return v
 }
 
-// The Tracer.
+// The Tracer: each event is printed as the kernel would print it, with
+// pointers of its own and the hotplug names of the modelled generation.
+func (y *synth) Trace(e hier.Event) {
+	switch e.Kind {
+	case hier.EvGroupSet:
+		y.GroupSet(e.Group, e.Node)
+	case hier.EvConnectChildParent:
+		y.ConnectChildParent(e.Child, e.Parent, e.Node, e.NumChildren, e.Groupmask)
+	case hier.EvConnectCPUParent:
+		y.ConnectCPUParent(e.CPU, e.Parent, e.Node, e.NumChildren, e.Groupmask)
+	case hier.EvGroupSetCPUActive:
+		y.GroupSetCPUActive(e.Group, e.Parent, e.Node, e.Active, e.Migrator, e.Childmask)
+	case hier.EvGroupSetCPUInactive:
+		y.GroupSetCPUInactive(e.Group, e.Parent, e.Node, e.Active, e.Migrator, e.Childmask)
+	case hier.EvCPUActive:
+		y.CPUActive(e.CPU, e.Parent, e.Wakeup)
+	case hier.EvCPUNewTimer:
+		y.CPUNewTimer(e.CPU, e.Parent, e.Wakeup)
+	case hier.EvCPUAvailable:
+		y.CPUAvailable(e.CPU, e.Parent, e.Wakeup)
+	case hier.EvCPUUnavailable:
+		y.CPUUnavailable(e.CPU, e.Parent, e.Wakeup)
+	case hier.EvHandleRemoteCPU:
+		y.HandleRemoteCPU(e.CPU, e.Parent, e.Wakeup)
+	case hier.EvCPUIdle:
+		y.CPUIdle(e.CPU, e.Parent, e.NextEvt, e.Wakeup)
+	case hier.EvCPUNewTimerIdle:
+		y.CPUNewTimerIdle(e.CPU, e.Parent, e.NextEvt, e.Wakeup)
+	case hier.EvUpdateEvents:
+		y.UpdateEvents(e.Child, e.Group, e.ChildActive, e.GroupActive, e.NextEvt, e.NextExpiry, e.ChildEvtExpiry, e.ChildEvtCPU)
+	case hier.EvHandleRemote:
+		y.HandleRemote(e.Group)
+	}
+}
 
 func (y *synth) GroupSet(g hier.GroupID, node int) {
 	y.line(ftrace.TmigrGroupSet{Group: y.p(g), Lvl: g.Level, Numa: node})

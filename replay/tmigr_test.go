@@ -47,14 +47,7 @@ func sortedReasons(m map[string]int) string {
 // 10% deserves a look at its reasons).
 func TestTmigrTraces(t *testing.T) {
 	for _, f := range traceFiles(t) {
-		tr, err := ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := shapeOf(tr, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr, s := readTrace(t, f)
 		c, err := CheckTmigr(tr, s)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -527,14 +520,7 @@ func TestTmigrAnyWindow(t *testing.T) {
 // model through are states the kernel's algorithm can reach.
 func TestTmigrInvariants(t *testing.T) {
 	for _, f := range traceFiles(t) {
-		tr, err := ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := shapeOf(tr, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr, s := readTrace(t, f)
 		if _, err := CheckTmigrWith(tr, s, TmigrOptions{Invariants: true}); err != nil {
 			t.Errorf("%s: %v", filepath.Base(f), err)
 		}

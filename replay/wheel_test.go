@@ -16,6 +16,20 @@ func traceFiles(t *testing.T) []string {
 	return files
 }
 
+// readTrace reads a recording and the shape of its machine.
+func readTrace(t *testing.T, f string) (*Trace, Shape) {
+	t.Helper()
+	tr, err := ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := shapeOf(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, s
+}
+
 // TestWheelTraces: every timer_start of the recordings is reproduced by our
 // wheel, none left undetermined.
 func TestWheelTraces(t *testing.T) {

@@ -36,7 +36,7 @@ func (x *Exec) Spend(d int64) {
 
 // Jiffies returns the jiffies at x.Now.
 func (x *Exec) Jiffies() uint64 {
-	j, _ := x.m.snap(x.Now)
+	j := x.m.tg.Jiffies(x.Now)
 	return j
 }
 
@@ -70,10 +70,11 @@ type Timer struct {
 // function (timer_setup).
 func (m *Machine) NewTimer(name string, flags uint32, fn func(x *Exec, t *Timer)) *Timer {
 	t := &Timer{Name: name, fn: fn}
-	cpu.Setup(&t.w, func(*wheel.Timer) { t.fn(m.x, t) }, flags)
+	cpu.Setup(&t.w, flags)
+	t.w.Data = t
 	if l := m.tracer.log; l != nil {
-		t.id = uint64(len(l.ids)+1) << 6
-		l.ids[&t.w] = t
+		l.timers++
+		t.id = l.timers << 6
 	}
 	return t
 }
@@ -94,14 +95,14 @@ func (m *Machine) Mod(c int, t *Timer, expires uint64) { m.mod(c, t, expires, m.
 func (m *Machine) AddOn(t *Timer, c int, expires uint64) { m.addOn(t, c, expires, m.now) }
 
 func (m *Machine) mod(c int, t *Timer, expires uint64, now int64) {
-	jif, _ := m.snap(now)
+	jif := m.tg.Jiffies(now)
 	if _, k := m.set.Mod(c, &t.w, expires, jif, 0); k >= 0 {
 		m.kick(k, now)
 	}
 }
 
 func (m *Machine) addOn(t *Timer, c int, expires uint64, now int64) {
-	jif, _ := m.snap(now)
+	jif := m.tg.Jiffies(now)
 	if k := m.set.AddOn(&t.w, c, expires, jif); k >= 0 {
 		m.kick(k, now)
 	}
@@ -177,7 +178,7 @@ func (m *Machine) Now() int64 { return m.now }
 
 // Jiffies returns the jiffies at the current time.
 func (m *Machine) Jiffies() uint64 {
-	j, _ := m.snap(m.now)
+	j := m.tg.Jiffies(m.now)
 	return j
 }
 
@@ -269,12 +270,7 @@ func (m *Machine) StopCPU(c int) {
 // outside the idle loop, as a panicking CPU that halts: it still takes
 // every interrupt). A stopped tick is restarted.
 func (m *Machine) SetNoNohz(c int, on bool) {
-	s := &m.cpus[c]
-	s.noNohz = on
-	if on && !s.tickOn && s.online && !s.stopped {
-		m.set.ClearIdle(c)
-		m.startTick(s, m.now)
-	}
+	m.setHalted(&m.cpus[c], on)
 }
 
 // BusyNs returns the time CPU c ran a task or kernel code within the

@@ -38,9 +38,18 @@
 //
 // Time is a virtual nanosecond clock from boot. Ticks fall on a grid of
 // TICK_NSEC; jiffies starts at INITIAL_JIFFIES at boot and counts the
-// grid, and the tick-update snapshot (basej, basem) the timer code is
-// handed is always the last grid point: jiffies and the hierarchy's
-// nanoseconds never disagree.
+// grid (tick.Grid), and the tick-update snapshot (cpu.Snapshot) the timer
+// code is handed is always the last grid point: jiffies and the
+// hierarchy's nanoseconds never disagree.
+//
+// # The kernel's part
+//
+// Each CPU's tick, NOHZ idle and interrupt protocol is package tick's: the
+// simulator feeds every CPU's events to its tick.CPU (a tick, the idle loop,
+// an idle exit, the clock event device firing, hotplug) and carries out the
+// Ready it returns (arm the tick or the NOHZ wakeup, program the device,
+// run the softirqs, send the IPIs). The simulator adds time, costs and the
+// scheduler.
 //
 // # The engine
 //
@@ -54,9 +63,9 @@
 // interrupts, a re-programmed device) are invalidated by generation and
 // skipped when they come up.
 //
-// Each timer function runs through the cpu.Set's Run hook, which tells
-// which CPU runs whose timer: that is where the per-CPU migration summary
-// (remote expiries, by owner) comes from. With Config.Check the
+// Each timer function runs from the timer softirq's expiry pass
+// (cpu.Pass), which tells which CPU runs whose timer: that is where the
+// per-CPU migration summary (remote expiries, by owner) comes from. With Config.Check the
 // hierarchy's invariant checker runs after every step, with checks of the
 // simulator's own consistency (a CPU with its tick stopped has an idle
 // timer base, and the other way round).

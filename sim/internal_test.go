@@ -117,9 +117,8 @@ func TestSnapOnTickGrid(t *testing.T) {
 		j     uint64
 		basem int64
 	}{{0, j0, 0}, {3_999_999, j0, 0}, {4_000_000, j0 + 1, 4_000_000}, {62_000_000_001, j0 + 15500, 62_000_000_000}} {
-		j, b := m.snap(c.t)
-		if j != c.j || b != c.basem {
-			t.Errorf("snap(%d) = %d, %d; want %d, %d", c.t, j, b, c.j, c.basem)
+		if s := m.tg.Snapshot(c.t); s.J != c.j || s.M != c.basem {
+			t.Errorf("Snapshot(%d) = %d, %d; want %d, %d", c.t, s.J, s.M, c.j, c.basem)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/tick"
 	"github.com/tmigr/tmigr/wheel"
 )
 
@@ -70,6 +71,7 @@ func (m *Machine) endIRQ(x *Exec) {
 		m.wake(m.ktimers(c), e, c)
 	}
 	from := max(c.irqArrive, c.irqEnd)
+	fromIdle := c.curr == nil && c.idle // the interrupt came in the idle loop
 	c.irqEnd = e
 	m.x, m.inIRQ = nil, nil
 	if added := e - from; added > 0 && c.curr != nil && c.stepEnd != Forever {
@@ -84,32 +86,53 @@ func (m *Machine) endIRQ(x *Exec) {
 		c.busyNs += m.clip(c.irqWork, e)
 	}
 	m.reschedule(c, e)
-	m.reconsiderTick(c, e)
+	m.reconsiderTick(c, e, fromIdle)
 }
 
-// reconsiderTick is the irq-exit/idle-loop decision about the tick: an
-// idle CPU (or a nohz_full CPU running a single task) tries to stop it, or
-// re-arms its sleep if it is stopped.
-func (m *Machine) reconsiderTick(c *cpuState, t int64) {
+// reconsiderTick is what the tick core is told when an interrupt ends: a
+// CPU that stays idle goes round its idle loop (Idle: stop the tick or
+// re-arm its sleep); a CPU the interrupt woke to run a task left idle in
+// reschedule (IdleExit); a nohz_full CPU running a task updates its tick
+// on the way out (FullUpdate).
+func (m *Machine) reconsiderTick(c *cpuState, t int64, fromIdle bool) {
 	if !c.online || c.stopped {
 		return
 	}
 	switch {
-	case c.curr == nil && c.idle && !c.noNohz:
-		m.nohzStopTick(c, t)
-	case c.curr != nil && c.nohzFull && c.rq.len() == 0:
-		m.nohzStopTick(c, t)
+	case c.curr == nil && c.idle:
+		m.ctx = c.id
+		m.apply(c, c.tk.Idle(t), t)
+	case c.curr != nil && c.nohzFull && !fromIdle:
+		m.ctx = c.id
+		m.apply(c, c.tk.FullUpdate(t, c.rq.len() == 0), t)
+	}
+}
+
+// apply carries out what the tick core asked for on c at t: the tick timer
+// and the clock event device. (Softirqs and IPIs are handled where the
+// call was made.)
+func (m *Machine) apply(c *cpuState, r tick.Ready, t int64) {
+	if r.TickSet {
+		if r.Stopped {
+			m.stopTick(c)
+			m.armNohz(c, r.Tick)
+		} else {
+			m.startTick(c, r.Tick, t)
+		}
+	}
+	if r.Program {
+		m.programAt(c, r.DeviceAt)
 	}
 }
 
 // tick is the periodic tick of c at the tick instant g.
-func (m *Machine) tick(c *cpuState, g int64, jif uint64) {
+func (m *Machine) tick(c *cpuState, g int64) {
 	x := m.beginIRQ(c, g, causeTick)
 	x.Spend(m.draw(m.costs.Tick))
 	if m.inWindow(g) {
 		c.ticks++
 	}
-	if m.set.Tick(c.id, jif, g) {
+	if r := c.tk.Tick(g); r.Softirq&tick.TimerSoftirq != 0 {
 		m.timerSoftirq(x, c)
 	}
 	m.endIRQ(x)
@@ -127,14 +150,15 @@ func (m *Machine) nohzWake(c *cpuState, t int64) {
 	} else {
 		c.sameNow, c.sameCount = t, 0
 	}
-	c.nohzAt = cpu.KtimeMax
+	c.nohzAt = tick.Never
 	x := m.beginIRQ(c, t, causeTimer)
 	x.Spend(m.draw(m.costs.Tick))
 	if m.inWindow(t) {
 		c.ticks++
 	}
-	jif, basem := m.snap(x.Now)
-	if m.set.Tick(c.id, jif, basem) {
+	r := c.tk.Tick(x.Now)
+	m.apply(c, r, x.Now) // the NOHZ wakeup is not re-armed
+	if r.Softirq&tick.TimerSoftirq != 0 {
 		m.timerSoftirq(x, c)
 	}
 	m.endIRQ(x)
@@ -148,27 +172,35 @@ func (m *Machine) timerSoftirq(x *Exec, c *cpuState) {
 		return
 	}
 	x.Spend(m.draw(m.costs.SoftirqEntry))
-	jif, basem := m.snap(x.Now)
-	m.set.Softirq(c.id, jif, jif, basem)
+	m.runSoftirq(x, c)
+}
+
+// runSoftirq runs the timer softirq's expiry pass on c at x.Now: every
+// expired wheel timer's function runs here, on c.
+func (m *Machine) runSoftirq(x *Exec, c *cpuState) {
+	p := c.tk.TimerSoftirq(x.Now)
+	for t := p.Next(); t != nil; t = p.Next() {
+		m.runTimer(c.id, t)
+	}
 }
 
 // hrInterrupt is hrtimer_interrupt on c: the device fired at t.
 func (m *Machine) hrInterrupt(c *cpuState, t int64) {
 	x := m.beginIRQ(c, t, causeTimer)
-	p, err := c.hr.Interrupt(x.Now)
+	p, err := c.tk.HrtimerInterrupt(x.Now)
 	if err != nil {
 		m.fail(err)
 		return
 	}
 	m.passN, m.passRT = 0, false
-	m.runPass(x, c, p, true)
+	r := m.runPass(x, c, p)
 	if m.inWindow(t) {
 		c.hardMax = max(c.hardMax, m.passN)
 		if m.passRT {
 			c.hardMaxRT = max(c.hardMaxRT, m.passN)
 		}
 	}
-	if c.hr.SoftirqActivated() {
+	if r.Softirq&tick.HrtimerSoftirq != 0 {
 		if m.cfg.PreemptRT {
 			c.hrSoftPend = true
 		} else {
@@ -181,30 +213,31 @@ func (m *Machine) hrInterrupt(c *cpuState, t int64) {
 // hrSoftirq runs HRTIMER_SOFTIRQ's pass over the soft bases.
 func (m *Machine) hrSoftirq(x *Exec, c *cpuState) {
 	x.Spend(m.draw(m.costs.SoftirqEntry))
-	p, err := c.hr.Softirq(x.Now)
+	p, err := c.tk.HrtimerSoftirq(x.Now)
 	if err != nil {
 		m.fail(err)
 		return
 	}
-	m.runPass(x, c, p, false)
+	m.runPass(x, c, p)
 }
 
-// runPass drives one hrtimer pass to its end, charging each expiry.
-func (m *Machine) runPass(x *Exec, c *cpuState, p *hrtimer.Pass, hard bool) {
+// runPass drives one hrtimer pass to its end, charging each expiry, and
+// programs the device as the pass leaves it.
+func (m *Machine) runPass(x *Exec, c *cpuState, p *hrtimer.Pass) tick.Ready {
 	for {
 		for t := p.Next(); t != nil; t = p.Next() {
 			m.passN++
 			x.Spend(m.draw(m.costs.HrtimerExpiry))
 			p.Done(t, m.runHrtimer(x, t))
 		}
-		out, err := p.End(x.Now)
+		r, retry, err := c.tk.EndPass(p, x.Now)
 		if err != nil {
 			m.fail(err)
-			return
+			return r
 		}
-		if !out.Retry {
-			m.program(c, out.Effect)
-			return
+		if !retry {
+			m.apply(c, r, x.Now)
+			return r
 		}
 	}
 }
@@ -223,41 +256,21 @@ func (m *Machine) runHrtimer(x *Exec, t *hrtimer.Timer) hrtimer.Action {
 	return hrtimer.NoRestart
 }
 
-// program applies an hrtimer Effect to c's clock event device.
+// program applies an hrtimer Effect of the timer API (a sleeper's start)
+// to c's clock event device.
 func (m *Machine) program(c *cpuState, eff hrtimer.Effect) {
-	if !eff.Program {
-		return
-	}
-	c.hrDev = eff.At
-	c.hrGen++
-	if eff.At != hrtimer.Never {
-		m.push(event{t: max(eff.At, m.now), kind: evHrDevice, cpu: int32(c.id), gen: c.hrGen})
+	if eff.Program {
+		m.programAt(c, eff.At)
 	}
 }
 
-// nohzStopTick is tick_nohz_idle_stop_tick (and, for a nohz_full CPU
-// running one task, tick_nohz_full_update_tick): compute the next timer
-// event (get_next_timer_interrupt); keep the tick if it is at most a tick
-// away; else mark the timer base idle (timer_base_try_to_set_idle, which
-// leaves the hierarchy) and, if that worked, stop the tick and arm the
-// sched_timer for the event. A CPU whose tick is already stopped re-arms
-// for the (possibly new) event.
-func (m *Machine) nohzStopTick(c *cpuState, t int64) {
-	m.ctx = c.id
-	basej, basem := m.snap(t)
-	next := m.set.NextEvent(c.id, basej, basem)
-	if c.tickOn {
-		if next-basem <= m.tickNs {
-			return
-		}
-		wake, idle := m.set.TryToSetIdle(c.id, basej, basem)
-		if !idle {
-			return
-		}
-		next = min(next, wake)
-		m.stopTick(c)
+// programAt arms c's clock event device for at (hrtimer.Never: disarm).
+func (m *Machine) programAt(c *cpuState, at int64) {
+	c.hrDev = at
+	c.hrGen++
+	if at != hrtimer.Never {
+		m.push(event{t: max(at, m.now), kind: evHrDevice, cpu: int32(c.id), gen: c.hrGen})
 	}
-	m.armNohz(c, next)
 }
 
 func (m *Machine) armNohz(c *cpuState, at int64) {
@@ -277,19 +290,28 @@ func (m *Machine) stopTick(c *cpuState) {
 	m.nTicking--
 }
 
-// startTick restarts c's periodic tick: the next tick instant after t.
-func (m *Machine) startTick(c *cpuState, t int64) {
+// startTick restarts c's periodic tick at t: its first tick is at from,
+// the next tick instant after t.
+func (m *Machine) startTick(c *cpuState, from, t int64) {
 	c.nohzGen++
-	c.nohzAt = cpu.KtimeMax
+	c.nohzAt = tick.Never
 	if c.tickOn {
 		return
 	}
 	c.tickOn = true
-	c.tickFrom = (t/m.tickNs + 1) * m.tickNs
+	c.tickFrom = from
 	m.ticking.Set(c.id)
 	m.nTicking++
 	if m.nTicking == 1 || m.grid < c.tickFrom && m.grid <= t {
 		m.grid = c.tickFrom
+	}
+}
+
+// setHalted marks c as idling outside the idle loop, or not (SetNoNohz).
+func (m *Machine) setHalted(c *cpuState, on bool) {
+	c.tk.SetHalted(on)
+	if on && c.online && !c.stopped {
+		m.apply(c, c.tk.Restart(m.now), m.now)
 	}
 }
 
@@ -306,8 +328,7 @@ func (m *Machine) kick(k int, t int64) {
 	m.push(event{t: t + m.costs.IPILatency, kind: evKick, cpu: int32(k)})
 }
 
-// runTimer is the cpu.Set's Run hook: every expired wheel timer's function
-// runs through it, on CPU handler.
+// runTimer runs an expired wheel timer's function on CPU handler.
 func (m *Machine) runTimer(handler int, t *wheel.Timer) {
 	owner := t.CPU()
 	c := &m.cpus[handler]
@@ -321,8 +342,8 @@ func (m *Machine) runTimer(handler int, t *wheel.Timer) {
 	if l := m.tracer.log; l != nil && m.x != nil {
 		l.expire(handler, t)
 	}
-	if t.Func != nil {
-		t.Func(t)
+	if st, ok := t.Data.(*Timer); ok {
+		st.fn(m.x, st)
 	}
 }
 
@@ -370,8 +391,7 @@ func (m *Machine) ktimers(c *cpuState) *Task {
 		if c.wheelSoft {
 			c.wheelSoft = false
 			x.Spend(m.draw(m.costs.SoftirqEntry))
-			jif, basem := m.snap(x.Now)
-			m.set.Softirq(c.id, jif, jif, basem)
+			m.runSoftirq(x, c)
 		}
 		if c.hrSoftPend {
 			c.hrSoftPend = false

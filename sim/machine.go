@@ -9,7 +9,7 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/hrtimer"
-	"github.com/tmigr/tmigr/wheel"
+	"github.com/tmigr/tmigr/tick"
 )
 
 // cpuState is one simulated CPU: what it runs, its tick, its clock event
@@ -19,16 +19,20 @@ type cpuState struct {
 	node     int
 	online   bool
 	stopped  bool // crash-stopped (panic): takes no interrupt at all
-	noNohz   bool // idles without stopping the tick (a halted panic CPU)
 	nohzFull bool
 	isolated bool // not in the scheduler domains: unpinned tasks stay away
 
+	// tk is the CPU's tick and NOHZ protocol: every kernel decision about
+	// the tick, idle and the interrupts' timer work is made there; this
+	// driver carries out the Ready each call returns.
+	tk    tick.CPU
 	hr    *hrtimer.CPUBase
 	hrDev int64 // what the clock event device is armed for (hrtimers)
 	hrGen uint64
 
-	// The tick: running (a member of Machine.ticking from tickFrom on) or
-	// stopped, with the NOHZ wakeup armed at nohzAt.
+	// The tick timer as tk last armed it: running (a member of
+	// Machine.ticking from tickFrom on) or stopped, with the NOHZ wakeup
+	// armed at nohzAt.
 	tickOn   bool
 	tickFrom int64
 	nohzAt   int64
@@ -93,6 +97,7 @@ type Machine struct {
 	iso    hier.Isolation
 	tickNs int64
 	j0     uint64
+	tg     tick.Grid
 	cpus   []cpuState
 	rng    *rand.Rand // kernel cost draws
 
@@ -149,6 +154,7 @@ func New(cfg Config) (*Machine, error) {
 		j0:     cpu.InitialJiffies(cfg.HZ),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x6b65726e656c)), // "kernel"
 	}
+	m.tg = tick.Grid{T0: 0, J0: m.j0, TickNs: m.tickNs}
 	m.iso = hier.Isolation{
 		Domain:         cfg.Isolcpus,
 		NohzFull:       cfg.NohzFull,
@@ -158,8 +164,7 @@ func New(cfg Config) (*Machine, error) {
 	nodes := cfg.nodes()
 	m.tracer = &tracer{m: m}
 	if cfg.Trace != nil {
-		m.tracer.log = &traceLog{m: m, ids: map[*wheel.Timer]*Timer{}}
-		m.tracer.text = &hier.TextTracer{W: m.tracer.log}
+		m.tracer.log = &traceLog{m: m}
 	}
 	// The cpuset partition is created after boot: the hierarchy starts
 	// with the boot isolation only.
@@ -171,17 +176,12 @@ func New(cfg Config) (*Machine, error) {
 	}
 	m.set = set
 	m.h = set.Hierarchy()
-	m.set.Run = m.runTimer
 	m.cpus = make([]cpuState, cfg.CPUs)
 	hrcfg := hrtimer.Config{PreemptRT: cfg.PreemptRT, Sleepers: cfg.Sleepers}
 	for i := range m.cpus {
 		c := &m.cpus[i]
 		c.id, c.node = i, nodes[i]
 		c.nohzFull = cfg.NohzFull.Test(i)
-		// With nohz_full CPUs around, the timekeeper keeps its tick when
-		// idle, to guarantee timekeeping progression (can_stop_idle_tick):
-		// it never goes idle in the hierarchy either.
-		c.noNohz = !cfg.NohzFull.Empty() && i == m.iso.Timekeeper
 		c.isolated = cfg.Isolcpus.Test(i) || cfg.Partition.Test(i)
 		c.hrDev, c.nohzAt = hrtimer.Never, cpu.KtimeMax
 		c.measOut = -1
@@ -189,14 +189,18 @@ func New(cfg Config) (*Machine, error) {
 		if c.hr, err = hrtimer.NewCPUBase(i, hrcfg); err != nil {
 			return nil, err
 		}
-		if err := m.set.Online(i, m.j0); err != nil {
+		// With nohz_full CPUs around, the timekeeper keeps its tick when
+		// idle (can_stop_idle_tick).
+		if err := c.tk.Init(tick.Config{CPU: i, Set: m.set, Hrtimer: c.hr, Grid: m.tg,
+			NohzFull: c.nohzFull, Timekeeper: !cfg.NohzFull.Empty() && i == m.iso.Timekeeper}); err != nil {
+			return nil, err
+		}
+		r, err := c.tk.Online(0)
+		if err != nil {
 			return nil, err
 		}
 		c.online = true
-		c.tickOn = true
-		c.tickFrom = m.tickNs
-		m.ticking.Set(i)
-		m.nTicking++
+		m.apply(c, r, 0)
 	}
 	m.grid = m.tickNs
 	m.start = int64(cfg.Warmup)
@@ -321,14 +325,13 @@ func (m *Machine) progress() {
 // tick instant g.
 func (m *Machine) sweep(g int64) {
 	m.now = g
-	jif, _ := m.snap(g)
 	for i := m.ticking.First(); i >= 0; i = m.ticking.Next(i) {
 		c := &m.cpus[i]
 		if c.tickFrom > g {
 			continue
 		}
 		m.nEvents++
-		m.tick(c, g, jif)
+		m.tick(c, g)
 		if m.err != nil {
 			return
 		}
@@ -413,13 +416,6 @@ func (m *Machine) At(t int64, fn func()) {
 	m.push(event{t: max(t, m.now), kind: evFunc, fn: fn})
 }
 
-// snap is the tick-update snapshot at time t: the jiffies of the last
-// tick at or before t and that tick's time (basej, basem).
-func (m *Machine) snap(t int64) (uint64, int64) {
-	k := t / m.tickNs
-	return m.j0 + uint64(k), k * m.tickNs
-}
-
 func (m *Machine) draw(d Dist) int64 {
 	if d.Kind == Const {
 		return int64(d.A)
@@ -469,6 +465,8 @@ func (m *Machine) checkCPU(c *cpuState) {
 	}
 	baseIdle := m.set.BaseIdle(c.id)
 	switch {
+	case c.tickOn == c.tk.Stopped():
+		m.fail(fmt.Errorf("at %s: CPU %d: the driver's tick (running %v) is not the tick core's", fmtTime(m.now), c.id, c.tickOn))
 	case !c.tickOn && !baseIdle:
 		m.fail(fmt.Errorf("at %s: CPU %d stopped its tick but its timer base is not idle", fmtTime(m.now), c.id))
 	case c.tickOn && baseIdle:
@@ -557,10 +555,12 @@ func (m *Machine) offline(i int, t int64) {
 		m.fail(fmt.Errorf("at %s: offline %d: the timekeeper cannot go offline while nohz_full is in use", fmtTime(t), i))
 		return
 	}
-	// The hotplug thread runs on the CPU: it is active.
+	// The hotplug thread runs on the CPU: it is active, and busy from now
+	// (an idle CPU's last busy stretch ended when it went idle).
 	if c.idle {
-		m.exitIdle(c, t)
+		m.apply(c, c.tk.IdleExit(t, false), t)
 		c.idle = false
+		c.busyFrom = t
 	}
 	if c.curr != nil {
 		cur := c.curr
@@ -571,32 +571,27 @@ func (m *Machine) offline(i int, t int64) {
 	for c.rq.len() > 0 {
 		m.global.push(c.rq.pop(), false)
 	}
-	jif, _ := m.snap(t)
-	trigger, kick, err := m.set.Offline(i, to, jif)
+	r, err := c.tk.Offline(&m.cpus[to].tk, t)
 	if err != nil {
 		m.fail(err)
 		return
 	}
-	eff, err := c.hr.Dying(m.cpus[to].hr)
-	if err != nil {
-		m.fail(err)
-		return
-	}
-	if eff.IPI != nil {
-		m.program(&m.cpus[to], eff.IPI.Retrigger())
+	if r.Retrigger >= 0 {
+		// Delivered at once: the dying CPU's last act.
+		d := &m.cpus[r.Retrigger]
+		m.apply(d, d.tk.Retrigger(), t)
 	}
 	c.online = false
 	c.idle = false
-	m.stopTick(c)
-	c.nohzGen++
+	m.apply(c, r, t) // the tick stops for good
 	c.hrGen++
 	c.stepGen++
 	c.busyNs += m.clip(c.busyFrom, t)
-	if trigger >= 0 {
-		m.forceActive([]int{trigger}, t)
+	if r.Activate >= 0 {
+		m.forceActive([]int{int(r.Activate)}, t)
 	}
-	if kick {
-		m.kick(to, t)
+	if r.Kick >= 0 {
+		m.kick(int(r.Kick), t)
 	}
 	m.pullGlobal(t)
 }
@@ -619,16 +614,15 @@ func (m *Machine) online(i int, t int64) {
 		m.fail(fmt.Errorf("at %s: online %d: CPU %d is already online", fmtTime(t), i, i))
 		return
 	}
-	jif, _ := m.snap(t)
-	if err := m.set.Online(i, jif); err != nil {
+	r, err := c.tk.Online(t)
+	if err != nil {
 		m.fail(err)
 		return
 	}
-	c.hr.Starting()
 	c.online = true
 	c.hrDev = hrtimer.Never
 	c.irqEnd = max(c.irqEnd, t)
-	m.startTick(c, t)
+	m.apply(c, r, t)
 	c.busyFrom = t
 	m.reschedule(c, t)
 	if c.curr == nil {
@@ -662,8 +656,7 @@ func (m *Machine) setPartition(mask cpumask.Mask, t int64) {
 	for i := woken.First(); i >= 0; i = woken.Next(i) {
 		c := &m.cpus[i]
 		if c.online && !c.stopped && !c.tickOn {
-			m.set.ClearIdle(i)
-			m.startTick(c, t)
+			m.apply(c, c.tk.Restart(t), t)
 			idled = append(idled, i)
 		}
 	}
@@ -671,7 +664,8 @@ func (m *Machine) setPartition(mask cpumask.Mask, t int64) {
 	for _, i := range idled {
 		c := &m.cpus[i]
 		if c.curr == nil || c.nohzFull {
-			m.nohzStopTick(c, t)
+			m.ctx = c.id
+			m.apply(c, c.tk.StopTick(t), t)
 		}
 	}
 	m.forceActive(triggers, t)

@@ -180,22 +180,15 @@ func (m *Machine) goIdle(c *cpuState, t int64) {
 	}
 	c.idle = true
 	c.busyNs += m.clip(c.busyFrom, t)
-	m.set.SetBusy(c.id, false)
-	if !c.noNohz {
-		m.nohzStopTick(c, t)
-	}
+	m.apply(c, c.tk.Idle(t), t)
 }
 
-// exitIdle leaves the idle loop (tick_nohz_idle_exit): a stopped tick is
-// restarted, which clears the timer base's idle mark and makes the CPU
-// active in the hierarchy (timer_clear_idle).
+// exitIdle leaves the idle loop to run the task just taken off the run
+// queue (tick_nohz_idle_exit; the tick core decides what happens to the
+// tick).
 func (m *Machine) exitIdle(c *cpuState, t int64) {
 	m.ctx = c.id
-	m.set.SetBusy(c.id, true)
-	if !c.tickOn {
-		m.set.ClearIdle(c.id)
-		m.startTick(c, t)
-	}
+	m.apply(c, c.tk.IdleExit(t, c.rq.len() == 0), t)
 }
 
 // wake makes task runnable at t. waker is the CPU whose code wakes it (nil
@@ -225,9 +218,9 @@ func (m *Machine) wake(task *Task, t int64, waker *cpuState) {
 	task.CPU = c.id
 	c.rq.push(task, false)
 	if c.curr != nil && c.nohzFull && !c.tickOn {
-		// A second task: the nohz_full CPU needs its tick back.
-		m.set.ClearIdle(c.id)
-		m.startTick(c, t)
+		// A second task: the scheduler's tick dependency restarts the
+		// nohz_full CPU's tick.
+		m.apply(c, c.tk.Restart(t), t)
 	}
 	if c.curr != nil && task.key() <= c.curr.key() {
 		return

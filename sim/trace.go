@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/tmigr/tmigr/cpu"
@@ -13,37 +11,38 @@ import (
 	"github.com/tmigr/tmigr/wheel"
 )
 
-// tracer receives the hierarchy's tracepoints. It charges the cost of
-// each remote CPU handled to the CPU handling it, and, with Config.Trace,
-// records every tracepoint (and every timer expiry) as an ftrace event.
+// tracer receives the hierarchy's tracepoints, the typed event stream of
+// package hier. It charges the cost of each remote CPU handled to the CPU
+// handling it, and, with Config.Trace, records every tracepoint (and every
+// timer expiry) as an ftrace event, as values: the ftrace writer formats
+// them at the end.
 type tracer struct {
 	m    *Machine
-	text *hier.TextTracer
 	log  *traceLog
+	seen func(hier.Event) // tests: every event, as it happens
 }
 
 // traceLog collects the events of a traced run; they are written with
 // ftrace's Writer at the end, since the header counts them.
 type traceLog struct {
-	m       *Machine
-	events  []ftrace.Event
-	pending []byte
-	ids     map[*wheel.Timer]*Timer
+	m      *Machine
+	events []ftrace.Event
+	timers uint64 // timers set up so far, which number their "pointers"
 }
 
-// Write receives the TextTracer's lines ("tmigr_cpu_idle: cpu=3 ...") and
-// turns each into an event of the CPU and time the code runs at.
-func (l *traceLog) Write(p []byte) (int, error) {
-	l.pending = append(l.pending, p...)
-	for {
-		i := strings.IndexByte(string(l.pending), '\n')
-		if i < 0 {
-			return len(p), nil
+// Trace implements hier.Tracer. A remote CPU handled (the start of its
+// timers' expiry) pays the cost of the remote handling first.
+func (tr *tracer) Trace(e hier.Event) {
+	if e.Kind == hier.EvHandleRemoteCPU {
+		if x := tr.m.x; x != nil {
+			x.Spend(tr.m.draw(tr.m.costs.RemotePull))
 		}
-		line := string(l.pending[:i])
-		l.pending = l.pending[i+1:]
-		name, payload, _ := strings.Cut(line, ": ")
-		l.add(ftrace.Event{Name: name, Payload: groupPtrs.ReplaceAllStringFunc(payload, groupPtr)})
+	}
+	if l := tr.log; l != nil {
+		l.add(ftrace.Event{Data: ftrace.TmigrPayload(e)})
+	}
+	if tr.seen != nil {
+		tr.seen(e)
 	}
 }
 
@@ -62,17 +61,6 @@ func (l *traceLog) add(ev ftrace.Event) {
 	l.events = append(l.events, ev)
 }
 
-var groupPtrs = regexp.MustCompile(`GRP[0-9]+:[0-9]+`)
-
-// groupPtr turns a group's name ("GRP1:0") into the stable pointer a
-// trace prints for it: ffff8880 0000LLII with level and index in hex, so
-// the trace reads back like a kernel's.
-func groupPtr(name string) string {
-	var lvl, idx int
-	fmt.Sscanf(name, "GRP%d:%d", &lvl, &idx)
-	return fmt.Sprintf("ffff8880%04x%04x", lvl, idx)
-}
-
 // taskComm is a task's name as a comm: at most 15 bytes, no spaces.
 func taskComm(t *Task) string {
 	s := strings.ReplaceAll(t.Name, " ", "_")
@@ -84,12 +72,11 @@ func taskComm(t *Task) string {
 
 // expire records timer_expire_entry for a wheel timer run on handler.
 func (l *traceLog) expire(handler int, t *wheel.Timer) {
-	st := l.ids[t]
 	name, id := "timer", uint64(0)
-	if st != nil {
+	if st, ok := t.Data.(*Timer); ok {
 		name, id = st.Name, st.id
 	}
-	j, _ := l.m.snap(l.m.x.Now)
+	j := l.m.tg.Jiffies(l.m.x.Now)
 	l.add(ftrace.Event{Data: ftrace.TimerExpireEntry{Timer: id, Function: name, Now: j, BaseClk: j}})
 	_ = handler
 }
@@ -123,93 +110,4 @@ func (l *traceLog) write(w io.Writer) error {
 		}
 	}
 	return ftrace.WriteTrace(w, h, l.events)
-}
-
-func (tr *tracer) GroupSet(g hier.GroupID, node int) {
-	if tr.text != nil {
-		tr.text.GroupSet(g, node)
-	}
-}
-
-func (tr *tracer) ConnectChildParent(child, parent hier.GroupID, node, numChildren int, groupmask uint8) {
-	if tr.text != nil {
-		tr.text.ConnectChildParent(child, parent, node, numChildren, groupmask)
-	}
-}
-
-func (tr *tracer) ConnectCPUParent(cpu int, parent hier.GroupID, node, numChildren int, groupmask uint8) {
-	if tr.text != nil {
-		tr.text.ConnectCPUParent(cpu, parent, node, numChildren, groupmask)
-	}
-}
-
-func (tr *tracer) GroupSetCPUActive(g, parent hier.GroupID, node int, active, migrator, childmask uint8) {
-	if tr.text != nil {
-		tr.text.GroupSetCPUActive(g, parent, node, active, migrator, childmask)
-	}
-}
-
-func (tr *tracer) GroupSetCPUInactive(g, parent hier.GroupID, node int, active, migrator, childmask uint8) {
-	if tr.text != nil {
-		tr.text.GroupSetCPUInactive(g, parent, node, active, migrator, childmask)
-	}
-}
-
-func (tr *tracer) CPUActive(cpu int, parent hier.GroupID, wakeup int64) {
-	if tr.text != nil {
-		tr.text.CPUActive(cpu, parent, wakeup)
-	}
-}
-
-func (tr *tracer) CPUNewTimer(cpu int, parent hier.GroupID, wakeup int64) {
-	if tr.text != nil {
-		tr.text.CPUNewTimer(cpu, parent, wakeup)
-	}
-}
-
-func (tr *tracer) CPUAvailable(cpu int, parent hier.GroupID, wakeup int64) {
-	if tr.text != nil {
-		tr.text.CPUAvailable(cpu, parent, wakeup)
-	}
-}
-
-func (tr *tracer) CPUUnavailable(cpu int, parent hier.GroupID, wakeup int64) {
-	if tr.text != nil {
-		tr.text.CPUUnavailable(cpu, parent, wakeup)
-	}
-}
-
-// HandleRemoteCPU is where a CPU starts expiring another CPU's timers: it
-// pays the cost of the remote handling.
-func (tr *tracer) HandleRemoteCPU(cpu int, parent hier.GroupID, wakeup int64) {
-	if x := tr.m.x; x != nil {
-		x.Spend(tr.m.draw(tr.m.costs.RemotePull))
-	}
-	if tr.text != nil {
-		tr.text.HandleRemoteCPU(cpu, parent, wakeup)
-	}
-}
-
-func (tr *tracer) CPUIdle(cpu int, parent hier.GroupID, nextevt, wakeup int64) {
-	if tr.text != nil {
-		tr.text.CPUIdle(cpu, parent, nextevt, wakeup)
-	}
-}
-
-func (tr *tracer) CPUNewTimerIdle(cpu int, parent hier.GroupID, nextevt, wakeup int64) {
-	if tr.text != nil {
-		tr.text.CPUNewTimerIdle(cpu, parent, nextevt, wakeup)
-	}
-}
-
-func (tr *tracer) UpdateEvents(child, g hier.GroupID, childActive, groupActive uint8, nextevt, nextExpiry, childEvtExpiry int64, childEvtCPU int) {
-	if tr.text != nil {
-		tr.text.UpdateEvents(child, g, childActive, groupActive, nextevt, nextExpiry, childEvtExpiry, childEvtCPU)
-	}
-}
-
-func (tr *tracer) HandleRemote(g hier.GroupID) {
-	if tr.text != nil {
-		tr.text.HandleRemote(g)
-	}
 }

@@ -122,9 +122,6 @@ func TestLockDroppedWhileRunning(t *testing.T) {
 		}
 		mu.Unlock()
 	}
-	for i := range timers {
-		timers[i].Func = rearm
-	}
 
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -154,7 +151,7 @@ func TestLockDroppedWhileRunning(t *testing.T) {
 			for b.Collect(j) {
 				for tm := b.NextExpired(); tm != nil; tm = b.NextExpired() {
 					mu.Unlock()
-					tm.Func(tm)
+					rearm(tm)
 					mu.Lock()
 				}
 			}

@@ -144,11 +144,27 @@ type Timer struct {
 	// timer's base before locking it (the kernel's lock_timer_base), so it
 	// is an atomic word; it is written only under the base lock.
 	flags atomic.Uint32
+	// shutdown is timer_shutdown's mark (the kernel clears the function
+	// pointer): every later arm is ignored. Written and read under the
+	// base lock by package cpu; the wheel only stores it.
+	shutdown bool
 
-	// Func is the timer's function. The wheel never calls it; it is
-	// carried for the code that runs expired timers.
-	Func func(t *Timer)
+	// Data belongs to the caller; the package never reads or writes it.
+	// It says what the timer stands for: when the timer expires, the code
+	// that runs expired timers hands it to its driver, which finds its
+	// work there (hrtimer.Timer has the same word). The wheel calls
+	// nothing: a timer has no function pointer.
+	Data any
 }
+
+// Shutdown reports whether the timer was shut down (timer_shutdown): an
+// arm is then ignored until the next setup. Read it under the lock of the
+// timer's base.
+func (t *Timer) Shutdown() bool { return t.shutdown }
+
+// SetShutdown sets or clears the shut-down mark; call it under the lock of
+// the timer's base, or before the timer is first armed.
+func (t *Timer) SetShutdown(v bool) { t.shutdown = v }
 
 // Pending reports whether the timer is linked into a base (armed, or
 // collected for expiry and not yet handed out).
@@ -395,7 +411,7 @@ func (b *Base) Due(jiffies uint64) bool {
 //
 //	for b.Collect(jiffies) {
 //		for t := b.NextExpired(); t != nil; t = b.NextExpired() {
-//			// mark t running, drop the lock, run t.Func, retake the lock
+//			// mark t running, drop the lock, run what t.Data stands for, retake the lock
 //		}
 //	}
 //

@@ -142,7 +142,7 @@ func printResult(w io.Writer, r *replay.Result, maxShow int) {
 		c    *replay.Counts
 	}
 	var checks []check
-	for _, c := range []check{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}, {"hrtimer", r.Hrtimer}} {
+	for _, c := range []check{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}, {"nextevt", r.Nextevt}, {"hrtimer", r.Hrtimer}} {
 		if c.c != nil {
 			checks = append(checks, c)
 		}

@@ -82,7 +82,7 @@ func runIsolation(o Options) (*Outcome, error) {
 	for _, r := range runs {
 		out.printf("  worst CPUs under %-14s %s\n", r.policy.String()+":", worst(r.oslat, 4))
 	}
-	out.printf("\nWhy: who expired whose timers (every timer function runs through the timer core's Run hook)\n")
+	out.printf("\nWhy: who expired whose timers (every timer function runs from the timer softirq's expiry pass)\n")
 	r0 := runs[0]
 	out.printf("  pull: the isolated CPUs take part in the hierarchy. oslat keeps them busy, so each group's migrator is\n")
 	out.printf("  its lowest active child (the kernel's rule: the lowest set bit of the active mask, tmigr_inactive_up):\n")

@@ -1,0 +1,95 @@
+package replay
+
+import (
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
+)
+
+// CPUs going online and offline (tmigr_cpu_available, tmigr_cpu_unavailable).
+
+// runHotplug replays a CPU coming online (tmigr_cpu_available, before
+// 2025 tmigr_cpu_online) or going offline (its withdrawal walk and
+// tmigr_cpu_unavailable or tmigr_cpu_offline); the isolation exclusion of
+// the 2025 kernels uses the same callbacks.
+func (r *replayer) runHotplug(o *op) {
+	c := o.cpu
+	ev := r.ev[o.last()]
+	var up bool
+	var printed int64
+	switch p := ev.Data.(type) {
+	case ftrace.TmigrCPUAvailable:
+		up, printed = true, p.Wakeup
+	case ftrace.TmigrCPUOnline:
+		up, printed = true, p.Wakeup
+	case ftrace.TmigrCPUUnavailable:
+		printed = p.Wakeup
+	case ftrace.TmigrCPUOffline:
+		printed = p.Wakeup
+	}
+	ci := r.m.h.CPU(c)
+	why := ""
+	if ci.Available != !up {
+		// The kernel's CPU was in the other state: a hotplug transition is
+		// missing. Bring the model there first.
+		why = whyOffline
+		r.silently(func() {
+			if up {
+				_, _ = r.m.h.ClearAvailable(c)
+			} else {
+				_ = r.m.h.SetAvailable(c, false)
+			}
+		})
+		for _, g := range r.topo.path[c] {
+			r.gk[g] = first(r.gk[g], why)
+		}
+		r.setEvUnknown(c, why)
+		r.wk[c] = why
+	}
+	if up {
+		wWhy := first(why, r.wk[c])
+		ml := r.collect(func() { _ = r.m.h.SetAvailable(c, true) })
+		model := "no line"
+		if a := only(ml, hier.EvCPUAvailable); len(a) == 1 {
+			model = fmtNS(a[0].wakeup)
+		}
+		r.check(ev.Line, ev.Name+" wakeup", wWhy, fmtNS(printed), model)
+		// An idle CPU joins with its event ignored (from its preparation
+		// or its last activation).
+		r.ek[c] = first(why, "")
+		r.volatile()
+		return
+	}
+	resynced := first(why, r.preResync(o))
+	pathWhy := r.pathWhy(c, resynced)
+	ml := r.collect(func() { _, _ = r.m.h.ClearAvailable(c) })
+	r.compareGroups(o, only(ml, hier.EvGroupSetCPUInactive), hier.EvGroupSetCPUInactive, resynced, pathWhy)
+	model := "no line"
+	if a := only(ml, hier.EvCPUUnavailable); len(a) == 1 {
+		model = fmtNS(a[0].wakeup)
+	}
+	r.check(ev.Line, ev.Name+" wakeup", resynced, fmtNS(printed), model)
+	r.ek[c], r.wk[c] = "", ""
+	if r.exclude && r.m.boot && !r.keyOn && r.iso.IsIsolated(c) {
+		// The late initcall of the 2025 kernels withdraws the isolated
+		// CPUs one by one; once all are out, the static key is on.
+		out := true
+		for x := 0; x < r.topo.ncpus; x++ {
+			if r.iso.IsIsolated(x) && r.m.h.CPU(x).Available {
+				out = false
+			}
+		}
+		if out {
+			r.silently(func() { r.m.h.InitIsolation(nil) })
+			r.keyOn = true
+		}
+	}
+	r.volatile()
+}
+
+// silently runs f on the model without recording its lines.
+func (r *replayer) silently(f func()) {
+	on := r.rec.on
+	r.rec.on = false
+	f()
+	r.rec.on = on
+}

@@ -1,0 +1,81 @@
+package replay
+
+import (
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
+)
+
+// The kernel's lines of an operation, as the replay reads them.
+
+// kgroup is a group_set_cpu_* line.
+type kgroup struct {
+	line      int
+	id        hier.GroupID
+	lvl       int
+	activate  bool
+	after     gstate
+	childmask uint8
+}
+
+func (r *replayer) groupLine(i int) kgroup {
+	ev := r.ev[i]
+	var g ftrace.TmigrGroupAndCPU
+	act := false
+	switch p := ev.Data.(type) {
+	case ftrace.TmigrGroupSetCPUActive:
+		g, act = ftrace.TmigrGroupAndCPU(p), true
+	case ftrace.TmigrGroupSetCPUInactive:
+		g = ftrace.TmigrGroupAndCPU(p)
+	}
+	id := hier.NoGroup
+	if r.gm != nil {
+		id, _ = r.gm.id(g.Group)
+	} else {
+		id = r.topo.at(ev.CPU, g.Lvl)
+	}
+	return kgroup{line: ev.Line, id: id, lvl: g.Lvl, activate: act,
+		after: gstate{g.Active, g.Migrator}, childmask: uint8(g.Childmask)}
+}
+
+// prior is a group's state before a transition, inferred from the state
+// the transition printed.
+type prior struct {
+	s   gstate
+	alt uint8 // another possible migrator, 0 if none
+	bad bool  // no consistent state leads to the printed one
+}
+
+// priorOf inverts one transition. Activation: the child's bit is added and
+// it becomes migrator only if there was none. Deactivation: the child's bit
+// is cleared (unless the child group became active again meanwhile, which
+// leaves the state as it was), and if it was the migrator the lowest
+// remaining bit takes over; so when the printed migrator is that lowest bit
+// the old one may have been either.
+func priorOf(activate bool, after gstate, m uint8) prior {
+	if activate {
+		p := prior{s: gstate{after.active &^ m, after.migrator}}
+		if after.migrator == m {
+			p.s.migrator = hier.MigratorNone
+		}
+		p.bad = after.active&m == 0 || (p.s.migrator == hier.MigratorNone) != (p.s.active == 0)
+		return p
+	}
+	if after.active&m != 0 {
+		return prior{s: after}
+	}
+	p := prior{s: gstate{after.active | m, after.migrator}}
+	switch {
+	case after.active == 0:
+		p.s.migrator = m
+		p.bad = after.migrator != hier.MigratorNone
+	case after.migrator == lowest(after.active):
+		p.alt = m
+	case after.active&after.migrator == 0:
+		p.bad = true
+	}
+	return p
+}
+
+func (p prior) admits(s gstate) bool {
+	return s.active == p.s.active && (s.migrator == p.s.migrator || p.alt != 0 && s.migrator == p.alt)
+}

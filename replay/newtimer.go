@@ -1,0 +1,127 @@
+package replay
+
+import (
+	"fmt"
+
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
+)
+
+// New first timers of idle CPUs (tmigr_cpu_new_timer).
+
+// runNewTimer replays tmigr_cpu_new_timer: an idle CPU's first global
+// timer may have changed.
+func (r *replayer) runNewTimer(o *op) {
+	c := o.cpu
+	resynced := ""
+	if ci := r.m.h.CPU(c); !ci.Idle {
+		// The kernel calls it only on an idle CPU: its deactivation is
+		// missing from the trace (the model's CPU follows the CPU's own
+		// operations, so this is no model error).
+		why := first(r.gk[r.topo.cpuG[c]], whyMissing)
+		st := r.m.states()
+		g0 := r.topo.cpuG[c]
+		s := st[g0]
+		s.active &^= r.topo.cpuBit[c]
+		if s.active == 0 {
+			s.migrator = hier.MigratorNone
+		} else if s.migrator == r.topo.cpuBit[c] {
+			s.migrator = lowest(s.active)
+			r.gk[g0] = why
+		}
+		r.resyncTo(map[hier.GroupID]gstate{g0: s}, why)
+		resynced = why
+	}
+	evWhy, wWhy := r.ek[c], r.wk[c]
+	st := r.m.states()
+	// The walk, if any, goes up to the first active group.
+	pathWhy := resynced
+	top := true
+	for _, g := range r.topo.path[c] {
+		pathWhy = first(pathWhy, r.gk[g])
+		if st[g].active != 0 {
+			top = false
+			break
+		}
+	}
+	if o.nextevt != hier.KtimeMax {
+		r.ek[c] = ""
+	}
+	var ret int64
+	ml := r.collect(func() { ret = r.m.h.NewTimer(c, o.nextevt) })
+	walked := len(only(ml, hier.EvCPUNewTimer)) > 0
+	if nt := only(ml, hier.EvCPUNewTimer); o.walked && walked {
+		r.check(r.ev[o.first()].Line, "tmigr_cpu_new_timer wakeup", first(resynced, wWhy), fmtNS(o.oldWakeup), fmtNS(nt[0].wakeup))
+	}
+	// With no new expiry nothing is walked whatever the event was.
+	why := resynced
+	if o.nextevt != hier.KtimeMax {
+		why = first(why, evWhy)
+		// While another CPU expires c's timers, the kernel walks nothing
+		// (that CPU walks afterwards). Replayed inside that round, the
+		// model does the same; next to it, the order is unknown.
+		if !r.inRemoteOf(c) && r.remoteNear(c, r.ev[o.last()].TS) {
+			why = first(why, whyRace)
+		}
+	}
+	if walked || o.walked {
+		why = first(why, pathWhy)
+		if top {
+			why = first(why, r.qIdle(r.topo.top))
+		}
+	} else {
+		why = first(why, wWhy)
+	}
+	r.check(r.ev[o.last()].Line, "tmigr_cpu_new_timer_idle", why,
+		fmt.Sprintf("walk=%v wakeup=%s", o.walked, fmtNS(o.wakeup)),
+		fmt.Sprintf("walk=%v wakeup=%s", walked, fmtNS(ret)))
+	r.wk[c] = ""
+	if ret != o.wakeup {
+		r.wk[c] = first(why, whyDiverged)
+	}
+	r.volatile()
+}
+
+// inRemoteOf reports whether a round being replayed is expiring cpu.
+func (r *replayer) inRemoteOf(cpu int) bool {
+	for _, rd := range r.rounds {
+		if rd.cur >= 0 && r.ev[rd.o.targets[rd.cur]].Data.(ftrace.TmigrHandleRemoteCPU).CPU == cpu {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteNear reports whether the trace shows another CPU expiring cpu's
+// timers around trace time ts: from its tmigr_handle_remote_cpu line to the
+// last line of the walk that follows, give or take skewNS.
+func (r *replayer) remoteNear(cpu int, ts int64) bool {
+	if r.spans == nil {
+		r.spans = map[int][][2]int64{}
+		for _, o := range r.ops {
+			for _, ti := range o.targets {
+				x := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
+				end := r.ev[ti].TS
+			walk:
+				for _, i := range o.lines {
+					if i <= ti {
+						continue
+					}
+					switch r.ev[i].Data.(type) {
+					case ftrace.TmigrUpdateEvents:
+						end = r.ev[i].TS
+					default:
+						break walk
+					}
+				}
+				r.spans[x] = append(r.spans[x], [2]int64{r.ev[ti].TS, end})
+			}
+		}
+	}
+	for _, sp := range r.spans[cpu] {
+		if ts >= sp[0]-skewNS && ts <= sp[1]+skewNS {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,220 @@
+package replay
+
+import (
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/tmigr/tmigr/hier"
+)
+
+// Snapshots of the model's state, and resynchronising it with the
+// kernel's where the trace shows it and the model cannot know it.
+
+// gevt is a group's or CPU's event as far as decisions go: queued and not
+// ignored, with its expiry and CPU; the zero value is "no event".
+type gevt struct {
+	live    bool
+	expires int64
+	cpu     int
+}
+
+type snapshot struct {
+	st    map[hier.GroupID]gstate
+	gevt  map[hier.GroupID]gevt
+	cpus  []hier.CPUInfo
+	evts  []seedEvt // the CPUs' live events in queue order
+	idle  []bool
+	wakes []int64
+}
+
+func (r *replayer) snapshot() snapshot {
+	gis := r.m.h.Groups()
+	s := snapshot{st: map[hier.GroupID]gstate{}, gevt: map[hier.GroupID]gevt{}}
+	byName := map[string]hier.GroupID{}
+	for _, gi := range gis {
+		byName[gi.Name] = gi.ID
+		s.st[gi.ID] = gstate{gi.Active, gi.Migrator}
+	}
+	for _, gi := range gis {
+		for _, e := range gi.Events {
+			if e.Ignore {
+				continue
+			}
+			if g, ok := byName[e.Owner]; ok {
+				s.gevt[g] = gevt{true, e.Expires, e.CPU}
+			} else if c, err := strconv.Atoi(strings.TrimPrefix(e.Owner, "cpu")); err == nil {
+				s.evts = append(s.evts, seedEvt{c, e.Expires})
+			}
+		}
+	}
+	for c := 0; c < r.topo.ncpus; c++ {
+		ci := r.m.h.CPU(c)
+		s.cpus = append(s.cpus, ci)
+		s.idle = append(s.idle, ci.Idle)
+		s.wakes = append(s.wakes, ci.Wakeup)
+	}
+	return s
+}
+
+// complete makes a set of group states consistent: a group is active in
+// its parent exactly when it has an active child, and a migrator is an
+// active child. Where a group and its parent disagree, the better known
+// one wins: states the kernel printed or implied (keep) over states the
+// model knows (gk "") over unknown ones; a parent that wins activates or
+// idles the child (its lowest child, which one being unknown), a child that
+// wins sets its bit in the parent. Groups changed are marked unknown with
+// why unless they are in keep.
+func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bool, why string) {
+	rank := func(g hier.GroupID) int {
+		switch {
+		case keep[g]:
+			return 2
+		case r.gk[g] == "":
+			return 1
+		}
+		return 0
+	}
+	ranks := map[hier.GroupID]int{}
+	kidsOf := map[hier.GroupID]uint8{}
+	for _, g := range r.topo.groups {
+		ranks[g] = rank(g)
+		// Only children that exist (and, at level 0, CPUs that are
+		// available) can be active.
+		n := r.topo.info[g]
+		var kids uint8
+		for _, c := range n.cpus {
+			if r.m.h.CPU(c).Available {
+				kids |= r.topo.cpuBit[c]
+			}
+		}
+		for _, k := range n.kids {
+			kids |= r.topo.info[k].bit
+		}
+		kidsOf[g] = kids
+		s := st[g]
+		s.active &= kids
+		if s = valid(s); s != st[g] {
+			st[g] = s
+			r.gk[g] = first(r.gk[g], why)
+		}
+	}
+	changed := func(g hier.GroupID, s gstate, rk int) {
+		st[g] = valid(s)
+		ranks[g] = rk
+		if !keep[g] {
+			r.gk[g] = first(r.gk[g], why)
+		}
+	}
+	// Top-down: a better known parent decides whether its children are
+	// active.
+	for i := len(r.topo.groups) - 1; i >= 0; i-- {
+		g := r.topo.groups[i]
+		for _, k := range r.topo.info[g].kids {
+			says := st[g].active&r.topo.info[k].bit != 0
+			if says == (st[k].active != 0) || ranks[g] <= ranks[k] {
+				continue
+			}
+			if says {
+				low := lowest(kidsOf[k])
+				if low == hier.MigratorNone {
+					continue // no child can be active: the parent yields
+				}
+				changed(k, gstate{low, low}, ranks[g])
+			} else {
+				changed(k, gstate{0, hier.MigratorNone}, ranks[g])
+			}
+		}
+	}
+	// Bottom-up: the parent follows its children.
+	for _, g := range r.topo.groups {
+		n := r.topo.info[g]
+		if n.parent == hier.NoGroup {
+			continue
+		}
+		want := st[g].active != 0
+		ps := st[n.parent]
+		if (ps.active&n.bit != 0) == want {
+			continue
+		}
+		if want {
+			ps.active |= n.bit
+		} else {
+			ps.active &^= n.bit
+		}
+		changed(n.parent, ps, ranks[n.parent])
+	}
+}
+
+// valid returns s with a migrator that is one of its active children (the
+// lowest) or none when there is none.
+func valid(s gstate) gstate {
+	if s.active == 0 {
+		s.migrator = hier.MigratorNone
+	} else if s.migrator == hier.MigratorNone || s.active&s.migrator == 0 || bits.OnesCount8(s.migrator) != 1 {
+		s.migrator = lowest(s.active)
+	}
+	return s
+}
+
+// resyncTo replaces the model by one whose group states are want (the
+// kernel's, as printed or inferred) over the model's own for the other
+// groups, completed to a consistent state. CPUs keep their events; a CPU
+// that becomes idle has an unknown one.
+func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) {
+	old := r.snapshot()
+	st := map[hier.GroupID]gstate{}
+	for g, s := range old.st {
+		st[g] = s
+	}
+	keep := map[hier.GroupID]bool{}
+	for g, s := range want {
+		st[g] = s
+		keep[g] = true
+	}
+	r.complete(st, keep, why)
+	var evts []seedEvt
+	for c := 0; c < r.topo.ncpus; c++ {
+		idle := st[r.topo.cpuG[c]].active&r.topo.cpuBit[c] == 0
+		switch {
+		case idle && !old.idle[c]:
+			r.setEvUnknown(c, why)
+		case !idle && old.idle[c]:
+			r.ek[c] = ""
+		}
+	}
+	for _, e := range old.evts {
+		if st[r.topo.cpuG[e.cpu]].active&r.topo.cpuBit[e.cpu] == 0 {
+			evts = append(evts, e)
+		}
+	}
+	avail := make([]bool, len(old.cpus))
+	for c, ci := range old.cpus {
+		avail[c] = ci.Available
+	}
+	if err := r.m.seed(st, evts, avail); err != nil {
+		// complete() made the state consistent; should hier still not
+		// reach it, start over from nothing known.
+		for g := range st {
+			st[g] = gstate{0, hier.MigratorNone}
+			r.gk[g], r.gev[g] = why, why
+		}
+		for c := range r.ek {
+			r.ek[c], r.wk[c] = why, why
+		}
+		if err := r.m.seed(st, nil, avail); err != nil {
+			panic(err) // an idle hierarchy is always reachable
+		}
+	}
+	nw := r.snapshot()
+	for _, g := range r.topo.groups {
+		if old.gevt[g] != nw.gevt[g] && r.gev[g] == "" {
+			r.gev[g] = why
+		}
+	}
+	for c := range nw.wakes {
+		if nw.wakes[c] != old.wakes[c] && r.wk[c] == "" {
+			r.wk[c] = why
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package replay
+
+import (
+	"fmt"
+
+	"github.com/tmigr/tmigr/hier"
+)
+
+// Running the operations in the order they take effect.
+
+func (r *replayer) run() {
+	for i := range r.ops {
+		if !r.done[i] {
+			r.exec(i)
+		}
+	}
+}
+
+func (r *replayer) exec(i int) {
+	r.done[i] = true
+	o := r.ops[i]
+	if len(o.lines) > 0 {
+		r.line = r.ev[o.first()].Line
+	}
+	r.volatile()
+	switch o.kind {
+	case opActivate, opDeactivate:
+		r.runWalk(o)
+	case opNewTimer:
+		r.runNewTimer(o)
+	case opRemote:
+		r.runRemote(i, o)
+	case opPartial:
+		r.runPartial(o, whyPartial)
+	case opHotplug:
+		r.runHotplug(o)
+	case opLost:
+		// Whatever the CPU did in the lost stretch is unknown: its
+		// event, its wakeup and the groups on its path.
+		r.setEvUnknown(o.cpu, whyLost)
+		r.wk[o.cpu] = whyLost
+		for _, g := range r.topo.path[o.cpu] {
+			r.gk[g] = first(r.gk[g], whyLost)
+		}
+	}
+}
+
+// collect runs f with the recorder on and returns the lines our hierarchy
+// printed. Operations replayed inside f (nested in a remote round) keep
+// their own lines.
+func (r *replayer) collect(f func()) []mline {
+	saved, on := r.rec.lines, r.rec.on
+	r.rec.lines, r.rec.on = nil, true
+	r.depth++
+	f()
+	r.depth--
+	got := r.rec.lines
+	r.rec.lines, r.rec.on = saved, on
+	if r.invariants && r.depth == 0 && r.invErr == nil {
+		if err := r.m.h.Check(); err != nil {
+			r.invErr = fmt.Errorf("near line %d: the model broke an invariant: %w", r.line, err)
+		}
+	}
+	return got
+}
+
+// only returns the lines of ls of the given kind, in order.
+func only(ls []mline, kind hier.EventKind) []mline {
+	var out []mline
+	for _, l := range ls {
+		if l.kind == kind {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// preResync compares the model's states with the kernel's, as o's
+// transitions imply they were just before o. Where they differ:
+//
+//   - another CPU's operation that the merged trace lists after o may have
+//     changed the group first: if one of the next operations bridges the
+//     gap (its transition leads from the model's state to the one o
+//     found), it is replayed first;
+//   - a group whose state is unknown (from before the recording, or
+//     changed by a CPU whose transitions the trace lacks) is
+//     resynchronised to the kernel's, and o is undetermined;
+//   - otherwise the model's state is the kernel's as far as the trace
+//     shows, and o's transitions are compared as they are: a difference is
+//     a mismatch.
+//
+// It returns why o is undetermined ("" if nothing was unknown).
+func (r *replayer) preResync(o *op) string {
+	for tries := 0; ; tries++ {
+		cur := r.m.states()
+		bridged := false
+		for _, i := range o.groups {
+			gl := r.groupLine(i)
+			p := priorOf(gl.activate, gl.after, gl.childmask)
+			if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) {
+				continue
+			}
+			if j := r.bridge(o, gl.id, cur[gl.id], p); j >= 0 && tries < lookahead {
+				r.exec(j)
+				bridged = true
+				break
+			}
+		}
+		if !bridged {
+			break
+		}
+	}
+	cur := r.m.states()
+	want := map[hier.GroupID]gstate{}
+	why := ""
+	for _, i := range o.groups {
+		gl := r.groupLine(i)
+		p := priorOf(gl.activate, gl.after, gl.childmask)
+		// A transition no consistent state leads to, or one from a state
+		// the model knows, is left to the comparison.
+		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == "" {
+			continue
+		}
+		want[gl.id] = p.s
+		why = first(why, r.gk[gl.id])
+	}
+	if len(want) == 0 {
+		return ""
+	}
+	r.resyncTo(want, why)
+	return why
+}
+
+// A bridging transition is looked for among the next lookahead
+// operations, within bridgeNS of trace time: a CPU's trace line can trail
+// its compare-and-swap only as long as it took to print it.
+const (
+	lookahead = 32
+	bridgeNS  = 1_000_000
+)
+
+// bridge returns the index of a pending operation of another CPU with a
+// transition of group g from state cur to one that want admits, or -1. It
+// must be the next operation of its CPU (a CPU's lines are in program
+// order) and close in time to o.
+func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want prior) int {
+	at := o.idx
+	ts := r.ev[o.key()].TS
+	blocked := map[int]bool{o.cpu: true} // CPUs with an earlier pending operation
+	for j := at + 1; j < len(r.ops) && j <= at+lookahead; j++ {
+		p := r.ops[j]
+		if r.done[j] || blocked[p.cpu] {
+			continue
+		}
+		blocked[p.cpu] = true
+		if d := r.ev[p.key()].TS - ts; d > bridgeNS || d < -bridgeNS {
+			break
+		}
+		if p.kind != opActivate && p.kind != opDeactivate && p.kind != opHotplug {
+			continue
+		}
+		for _, i := range p.groups {
+			gl := r.groupLine(i)
+			if gl.id == g && priorOf(gl.activate, gl.after, gl.childmask).admits(cur) && want.admits(gl.after) {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// fmtGroup formats a group's state after a transition.
+func fmtGroup(id hier.GroupID, s gstate) string {
+	return fmt.Sprintf("%v active=%x migrator=%x", id, s.active, s.migrator)
+}

@@ -1,0 +1,133 @@
+package replay
+
+import (
+	"github.com/tmigr/tmigr/hier"
+)
+
+// Activations and deactivations (tmigr_cpu_activate, tmigr_cpu_deactivate).
+
+// runWalk replays an activation or a deactivation.
+func (r *replayer) runWalk(o *op) {
+	c := o.cpu
+	resynced := r.preResync(o)
+	// The walk reads the states of the groups on c's path bottom-up.
+	pathWhy := r.pathWhy(c, resynced)
+	if o.kind == opDeactivate {
+		r.ek[c] = "" // see below: known once the CPU deactivates
+	}
+	wBefore := r.wk[c]
+	var ret int64
+	ml := r.collect(func() {
+		if o.kind == opActivate {
+			r.m.h.Activate(c)
+		} else {
+			ret = r.m.h.Deactivate(c, o.nextevt)
+		}
+	})
+	// The stored wakeup tmigr_cpu_active prints.
+	if o.kind == opActivate {
+		if a := only(ml, hier.EvCPUActive); len(a) == 1 {
+			r.check(r.ev[o.first()].Line, "tmigr_cpu_active wakeup", wBefore, fmtNS(o.oldWakeup), fmtNS(a[0].wakeup))
+		}
+	}
+	kind := hier.EvGroupSetCPUActive
+	if o.kind == opDeactivate {
+		kind = hier.EvGroupSetCPUInactive
+	}
+	mg := only(ml, kind)
+	lastWhy := r.compareGroups(o, mg, kind, resynced, pathWhy)
+	if o.kind == opActivate {
+		r.ek[c], r.wk[c] = "", ""
+		r.volatile()
+		return
+	}
+	// The deactivation's result: the first event of the top group if the
+	// walk left the whole hierarchy idle (then every idle CPU's event
+	// counts), else KTIME_MAX.
+	why := lastWhy
+	if handback(o, r, mg) {
+		why = first(why, r.qIdle(r.topo.top))
+	}
+	r.check(r.ev[o.last()].Line, "tmigr_cpu_idle", why, fmtNS(o.wakeup), fmtNS(ret))
+	r.wk[c] = ""
+	if ret != o.wakeup {
+		r.wk[c] = first(why, whyDiverged)
+	}
+	r.volatile()
+}
+
+// compareGroups compares the group transitions of a walk, the kernel's
+// with the model's, and then puts what the kernel printed in the model
+// where it differs (after a mismatch or an undetermined replay): it is
+// known from now on. It returns why the walk was undetermined.
+func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynced string, pathWhy []string) string {
+	lastWhy := ""
+	for k := 0; k < max(len(o.groups), len(mg)); k++ {
+		why := resynced
+		if k < len(pathWhy) {
+			why = first(why, pathWhy[k])
+		}
+		line := r.ev[o.last()].Line
+		kernel, model := "no transition", "no transition"
+		if k < len(o.groups) {
+			gl := r.groupLine(o.groups[k])
+			line = gl.line
+			kernel = fmtGroup(gl.id, gl.after)
+			if !r.seen[gl.id] {
+				why = first(why, whyFirst)
+			}
+		}
+		if k < len(mg) {
+			model = fmtGroup(mg[k].group, gstate{mg[k].active, mg[k].migrator})
+			if k >= len(o.groups) && o.cut {
+				why = first(why, whyPartial) // the recording ended first
+			}
+		}
+		r.check(line, kind.String(), why, kernel, model)
+		lastWhy = first(lastWhy, why)
+	}
+	fix := map[hier.GroupID]gstate{}
+	post := r.m.states()
+	for _, i := range o.groups {
+		gl := r.groupLine(i)
+		r.seen[gl.id] = true
+		if gl.id != hier.NoGroup && post[gl.id] != gl.after {
+			fix[gl.id] = gl.after
+		}
+	}
+	if len(fix) > 0 {
+		r.resyncTo(fix, first(lastWhy, whyDiverged))
+	}
+	for _, i := range o.groups {
+		if gl := r.groupLine(i); gl.id != hier.NoGroup {
+			r.gk[gl.id] = ""
+		}
+	}
+	return lastWhy
+}
+
+// pathWhy returns, per level of cpu's path, why the states a walk reads up
+// to that level may differ from the kernel's.
+func (r *replayer) pathWhy(cpu int, why string) []string {
+	out := make([]string, len(r.topo.path[cpu]))
+	for k, g := range r.topo.path[cpu] {
+		why = first(why, r.gk[g])
+		out[k] = why
+	}
+	return out
+}
+
+// handback reports whether a deactivation (the kernel's or ours) left the
+// top group idle, so that its result is the top's first event.
+func handback(o *op, r *replayer, mg []mline) bool {
+	if n := len(o.groups); n > 0 {
+		gl := r.groupLine(o.groups[n-1])
+		if gl.id == r.topo.top && gl.after.migrator == hier.MigratorNone {
+			return true
+		}
+	}
+	if n := len(mg); n > 0 && mg[n-1].group == r.topo.top && mg[n-1].migrator == hier.MigratorNone {
+		return true
+	}
+	return false
+}
