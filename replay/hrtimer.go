@@ -223,6 +223,12 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 				continue
 			}
 			dec.determined = true
+			if d.NoMode {
+				// trace-cmd's hrtimer plugin prints no mode; the expiry
+				// context (below) is still checked.
+				c.undetermined("start mode not in the trace (trace-cmd's hrtimer plugin prints none)")
+				continue
+			}
 			if kernel := d.Mode.String(); kernel != mode.String() {
 				c.mismatch(Mismatch{Line: ev.Line, Event: "hrtimer_start",
 					Kernel: "mode=" + kernel,

@@ -97,7 +97,8 @@ func TestReplayOutOfOrder(t *testing.T) {
 // gzip-compressed, gives the same replay output; as trace-cmd report -N -l
 // text, the same figures (its timer_start flags are libtraceevent's
 // D|P|I, marked FlagsUnknown, so the reasons of the undetermined
-// decisions may differ).
+// decisions may differ, and the nextevt check, which needs each timer's
+// base, is undetermined).
 func TestReplayForms(t *testing.T) {
 	dir := filepath.Join("..", "..", "ftrace", "testdata", "tracecmd", "host2")
 	text := filepath.Join(labTraces, "kvm2-1node-sleepers.txt")
@@ -138,7 +139,10 @@ func TestReplayForms(t *testing.T) {
 		}
 		got, code := replayOut(t, append(flags, f)...)
 		if strings.Contains(f, "report") {
-			got, want := strings.SplitN(got, "\n", 2)[0], strings.SplitN(want, "\n", 2)[0]
+			// The nextevt check needs each timer's base, which the
+			// unreliable flags hide: its decisions are undetermined
+			// there, so it is left out of the comparison.
+			got, want := withoutNextevt(strings.SplitN(got, "\n", 2)[0]), withoutNextevt(strings.SplitN(want, "\n", 2)[0])
 			if got != want || code != 0 {
 				t.Errorf("%s (exit %d): %s, the text: %s", f, code, got, want)
 			}
@@ -147,5 +151,25 @@ func TestReplayForms(t *testing.T) {
 		if got != want || code != 0 {
 			t.Errorf("%s (exit %d):\n%s\nthe text:\n%s", f, code, got, want)
 		}
+	}
+}
+
+// withoutNextevt drops the "nextevt M/N" figure from a replay summary line.
+func withoutNextevt(line string) string {
+	return regexp.MustCompile(`, nextevt [0-9]+/[0-9]+`).ReplaceAllString(line, "")
+}
+
+// TestReplayReportPlugin: trace-cmd report with its hrtimer plugin prints
+// hrtimer_start without a mode; the replay must count the start-mode check
+// undetermined, not compare the missing mode (read as 0, ABS) with the
+// model's and report false mismatches.
+func TestReplayReportPlugin(t *testing.T) {
+	f := filepath.Join("..", "..", "ftrace", "testdata", "tracecmd", "host2", "report.txt.gz")
+	got, code := replayOut(t, "--cpus", "2", "--hz", "250", "--kernel", "6.18.44", f)
+	if code != 0 || strings.Contains(got, "mismatch") {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	if !strings.Contains(got, "start mode not in the trace") {
+		t.Errorf("the missing mode is not counted undetermined:\n%s", got)
 	}
 }
