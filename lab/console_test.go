@@ -70,7 +70,7 @@ func TestParseRealConsole(t *testing.T) {
 // back with ftrace as the trace the guest sent.
 func TestAssembleReal(t *testing.T) {
 	s := Spec{CPUs: 2}.withDefaults()
-	text, err := assemble(&s, readReal(t), realNonce, 250)
+	text, err := assemble(&s, readReal(t), realNonce, kernel{HZ: 250})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestAssembleReal(t *testing.T) {
 	// The guest's view of its shape must be the spec's.
 	for _, bad := range []Spec{{CPUs: 4}, {CPUs: 2, Nodes: 2}} {
 		b := bad.withDefaults()
-		if _, err := assemble(&b, readReal(t), realNonce, 250); err == nil {
+		if _, err := assemble(&b, readReal(t), realNonce, kernel{HZ: 250}); err == nil {
 			t.Errorf("a log of a 2-CPU, 1-node guest passed as a recording of %d CPUs on %d nodes", b.CPUs, b.Nodes)
 		}
 	}
@@ -255,7 +255,7 @@ func FuzzParseConsole(f *testing.F) {
 		rep.hierarchy()
 		s := Spec{CPUs: 8, Nodes: 2}.withDefaults()
 		rep.checkShape(&s)
-		if text, err := assemble(&s, log, nonce, 250); err == nil {
+		if text, err := assemble(&s, log, nonce, kernel{HZ: 250}); err == nil {
 			if _, err := checkTrace(text); err != nil {
 				return
 			}

@@ -106,6 +106,7 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 
 	var log []byte
 	var consolePath string
+	var crashes []string
 	for attempt := 1; ; attempt++ {
 		consolePath = filepath.Join(runDir, fmt.Sprintf("console-%d.log", attempt))
 		var booted bool
@@ -118,10 +119,15 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 		if booted || attempt > s.Retries {
 			break
 		}
+		crashes = append(crashes, crashLine(log))
 		p.printf("the guest crashed before its /init ran (%s); booting it again (%d of %d retries)",
 			crashLine(log), attempt, s.Retries)
 	}
-	text, err := assemble(&s, log, nonce, k.HZ)
+	if len(crashes) > 0 && len(log) > 0 {
+		p.printf("booted on attempt %d: %d retr%s covered a crash at boot (%s; multi-threaded TCG, see lab/doc.go)",
+			len(crashes)+1, len(crashes), map[bool]string{true: "y", false: "ies"}[len(crashes) == 1], strings.Join(crashes, "; "))
+	}
+	text, err := assemble(&s, log, nonce, k)
 	if err != nil {
 		return fmt.Errorf("%w (console log: %s)", err, consolePath)
 	}
@@ -265,8 +271,9 @@ func (w *consoleWatcher) lastStage() string {
 	return w.stage
 }
 
-// assemble turns the console log into the recording's text.
-func assemble(s *Spec, log []byte, nonce string, hz int) ([]byte, error) {
+// assemble turns the console log of a guest that booted k into the
+// recording's text.
+func assemble(s *Spec, log []byte, nonce string, k kernel) ([]byte, error) {
 	rep, err := parseConsole(log, nonce)
 	if err != nil {
 		return nil, err
@@ -278,6 +285,9 @@ func assemble(s *Spec, log []byte, nonce string, hz int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k.Upstream != "" && release != k.Upstream {
+		return nil, fmt.Errorf("the guest ran Linux %s, but the kernel fetched was %s (%s)", release, k.Upstream, k.Package)
+	}
 	hier, err := rep.hierarchy()
 	if err != nil {
 		return nil, err
@@ -286,7 +296,7 @@ func assemble(s *Spec, log []byte, nonce string, hz int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := s.machine(release, hz)
+	m := s.machine(release, k.HZ, k.ConfigFrom)
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func TestLabTraces(t *testing.T) {
 			if !strings.HasPrefix(string(data), "# machine: ") {
 				t.Error("the machine line is not the first")
 			}
-			if !strings.HasPrefix(m.Kernel, kernelSeries+".") || m.HZ != 250 || !strings.HasPrefix(m.Note, "QEMU TCG") {
+			if !strings.HasPrefix(m.Kernel, defaultSeries+".") || m.HZ != 250 || !strings.HasPrefix(m.Note, "QEMU TCG") {
 				t.Errorf("machine %+v", *m)
 			}
 			if h.CPUs != m.CPUs {

@@ -42,10 +42,14 @@ func runLab(args []string, stdout, stderr io.Writer) int {
 
 const labRecordUsage = `usage: tmigr lab record --cpus N [--nodes K | --node-cpus LIST;LIST...] [flags] -o FILE
 
-Boots Debian's Linux 6.12 under QEMU (TCG) as a guest of N CPUs on K NUMA
+Boots a Debian Linux kernel under QEMU (TCG) as a guest of N CPUs on K NUMA
 nodes, runs a load pinned to its CPUs, records the kernel's timer and
 timer_migration trace events for --duration, and writes them to FILE as
 ftrace text that starts with a "# machine:" line ("tmigr replay" reads it).
+--kernel-version picks the kernel: a series (6.1, 6.12, 6.19, 7.0, 7.2, 7.3,
+or any other Debian ships for amd64) means its newest release, a release
+(7.3.4, 6.1.192) that one; the default is 6.12. The machine line names the
+release that booted.
 The kernel, busybox and the guest program are fetched or built into a cache
 on first use; QEMU is installed with apt-get if missing (as root).
 
@@ -77,11 +81,11 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&s.FIFOPrio, "fifo-prio", 0, "SCHED_FIFO priority of the rt sleepers (default 50)")
 	fs.DurationVar(&s.Duration, "duration", 0, "how long to record (default 3s)")
 	kernel := fs.String("kernel", "generic", "the kernel: generic (Debian cloud-amd64) or rt (rt-amd64, PREEMPT_RT)")
-	fs.StringVar(&s.KernelVersion, "kernel-version", "", "pin the kernel's version, 6.12.N (default: newest cached, else newest in Debian)")
+	fs.StringVar(&s.KernelVersion, "kernel-version", "", "the kernel: a series (6.1, 6.12, 6.19, 7.0, 7.2, 7.3: its newest release cached, else in Debian) or a release (7.3.4) (default 6.12)")
 	fs.BoolVar(&s.HRTimers, "hrtimers", false, "record the hrtimer_* events too (always on with --kernel rt)")
 	fs.IntVar(&s.BufferKB, "buffer-kb", 0, "per-CPU trace buffer in KiB (default 2048)")
 	fs.IntVar(&s.MemoryMB, "mem", 0, "guest memory in MiB (default from the CPUs and the buffer)")
-	fs.DurationVar(&s.Timeout, "timeout", 0, "limit on the QEMU run (default 1m + duration + 3s per CPU)")
+	fs.DurationVar(&s.Timeout, "timeout", 0, "limit on each QEMU run (default: 1m + 2 x duration + 1s per vCPU x vCPUs per free host core)")
 	fs.StringVar(&s.Host.CacheDir, "cache", "", "cache directory (default $XDG_CACHE_HOME/tmigr/lab or ~/.cache/tmigr/lab)")
 	fs.StringVar(&s.Host.Mirror, "mirror", "", "Debian archive base URL (default http://deb.debian.org)")
 	fs.BoolVar(&s.Host.NoInstall, "no-install", false, "never run apt-get install; fail naming what is missing")
