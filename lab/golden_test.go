@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -56,6 +57,9 @@ var goldenSpecs = []struct {
 	{"4cpu-interleaved-rt", Spec{CPUs: 4, NodeCPUs: []cpumask.Mask{cpumask.MustParse("0,2"), cpumask.MustParse("1,3")},
 		Kernel: RT, Sleepers: cpumask.MustParse("1"), RTSleepers: cpumask.MustParse("2-3"), Period: time.Millisecond, Absolute: true,
 		FIFOPrio: 80, Duration: 1500 * time.Millisecond}},
+	{"16cpu-at-partition", Spec{CPUs: 16, Busy: cpumask.MustParse("9-15"), Duration: 3 * time.Second, At: []ftrace.Change{
+		{At: time.Second, Kind: ftrace.ChangePartition, CPUs: cpumask.Range(9, 15)},
+		{At: 2 * time.Second, Kind: ftrace.ChangeTimerMigration}}}},
 }
 
 func TestInitScriptGolden(t *testing.T) {

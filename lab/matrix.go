@@ -64,6 +64,9 @@ func (sh *Shape) Flags() string {
 	if s.Absolute {
 		f = append(f, "--abs")
 	}
+	for _, c := range s.At {
+		f = append(f, "--at '"+c.String()+"'")
+	}
 	f = append(f, "--duration "+shortDuration(s.Duration))
 	if s.Timeout != 0 {
 		f = append(f, "--timeout "+shortDuration(s.Timeout))

@@ -76,6 +76,12 @@ type Spec struct {
 	FIFOPrio int // SCHED_FIFO priority of the RT sleepers, 1..99; default 50
 
 	Duration time.Duration // how long to record; default 3s
+	// At are changes the guest makes while it is recorded, each at its
+	// time from the start of the recording (before Duration): an
+	// isolated cpuset partition made or removed, kernel.timer_migration
+	// written, a CPU taken offline or online. The machine line's at=
+	// field lists them; see ftrace.Change.
+	At       []ftrace.Change
 	Kernel   Flavour       // default Generic
 	// KernelVersion is the Debian kernel to boot: a series ("6.1",
 	// "6.12", "6.19", "7.0", "7.2", "7.3") means its newest release in
@@ -312,6 +318,9 @@ func (s *Spec) validate() error {
 	if err := checkCmdline(s.Cmdline); err != nil {
 		return err
 	}
+	if err := s.validateAt(); err != nil {
+		return err
+	}
 	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
 	if err != nil {
 		return fmt.Errorf("cmdline: %v", err)
@@ -320,6 +329,31 @@ func (s *Spec) validate() error {
 		// The kernel would boot, ignoring part of the line: the
 		// recording would not be of the machine the user asked for.
 		return fmt.Errorf("cmdline: the kernel would ignore part of it: %s", strings.Join(iso.Warnings, "; "))
+	}
+	return nil
+}
+
+// validateAt checks the run-time changes: what ftrace.Machine accepts,
+// each before the recording ends, and loads the guest can carry along: a
+// partition's busy or sleeping CPUs keep their loads (the guest moves their
+// threads into it), so a load may not straddle it.
+func (s *Spec) validateAt() error {
+	m := ftrace.Machine{CPUs: s.CPUs, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, s.CPUs-1)}, Kernel: "x", HZ: 1, At: s.At}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	for i, c := range s.At {
+		if c.At >= s.Duration {
+			return fmt.Errorf("at: change %d (%s) comes at or after the end of the %v recording", i+1, c, s.Duration)
+		}
+		if c.Kind == ftrace.ChangeOffline && c.CPU == 0 {
+			return fmt.Errorf("at: change %d (%s): CPU 0 cannot go offline on x86", i+1, c)
+		}
+		if c.Kind == ftrace.ChangePartition && !c.CPUs.Empty() {
+			if hk := s.housekeeping(); hk.Subset(&c.CPUs) {
+				return fmt.Errorf("at: change %d (%s) would take every housekeeping CPU (%s)", i+1, c, hk)
+			}
+		}
 	}
 	return nil
 }
@@ -413,6 +447,7 @@ func (s *Spec) machine(release string, hz int, configFrom string) ftrace.Machine
 		note = append(note, p)
 	}
 	return ftrace.Machine{
+		At:       s.At,
 		CPUs:     s.CPUs,
 		Nodes:    s.Nodes,
 		NodeCPUs: s.NodeCPUs,

@@ -62,6 +62,16 @@ Loads, one per CPU, as cpulists ("1-7,9-15"):
 The machine line's sleepers= lists both kinds; its note names the SCHED_FIFO
 ones and the period.
 
+Run-time changes (--at, repeatable, in the words of "tmigr sim --at"):
+  'TIME partition LIST'   an isolated cgroup-v2 cpuset partition of LIST
+                          (cpuset.cpus.partition=isolated); the loads on
+                          those CPUs move into it; 'TIME partition none'
+                          removes it
+  'TIME timer_migration=V'  write the sysctl kernel.timer_migration
+  'TIME offline CPU', 'TIME online CPU'  CPU hotplug
+TIME counts from the start of the recording. The machine line's at= lists
+them, and the trace marks each with a "tmigr-lab: ..." marker line.
+
 flags:
 `
 
@@ -80,6 +90,11 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&s.Absolute, "abs", false, "sleepers sleep to absolute deadlines (TIMER_ABSTIME)")
 	fs.IntVar(&s.FIFOPrio, "fifo-prio", 0, "SCHED_FIFO priority of the rt sleepers (default 50)")
 	fs.DurationVar(&s.Duration, "duration", 0, "how long to record (default 3s)")
+	var at []string
+	fs.Func("at", "change the machine while it is recorded: 'TIME partition LIST|none', 'TIME timer_migration=0|1',\n'TIME offline CPU' or 'TIME online CPU', TIME from the start of the recording (repeatable)", func(v string) error {
+		at = append(at, v)
+		return nil
+	})
 	kernel := fs.String("kernel", "generic", "the kernel: generic (Debian cloud-amd64) or rt (rt-amd64, PREEMPT_RT)")
 	fs.StringVar(&s.KernelVersion, "kernel-version", "", "the kernel: a series (6.1, 6.12, 6.19, 7.0, 7.2, 7.3: its newest release cached, else in Debian) or a release (7.3.4) (default 6.12)")
 	fs.BoolVar(&s.HRTimers, "hrtimers", false, "record the hrtimer_* events too (always on with --kernel rt)")
@@ -143,6 +158,13 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 			return bad("%s: %v", l.flag, err)
 		}
 		*l.m = m
+	}
+	for _, a := range at {
+		c, err := ftrace.ParseChange(a, s.CPUs)
+		if err != nil {
+			return bad("--at %v", err)
+		}
+		s.At = append(s.At, c)
 	}
 	if err := s.Validate(); err != nil {
 		return bad("%v", err)
