@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -36,6 +37,9 @@ func (sh *Shape) Flags() string {
 	f := []string{fmt.Sprintf("--cpus %d", s.CPUs)}
 	if s.Kernel == RT {
 		f = append([]string{"--kernel rt"}, f...)
+	}
+	if s.KernelVersion != "" {
+		f = append([]string{"--kernel-version " + s.KernelVersion}, f...)
 	}
 	if s.Nodes > 1 {
 		f = append(f, fmt.Sprintf("--nodes %d", s.Nodes))
@@ -88,11 +92,15 @@ func shortDuration(d time.Duration) string {
 
 func mask(s string) cpumask.Mask { return cpumask.MustParse(s) }
 
-// Matrix returns the shapes of the conformance matrix: 1 to 3 hierarchy
-// levels, 1 to 4 NUMA nodes, isolcpus, nohz_full, and the hrtimer sleepers
-// of both kernels.
+// Matrix returns the shapes of the conformance matrix: the first ten, of
+// Linux 6.12 (1 to 3 hierarchy levels, 1 to 4 NUMA nodes, isolcpus,
+// nohz_full, the hrtimer sleepers of both kernels), then shapes of the
+// other kernels, named NAME@SERIES: the same questions asked of 6.1 (no
+// hierarchy: timers pushed at enqueue), 6.19 (isolated CPUs excluded from
+// the hierarchy), 7.2 and 7.3, a run-time isolated partition, and the
+// kernel.timer_migration sysctl at 0 and 1.
 func Matrix() []Shape {
-	return []Shape{
+	shapes := []Shape{
 		{Name: "2", File: "vm2-1node-busy-sleeper.txt", Note: "one group",
 			Spec: Spec{CPUs: 2, Busy: mask("1"), Sleepers: mask("0"), Duration: 3 * time.Second}},
 		{Name: "4-hrtimers", File: "vm4-1node-hrtimers-fifo-other-sleepers.txt", Note: "hrtimer sleepers without PREEMPT_RT",
@@ -115,6 +123,63 @@ func Matrix() []Shape {
 			Spec: Spec{CPUs: 64, Nodes: 4, Busy: mask("1,17,33,49"), Sleepers: mask("2-3,18-19,34-35,50-51"),
 				Duration: 3 * time.Second, Timeout: 10 * time.Minute}},
 	}
+	// The shapes asked of every kernel, by series.
+	type shape struct {
+		file, note string
+		spec       Spec
+	}
+	at := func(cs ...ftrace.Change) []ftrace.Change { return cs }
+	partition := func(t time.Duration, cpus string) ftrace.Change {
+		return ftrace.Change{At: t, Kind: ftrace.ChangePartition, CPUs: mask(cpus)}
+	}
+	tm := func(on bool) ftrace.Change { return ftrace.Change{Kind: ftrace.ChangeTimerMigration, On: on} }
+	common := map[string]shape{
+		"2": {"vm2-1node-busy-sleeper", "one group",
+			Spec{CPUs: 2, Busy: mask("1"), Sleepers: mask("0"), Duration: 2 * time.Second}},
+		"4-isol": {"vm4-1node-isol-busy-sleeper", "isolcpus: busy isolated CPUs, one housekeeping CPU",
+			Spec{CPUs: 4, Cmdline: "isolcpus=1-3", Busy: mask("1-2"), Sleepers: mask("3"), Duration: 2 * time.Second}},
+		"rt8": {"vm8-1node-rt-fifo-other-sleepers", "PREEMPT_RT: SCHED_FIFO and SCHED_OTHER sleepers",
+			Spec{Kernel: RT, CPUs: 8, Busy: mask("7"), Sleepers: mask("1-3"), RTSleepers: mask("4-6"), Duration: 800 * time.Millisecond}},
+		"9": {"vm9-1node-mixed", "two levels, a lone CPU in the second group",
+			Spec{CPUs: 9, Busy: mask("1,8"), Sleepers: mask("2-4"), Duration: 2 * time.Second}},
+		"12-nohzfull": {"vm12-1node-nohzfull-busy-sleepers", "nohz_full: busy CPUs idle to the hierarchy, two levels",
+			Spec{CPUs: 12, Cmdline: "nohz_full=1-11", Busy: mask("4-11"), Sleepers: mask("1-3"), Duration: 2 * time.Second}},
+		"16x2-isol": {"vm16-2node-isol-busy-sleepers", "isolcpus at two levels, two nodes: busy and sleeping isolated CPUs",
+			Spec{CPUs: 16, Nodes: 2, Cmdline: "isolcpus=1-7,9-15", Busy: mask("1-6,9-14"), Sleepers: mask("7,15"), Duration: 2 * time.Second}},
+		"18x2-isol": {"vm18-2node-isol-busy-sleepers", "isolcpus at three levels: two nodes of 9",
+			Spec{CPUs: 18, Nodes: 2, Cmdline: "isolcpus=1-8,10-17", Busy: mask("1-6,10-15"), Sleepers: mask("7-8,16-17"), Duration: 2 * time.Second}},
+		"16-partition": {"vm16-1node-partition-busy-sleepers", "a run-time isolated cpuset partition of busy CPUs, made after 1 s",
+			Spec{CPUs: 16, Busy: mask("9-15"), Sleepers: mask("1-3"), Duration: 2500 * time.Millisecond, At: at(partition(time.Second, "9-15"))}},
+		"40-isol": {"vm40-1node-isol-busy", "isolcpus with two housekeeping CPUs",
+			Spec{CPUs: 40, Cmdline: "isolcpus=1-9,11-39", Busy: mask("1-9,11-39"), Duration: 2 * time.Second}},
+		// kernel.timer_migration, written as the recording starts, with
+		// the hrtimer events: sleepers on nohz_full CPUs arm hrtimers
+		// that the kernel may place on a housekeeping CPU.
+		"4-tm0": {"vm4-1node-nohzfull-hrtimers-tm0", "kernel.timer_migration=0: hrtimers of nohz_full sleepers",
+			Spec{CPUs: 4, Cmdline: "nohz_full=1-3", HRTimers: true, Busy: mask("3"), Sleepers: mask("1-2"), Period: 10 * time.Millisecond,
+				Duration: 1500 * time.Millisecond, At: at(tm(false))}},
+		"4-tm1": {"vm4-1node-nohzfull-hrtimers-tm1", "kernel.timer_migration=1 (the default, written anyway): hrtimers of nohz_full sleepers",
+			Spec{CPUs: 4, Cmdline: "nohz_full=1-3", HRTimers: true, Busy: mask("3"), Sleepers: mask("1-2"), Period: 10 * time.Millisecond,
+				Duration: 1500 * time.Millisecond, At: at(tm(true))}},
+	}
+	for _, k := range []struct {
+		series string
+		names  []string
+	}{
+		{"6.12", []string{"4-isol", "16-partition", "4-tm0", "4-tm1"}},
+		{"6.1", []string{"2", "4-isol", "9", "16x2-isol"}},
+		{"6.19", []string{"2", "4-isol", "rt8", "9", "12-nohzfull", "16x2-isol", "18x2-isol", "16-partition", "40-isol"}},
+		{"7.2", []string{"2", "4-isol", "16x2-isol", "16-partition"}},
+		{"7.3", []string{"2", "4-isol", "rt8", "9", "12-nohzfull", "16x2-isol", "18x2-isol", "16-partition", "4-tm0", "4-tm1", "40-isol"}},
+	} {
+		for _, n := range k.names {
+			c := common[n]
+			sp := c.spec
+			sp.KernelVersion = k.series
+			shapes = append(shapes, Shape{Name: n + "@" + k.series, File: c.file + "-" + k.series + ".txt", Note: c.note, Spec: sp})
+		}
+	}
+	return shapes
 }
 
 // MatrixOptions says which shapes to record or check, and where.

@@ -81,8 +81,8 @@ type Spec struct {
 	// isolated cpuset partition made or removed, kernel.timer_migration
 	// written, a CPU taken offline or online. The machine line's at=
 	// field lists them; see ftrace.Change.
-	At       []ftrace.Change
-	Kernel   Flavour       // default Generic
+	At     []ftrace.Change
+	Kernel Flavour // default Generic
 	// KernelVersion is the Debian kernel to boot: a series ("6.1",
 	// "6.12", "6.19", "7.0", "7.2", "7.3") means its newest release in
 	// the cache, or else the newest the Debian archive has; an upstream
