@@ -185,8 +185,12 @@ func (r *guestReport) release() (string, error) {
 		return "", fmt.Errorf("uname -r %q does not start with a kernel version", s)
 	}
 	if v, err := r.section(secVersion); err == nil {
-		if d := debianVersionRE.FindStringSubmatch(v); d != nil && seriesOf(d[1]) == seriesOf(m) {
-			return d[1], nil
+		// "(gcc-12 (Debian 12.2.0-14+deb12u1) 12.2.0, ...) ... Debian
+		// 6.1.192-3": the compiler's version comes first.
+		for _, d := range debianVersionRE.FindAllStringSubmatch(v, -1) {
+			if seriesOf(d[1]) == seriesOf(m) {
+				return d[1], nil
+			}
 		}
 	}
 	return m, nil

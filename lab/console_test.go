@@ -265,3 +265,19 @@ func FuzzParseConsole(f *testing.F) {
 		}
 	})
 }
+
+// TestRelease: the release is uname's, or for Debian's 6.1 (whose uname
+// says 6.1.0-57-cloud-amd64) the package version in /proc/version, which
+// comes after the compiler's.
+func TestRelease(t *testing.T) {
+	for _, tc := range []struct{ uname, version, want string }{
+		{"6.12.118+deb13-cloud-amd64", "Linux version 6.12.118+deb13-cloud-amd64 (debian-kernel@lists.debian.org) (x86_64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.12.118-1 (2026-11-20)", "6.12.118"},
+		{"6.1.0-57-cloud-amd64", "Linux version 6.1.0-57-cloud-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14+deb12u1) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-26)", "6.1.192"},
+		{"7.3.4+deb13-rt-amd64", "Linux version 7.3.4+deb13-rt-amd64 #1 SMP PREEMPT_RT", "7.3.4"},
+	} {
+		r := &guestReport{Sections: map[string]string{secUname: tc.uname + "\n", secVersion: tc.version + "\n"}}
+		if got, err := r.release(); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.uname, got, err, tc.want)
+		}
+	}
+}

@@ -143,6 +143,32 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 	return nil
 }
 
+// RecordFile records s into the file path, which appears whole or not at
+// all: the recording goes to a temporary file beside it, renamed over path
+// only when complete. A failed or interrupted recording leaves path as it
+// was.
+func RecordFile(ctx context.Context, s Spec, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := Record(ctx, s, tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
 func nodeLists(s *Spec) string {
 	var l []string
 	for _, m := range s.NodeCPUs {

@@ -35,7 +35,6 @@ const (
 	MinPeriod     = 10 * time.Microsecond
 	MaxPeriod     = 10 * time.Second
 	maxCmdlineLen = 1024 // of the user's part; the kernel's limit is 2048 in all
-	defaultPeriod = 3 * time.Millisecond
 	defaultRecord = 3 * time.Second
 	defaultFIFO   = 50
 	defaultBufKB  = 2048
@@ -49,6 +48,10 @@ const (
 	guestBinary    = "/bin/tmigr-guest"
 	guestReadyFile = "/run/tmigr-guest.ready"
 )
+
+// DefaultPeriod is the sleepers' period when a Spec gives none, and the
+// period of the recordings made before the machine line's note said it.
+const DefaultPeriod = 3 * time.Millisecond
 
 // Spec is one recording: the shape of the guest, its kernel command line,
 // the load it runs and for how long. The zero value of a field means its
@@ -139,7 +142,7 @@ func (s Spec) withDefaults() Spec {
 		s.Nodes = max(len(s.NodeCPUs), 1)
 	}
 	if s.Period == 0 {
-		s.Period = defaultPeriod
+		s.Period = DefaultPeriod
 	}
 	if s.FIFOPrio == 0 {
 		s.FIFOPrio = defaultFIFO

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/tmigr/tmigr/conformance"
 	"github.com/tmigr/tmigr/lab"
 )
 
@@ -52,7 +53,7 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		var b strings.Builder
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		for _, sh := range lab.Matrix() {
+		for _, sh := range conformance.Matrix() {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", sh.Name, sh.Flags(), sh.Note)
 		}
 		tw.Flush()
@@ -77,20 +78,20 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tmigr lab matrix: --retries must not be negative")
 		return 2
 	}
-	o := lab.MatrixOptions{Dir: *dir, Record: !*noRecord, Duration: *duration, Host: host, Retries: *retries,
-		Progress: prefixWriter{stderr, "tmigr lab: "}, Compare: lab.CompareOptions{Seed: *seed}}
+	o := conformance.MatrixOptions{Dir: *dir, Record: !*noRecord, Duration: *duration, Host: host, Retries: *retries,
+		Progress: prefixWriter{stderr, "tmigr lab: "}, Compare: conformance.CompareOptions{Seed: *seed}}
 	if *shapes != "" {
 		for _, s := range strings.Split(*shapes, ",") {
 			o.Shapes = append(o.Shapes, strings.TrimSpace(s))
 		}
 	}
-	if _, err := lab.SelectShapes(o.Shapes); err != nil {
+	if _, err := conformance.SelectShapes(o.Shapes); err != nil {
 		fmt.Fprintf(stderr, "tmigr lab matrix: --shapes: %v\n", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rows, err := lab.RunMatrix(ctx, o)
+	rows, err := conformance.RunMatrix(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "tmigr lab matrix: %v\n", err)
 		return 1
@@ -102,7 +103,7 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 	}
 	if *out != "" {
 		var doc bytes.Buffer
-		if err := lab.WriteConformance(&doc, rows, docDir(*dir), matrixCommand(args)); err != nil {
+		if err := conformance.WriteConformance(&doc, rows, docDir(*dir), matrixCommand(args)); err != nil {
 			fmt.Fprintf(stderr, "tmigr lab matrix: %v\n", err)
 			return 1
 		}
@@ -120,7 +121,7 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "tmigr lab: wrote %s\n", *out)
 		}
 	}
-	if lab.Mismatched(rows) {
+	if conformance.Mismatched(rows) {
 		return 1
 	}
 	return 0
@@ -161,7 +162,7 @@ func docDir(dir string) string {
 }
 
 // summary prints one line per shape.
-func summary(w io.Writer, rows []lab.MatrixRow) {
+func summary(w io.Writer, rows []conformance.MatrixRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "shape\tkernel\tevents\tchecked\tmatched\tundetermined\tmismatched\tpulls (background)\tpulls (mix)\trecorded in")
 	for i := range rows {
@@ -171,14 +172,14 @@ func summary(w io.Writer, rows []lab.MatrixRow) {
 		if r.Record > 0 {
 			rec = fmt.Sprintf("%.1f s", r.Record.Seconds())
 		}
-		agree := func(src lab.TimerSource) string {
+		agree := func(src conformance.TimerSource) string {
 			if s := r.Comp.Sim(src); s != nil {
 				return s.Agreement.String()
 			}
 			return "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Shape.Name, r.Kernel, r.Events, c, m, u, x,
-			agree(lab.RecordedBackground), agree(lab.HousekeepingMix), rec)
+			agree(conformance.RecordedBackground), agree(conformance.HousekeepingMix), rec)
 	}
 	tw.Flush()
 }

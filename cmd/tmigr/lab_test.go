@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tmigr/tmigr/lab"
 )
 
 func runLabCmd(args ...string) (code int, stdout, stderr string) {
@@ -129,7 +128,6 @@ func TestWriteOutput(t *testing.T) {
 func TestCheckBootLine(t *testing.T) {
 	const body = "# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:16\n#\n"
 	machine := "# machine: cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.117 hz=250 cmdline=\"\" busy= sleepers= (QEMU TCG)\n"
-	s := &lab.Spec{CPUs: 16, Nodes: 2}
 	for _, tc := range []struct {
 		rec  string
 		code int
@@ -138,10 +136,13 @@ func TestCheckBootLine(t *testing.T) {
 		{machine + "# Timer migration: 2 hierarchy levels; 8 children per group; 1 crossnode level\n" + body, 0, "matches the model"},
 		{machine + "# Timer migration: 3 hierarchy levels; 8 children per group; 2 crossnode level\n" + body, 1, "differs from the model's"},
 		{machine + body, 1, `boot line ""`},
-		{body, 1, "lacks its machine line"},
+		{body, 1, "no \"# machine:\" line"},
+		// 6.1 has no hierarchy: no boot line is right, one is wrong.
+		{strings.Replace(machine, "6.12.117", "6.1.192", 1) + body, 0, "no timer migration hierarchy (Linux 6.1.192, before 6.9)"},
+		{strings.Replace(machine, "6.12.117", "6.1.192", 1) + "# Timer migration: 2 hierarchy levels; 8 children per group; 1 crossnode level\n" + body, 1, "but the hierarchy came with 6.9"},
 	} {
 		var stderr bytes.Buffer
-		code := checkBootLine(s, []byte(tc.rec), &stderr)
+		code := checkBootLine([]byte(tc.rec), &stderr)
 		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("status %d %q, want %d %q", code, stderr.String(), tc.code, tc.want)
 		}

@@ -1,4 +1,4 @@
-package lab
+package conformance
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/lab"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -27,7 +28,7 @@ import (
 type Shape struct {
 	Name string // "16x2", "40-isol", ...
 	File string // the recording's file name
-	Spec Spec   // what "tmigr lab record" records
+	Spec lab.Spec // what "tmigr lab record" records
 	Note string // what the shape is for
 }
 
@@ -35,7 +36,7 @@ type Shape struct {
 func (sh *Shape) Flags() string {
 	s := sh.Spec
 	f := []string{fmt.Sprintf("--cpus %d", s.CPUs)}
-	if s.Kernel == RT {
+	if s.Kernel == lab.RT {
 		f = append([]string{"--kernel rt"}, f...)
 	}
 	if s.KernelVersion != "" {
@@ -51,7 +52,7 @@ func (sh *Shape) Flags() string {
 		}
 		f = append(f, "--cmdline "+c)
 	}
-	if s.HRTimers && s.Kernel != RT {
+	if s.HRTimers && s.Kernel != lab.RT {
 		f = append(f, "--hrtimers")
 	}
 	for _, l := range []struct {
@@ -62,7 +63,7 @@ func (sh *Shape) Flags() string {
 			f = append(f, l.flag+" "+l.m.String())
 		}
 	}
-	if s.Period != 0 && s.Period != defaultPeriod {
+	if s.Period != 0 && s.Period != lab.DefaultPeriod {
 		f = append(f, "--period "+shortDuration(s.Period))
 	}
 	if s.Absolute {
@@ -102,31 +103,31 @@ func mask(s string) cpumask.Mask { return cpumask.MustParse(s) }
 func Matrix() []Shape {
 	shapes := []Shape{
 		{Name: "2", File: "vm2-1node-busy-sleeper.txt", Note: "one group",
-			Spec: Spec{CPUs: 2, Busy: mask("1"), Sleepers: mask("0"), Duration: 3 * time.Second}},
+			Spec: lab.Spec{CPUs: 2, Busy: mask("1"), Sleepers: mask("0"), Duration: 3 * time.Second}},
 		{Name: "4-hrtimers", File: "vm4-1node-hrtimers-fifo-other-sleepers.txt", Note: "hrtimer sleepers without PREEMPT_RT",
-			Spec: Spec{CPUs: 4, HRTimers: true, Busy: mask("3"), Sleepers: mask("1"), RTSleepers: mask("2"), Duration: time.Second}},
+			Spec: lab.Spec{CPUs: 4, HRTimers: true, Busy: mask("3"), Sleepers: mask("1"), RTSleepers: mask("2"), Duration: time.Second}},
 		{Name: "rt8", File: "vm8-1node-rt-fifo-other-sleepers.txt", Note: "PREEMPT_RT: SCHED_FIFO and SCHED_OTHER sleepers",
-			Spec: Spec{Kernel: RT, CPUs: 8, Busy: mask("7"), Sleepers: mask("1-3"), RTSleepers: mask("4-6"), Duration: 800 * time.Millisecond}},
+			Spec: lab.Spec{Kernel: lab.RT, CPUs: 8, Busy: mask("7"), Sleepers: mask("1-3"), RTSleepers: mask("4-6"), Duration: 800 * time.Millisecond}},
 		{Name: "9", File: "vm9-1node-mixed.txt", Note: "two levels, a lone CPU in the second group",
-			Spec: Spec{CPUs: 9, Busy: mask("1,8"), Sleepers: mask("2-4"), Duration: 2 * time.Second}},
+			Spec: lab.Spec{CPUs: 9, Busy: mask("1,8"), Sleepers: mask("2-4"), Duration: 2 * time.Second}},
 		{Name: "16x2", File: "vm16-2node-busy-sleepers.txt", Note: "two nodes",
-			Spec: Spec{CPUs: 16, Nodes: 2, Busy: mask("1,9"), Sleepers: mask("2-4,10-12"), Duration: 3 * time.Second}},
+			Spec: lab.Spec{CPUs: 16, Nodes: 2, Busy: mask("1,9"), Sleepers: mask("2-4,10-12"), Duration: 3 * time.Second}},
 		{Name: "16x2-isol", File: "vm16-2node-isol-busy-sleepers.txt", Note: "two nodes, isolcpus: busy and sleeping isolated CPUs",
-			Spec: Spec{CPUs: 16, Nodes: 2, Cmdline: "isolcpus=1-7,9-15", Busy: mask("1-6,9-14"), Sleepers: mask("7,15"), Duration: 3 * time.Second}},
+			Spec: lab.Spec{CPUs: 16, Nodes: 2, Cmdline: "isolcpus=1-7,9-15", Busy: mask("1-6,9-14"), Sleepers: mask("7,15"), Duration: 3 * time.Second}},
 		{Name: "18x2", File: "vm18-2node-busy-sleepers.txt", Note: "two nodes of 9: three levels",
-			Spec: Spec{CPUs: 18, Nodes: 2, Busy: mask("1,10"), Sleepers: mask("3-4,12-14"), Duration: 3 * time.Second}},
+			Spec: lab.Spec{CPUs: 18, Nodes: 2, Busy: mask("1,10"), Sleepers: mask("3-4,12-14"), Duration: 3 * time.Second}},
 		{Name: "24-nohzfull", File: "vm24-1node-nohzfull-busy-sleepers.txt", Note: "nohz_full: busy CPUs idle to the hierarchy",
-			Spec: Spec{CPUs: 24, Cmdline: "nohz_full=1-23", Busy: mask("4-23"), Sleepers: mask("1-3"), Duration: 3 * time.Second}},
+			Spec: lab.Spec{CPUs: 24, Cmdline: "nohz_full=1-23", Busy: mask("4-23"), Sleepers: mask("1-3"), Duration: 3 * time.Second}},
 		{Name: "40-isol", File: "vm40-1node-isol-busy.txt", Note: "isolcpus with two housekeeping CPUs",
-			Spec: Spec{CPUs: 40, Cmdline: "isolcpus=1-9,11-39", Busy: mask("1-9,11-39"), Duration: 3 * time.Second}},
+			Spec: lab.Spec{CPUs: 40, Cmdline: "isolcpus=1-9,11-39", Busy: mask("1-9,11-39"), Duration: 3 * time.Second}},
 		{Name: "64x4", File: "vm64-4node-mixed.txt", Note: "four nodes, three levels",
-			Spec: Spec{CPUs: 64, Nodes: 4, Busy: mask("1,17,33,49"), Sleepers: mask("2-3,18-19,34-35,50-51"),
+			Spec: lab.Spec{CPUs: 64, Nodes: 4, Busy: mask("1,17,33,49"), Sleepers: mask("2-3,18-19,34-35,50-51"),
 				Duration: 3 * time.Second, Timeout: 10 * time.Minute}},
 	}
 	// The shapes asked of every kernel, by series.
 	type shape struct {
 		file, note string
-		spec       Spec
+		spec       lab.Spec
 	}
 	at := func(cs ...ftrace.Change) []ftrace.Change { return cs }
 	partition := func(t time.Duration, cpus string) ftrace.Change {
@@ -135,31 +136,31 @@ func Matrix() []Shape {
 	tm := func(on bool) ftrace.Change { return ftrace.Change{Kind: ftrace.ChangeTimerMigration, On: on} }
 	common := map[string]shape{
 		"2": {"vm2-1node-busy-sleeper", "one group",
-			Spec{CPUs: 2, Busy: mask("1"), Sleepers: mask("0"), Duration: 2 * time.Second}},
+			lab.Spec{CPUs: 2, Busy: mask("1"), Sleepers: mask("0"), Duration: 2 * time.Second}},
 		"4-isol": {"vm4-1node-isol-busy-sleeper", "isolcpus: busy isolated CPUs, one housekeeping CPU",
-			Spec{CPUs: 4, Cmdline: "isolcpus=1-3", Busy: mask("1-2"), Sleepers: mask("3"), Duration: 2 * time.Second}},
+			lab.Spec{CPUs: 4, Cmdline: "isolcpus=1-3", Busy: mask("1-2"), Sleepers: mask("3"), Duration: 2 * time.Second}},
 		"rt8": {"vm8-1node-rt-fifo-other-sleepers", "PREEMPT_RT: SCHED_FIFO and SCHED_OTHER sleepers",
-			Spec{Kernel: RT, CPUs: 8, Busy: mask("7"), Sleepers: mask("1-3"), RTSleepers: mask("4-6"), Duration: 800 * time.Millisecond}},
+			lab.Spec{Kernel: lab.RT, CPUs: 8, Busy: mask("7"), Sleepers: mask("1-3"), RTSleepers: mask("4-6"), Duration: 800 * time.Millisecond}},
 		"9": {"vm9-1node-mixed", "two levels, a lone CPU in the second group",
-			Spec{CPUs: 9, Busy: mask("1,8"), Sleepers: mask("2-4"), Duration: 2 * time.Second}},
+			lab.Spec{CPUs: 9, Busy: mask("1,8"), Sleepers: mask("2-4"), Duration: 2 * time.Second}},
 		"12-nohzfull": {"vm12-1node-nohzfull-busy-sleepers", "nohz_full: busy CPUs idle to the hierarchy, two levels",
-			Spec{CPUs: 12, Cmdline: "nohz_full=1-11", Busy: mask("4-11"), Sleepers: mask("1-3"), Duration: 2 * time.Second}},
+			lab.Spec{CPUs: 12, Cmdline: "nohz_full=1-11", Busy: mask("4-11"), Sleepers: mask("1-3"), Duration: 2 * time.Second}},
 		"16x2-isol": {"vm16-2node-isol-busy-sleepers", "isolcpus at two levels, two nodes: busy and sleeping isolated CPUs",
-			Spec{CPUs: 16, Nodes: 2, Cmdline: "isolcpus=1-7,9-15", Busy: mask("1-6,9-14"), Sleepers: mask("7,15"), Duration: 2 * time.Second}},
+			lab.Spec{CPUs: 16, Nodes: 2, Cmdline: "isolcpus=1-7,9-15", Busy: mask("1-6,9-14"), Sleepers: mask("7,15"), Duration: 2 * time.Second}},
 		"18x2-isol": {"vm18-2node-isol-busy-sleepers", "isolcpus at three levels: two nodes of 9",
-			Spec{CPUs: 18, Nodes: 2, Cmdline: "isolcpus=1-8,10-17", Busy: mask("1-6,10-15"), Sleepers: mask("7-8,16-17"), Duration: 2 * time.Second}},
+			lab.Spec{CPUs: 18, Nodes: 2, Cmdline: "isolcpus=1-8,10-17", Busy: mask("1-6,10-15"), Sleepers: mask("7-8,16-17"), Duration: 2 * time.Second}},
 		"16-partition": {"vm16-1node-partition-busy-sleepers", "a run-time isolated cpuset partition of busy CPUs, made after 1 s",
-			Spec{CPUs: 16, Busy: mask("9-15"), Sleepers: mask("1-3"), Duration: 2500 * time.Millisecond, At: at(partition(time.Second, "9-15"))}},
+			lab.Spec{CPUs: 16, Busy: mask("9-15"), Sleepers: mask("1-3"), Duration: 2500 * time.Millisecond, At: at(partition(time.Second, "9-15"))}},
 		"40-isol": {"vm40-1node-isol-busy", "isolcpus with two housekeeping CPUs",
-			Spec{CPUs: 40, Cmdline: "isolcpus=1-9,11-39", Busy: mask("1-9,11-39"), Duration: 2 * time.Second}},
+			lab.Spec{CPUs: 40, Cmdline: "isolcpus=1-9,11-39", Busy: mask("1-9,11-39"), Duration: 2 * time.Second}},
 		// kernel.timer_migration, written as the recording starts, with
 		// the hrtimer events: sleepers on nohz_full CPUs arm hrtimers
 		// that the kernel may place on a housekeeping CPU.
 		"4-tm0": {"vm4-1node-nohzfull-hrtimers-tm0", "kernel.timer_migration=0: hrtimers of nohz_full sleepers",
-			Spec{CPUs: 4, Cmdline: "nohz_full=1-3", HRTimers: true, Busy: mask("3"), Sleepers: mask("1-2"), Period: 10 * time.Millisecond,
+			lab.Spec{CPUs: 4, Cmdline: "nohz_full=1-3", HRTimers: true, Busy: mask("3"), Sleepers: mask("1-2"), Period: 10 * time.Millisecond,
 				Duration: 1500 * time.Millisecond, At: at(tm(false))}},
 		"4-tm1": {"vm4-1node-nohzfull-hrtimers-tm1", "kernel.timer_migration=1 (the default, written anyway): hrtimers of nohz_full sleepers",
-			Spec{CPUs: 4, Cmdline: "nohz_full=1-3", HRTimers: true, Busy: mask("3"), Sleepers: mask("1-2"), Period: 10 * time.Millisecond,
+			lab.Spec{CPUs: 4, Cmdline: "nohz_full=1-3", HRTimers: true, Busy: mask("3"), Sleepers: mask("1-2"), Period: 10 * time.Millisecond,
 				Duration: 1500 * time.Millisecond, At: at(tm(true))}},
 	}
 	for _, k := range []struct {
@@ -195,7 +196,7 @@ type MatrixOptions struct {
 	// Duration, when set, replaces every shape's recording length.
 	Duration time.Duration
 	// Host is where the recorder finds its tools (the cache).
-	Host Host
+	Host lab.Host
 	// Retries is how many times a shape whose recording failed is
 	// recorded again (the guest died after its boot, for one); the
 	// recorder itself boots again a guest that died before its /init.
@@ -275,7 +276,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) ([]MatrixRow, error) {
 	if o.Duration < 0 {
 		return nil, errors.New("matrix: negative duration")
 	}
-	p := newProgress(o.Progress)
+	p := progress{o.Progress}
 	var rows []MatrixRow
 	for _, sh := range shapes {
 		row := MatrixRow{Shape: sh, Path: filepath.Join(o.Dir, sh.File)}
@@ -289,7 +290,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) ([]MatrixRow, error) {
 			start := time.Now()
 			p.printf("recording shape %s: tmigr lab record %s -o %s", sh.Name, row.Shape.Flags(), row.Path)
 			for attempt := 0; ; attempt++ {
-				err := recordTo(ctx, spec, row.Path)
+				err := lab.RecordFile(ctx, spec, row.Path)
 				if err == nil {
 					break
 				}
@@ -334,29 +335,6 @@ func RunMatrix(ctx context.Context, o MatrixOptions) ([]MatrixRow, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-// recordTo records spec into path, which appears whole or not at all.
-func recordTo(ctx context.Context, spec Spec, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := Record(ctx, spec, tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Mismatched reports whether any row's checks found a mismatch.
@@ -512,4 +490,13 @@ func countsCell(c *replay.Counts) string {
 		s += fmt.Sprintf(", **%d mismatched**", n)
 	}
 	return s
+}
+
+// progress prints progress lines, or nothing without a writer.
+type progress struct{ w io.Writer }
+
+func (p progress) printf(format string, args ...any) {
+	if p.w != nil {
+		fmt.Fprintf(p.w, format+"\n", args...)
+	}
 }
