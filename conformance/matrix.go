@@ -212,6 +212,9 @@ type MatrixRow struct {
 	Shape  Shape
 	Path   string        // the recording
 	Kernel string        // "6.12.118", with " PREEMPT_RT" for the rt kernel
+	// BootLine is the kernel's boot line, which BootLine found to be
+	// the model's.
+	BootLine string
 	Events int           // events in the recording
 	Record time.Duration // wall time of the recording; 0 when not recorded
 	Result *replay.Result
@@ -279,6 +282,11 @@ func RunMatrix(ctx context.Context, o MatrixOptions) ([]MatrixRow, error) {
 	p := progress{o.Progress}
 	var rows []MatrixRow
 	for _, sh := range shapes {
+		// Checking the recordings alone takes seconds a shape: a
+		// Ctrl-C must end it between shapes too, not only a recording.
+		if err := ctx.Err(); err != nil {
+			return rows, fmt.Errorf("interrupted before shape %s: %w", sh.Name, err)
+		}
 		row := MatrixRow{Shape: sh, Path: filepath.Join(o.Dir, sh.File)}
 		if o.Duration > 0 {
 			row.Shape.Spec.Duration = o.Duration
@@ -319,6 +327,9 @@ func RunMatrix(ctx context.Context, o MatrixOptions) ([]MatrixRow, error) {
 		if m.CPUs != sh.Spec.CPUs {
 			return rows, fmt.Errorf("shape %s: %s is of a %d-CPU machine, the shape has %d", sh.Name, row.Path, m.CPUs, sh.Spec.CPUs)
 		}
+		if row.BootLine, err = BootLine(&tr.Header); err != nil {
+			return rows, fmt.Errorf("shape %s: %s: %w", sh.Name, row.Path, err)
+		}
 		row.Kernel = m.Kernel
 		if l, err := replay.LoadOf(m); err == nil && l.PreemptRT {
 			row.Kernel += " PREEMPT_RT"
@@ -329,6 +340,9 @@ func RunMatrix(ctx context.Context, o MatrixOptions) ([]MatrixRow, error) {
 		}
 		if row.Comp, err = Compare(tr, o.Compare); err != nil {
 			return rows, fmt.Errorf("shape %s: compare: %w", sh.Name, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return rows, fmt.Errorf("interrupted in shape %s: %w", sh.Name, err)
 		}
 		_, matched, undet, mism := row.Totals()
 		p.printf("shape %s: %d events, %d matched, %d undetermined, %d mismatched", sh.Name, row.Events, matched, undet, mism)

@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -353,4 +355,80 @@ func TestCheckStatic(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// fakeTools puts apt-get, apt-cache and dpkg-deb scripts on PATH that run
+// body (with "$@" their arguments) and log each call to the returned file.
+func fakeTools(t *testing.T, body string) (log string) {
+	dir := t.TempDir()
+	log = filepath.Join(dir, "calls.log")
+	for _, tool := range []string{"apt-get", "apt-cache", "dpkg-deb"} {
+		script := "#!/bin/sh\necho \"" + tool + " $*\" >> " + log + "\n" + body + "\n"
+		if err := os.WriteFile(filepath.Join(dir, tool), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return log
+}
+
+// TestInterruptedFetch: a fetch stopped by Ctrl-C says so; it used to say
+// "failed (no network?)".
+func TestInterruptedFetch(t *testing.T) {
+	if _, err := os.Stat(debianKeyring); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	fakeTools(t, "exec sleep 30")
+	f, err := newFetcher(Host{CacheDir: t.TempDir()}, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = f.aptUpdate(ctx)
+	if err == nil || !strings.Contains(err.Error(), "while refreshing the package lists") || strings.Contains(err.Error(), "no network") {
+		t.Errorf("interrupted update: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	if _, _, _, err := f.download(ctx, "busybox-static"); err == nil || !strings.Contains(err.Error(), "interrupted while downloading busybox-static") {
+		t.Errorf("interrupted download: %v", err)
+	}
+}
+
+// TestFailedFetchSaysWhy: apt's own words reach the error, not a guess.
+func TestFailedFetchSaysWhy(t *testing.T) {
+	if _, err := os.Stat(debianKeyring); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	fakeTools(t, "echo \"Err:1 http://deb.debian.org/debian bookworm InRelease\"; echo \"  Temporary failure resolving 'deb.debian.org'\"; exit 100")
+	f, err := newFetcher(Host{CacheDir: t.TempDir()}, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.aptUpdate(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "Temporary failure resolving 'deb.debian.org'") || strings.Contains(err.Error(), "no network?") {
+		t.Errorf("failed update: %v", err)
+	}
+}
+
+// TestRecordOutsideCheckoutFetchesNothing: a recording that cannot build
+// its guest program fails before any package list or kernel is fetched
+// (it used to download 43 MB first).
+func TestRecordOutsideCheckoutFetchesNothing(t *testing.T) {
+	log := fakeTools(t, "exit 1")
+	cache := t.TempDir()
+	t.Chdir(t.TempDir()) // outside any Go module
+	t.Setenv("GOFLAGS", "")
+	t.Setenv("GO111MODULE", "")
+	err := Record(context.Background(), Spec{CPUs: 2, Host: Host{CacheDir: cache, NoInstall: true}}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "outside any Go module") {
+		t.Fatalf("error %v; want the guest program's", err)
+	}
+	if calls, _ := os.ReadFile(log); len(calls) > 0 {
+		t.Errorf("apt ran before the guest program was built:\n%s", calls)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "apt")); err == nil {
+		t.Error("the private apt state was set up")
+	}
 }

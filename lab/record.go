@@ -50,6 +50,13 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// What is built or found here first, what is fetched last: a
+	// recording that cannot build its guest program (run outside a
+	// checkout) fails before it downloads a kernel.
+	guestPath, err := f.guest(ctx)
+	if err != nil {
+		return err
+	}
 	qemu, err := f.qemu(ctx)
 	if err != nil {
 		return err
@@ -59,10 +66,6 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 		return err
 	}
 	bbPath, err := f.busybox(ctx)
-	if err != nil {
-		return err
-	}
-	guestPath, err := f.guest(ctx)
 	if err != nil {
 		return err
 	}

@@ -179,7 +179,7 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		s.Console = f
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := labContext()
 	defer stop()
 	var buf bytes.Buffer
 	if err := lab.Record(ctx, s, &buf); err != nil {
@@ -194,6 +194,12 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tmigr lab: wrote %s\n", *out)
 	}
 	return checkBootLine(buf.Bytes(), stderr)
+}
+
+// labContext is the context of a lab command: done at Ctrl-C or SIGTERM.
+// Tests replace it.
+var labContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 // writeOutput writes the recording to path atomically (a file appears

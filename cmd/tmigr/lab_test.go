@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 func runLabCmd(args ...string) (code int, stdout, stderr string) {
@@ -156,5 +156,54 @@ func TestPrefixWriter(t *testing.T) {
 	io.WriteString(w, "two\n")
 	if b.String() != "tmigr lab: one\ntmigr lab: two\n" {
 		t.Errorf("%q", b.String())
+	}
+}
+
+// TestLabMatrixSafeDefault: without --out the document goes to standard
+// output; the tracked docs/conformance.md of the working directory is left
+// alone (it used to be overwritten).
+func TestLabMatrixSafeDefault(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "docs", "conformance.md")
+	os.MkdirAll(filepath.Dir(doc), 0o755)
+	const before = "# the tracked document\n"
+	os.WriteFile(doc, []byte(before), 0o644)
+	traces, err := filepath.Abs(labTraces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, stdout, stderr := runLabCmd("matrix", "--no-record", "--dir", traces, "--shapes", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got, _ := os.ReadFile(doc); string(got) != before {
+		t.Errorf("docs/conformance.md was rewritten:\n%s", got)
+	}
+	if !strings.HasPrefix(stdout, "# Conformance matrix") {
+		t.Errorf("standard output is not the document: %.200q", stdout)
+	}
+}
+
+// TestLabMatrixInterrupted: a Ctrl-C ends "lab matrix --no-record" with
+// status 1 and writes no document (it used to check every shape and
+// overwrite --out).
+func TestLabMatrixInterrupted(t *testing.T) {
+	old := labContext
+	defer func() { labContext = old }()
+	labContext = func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the user pressed Ctrl-C at once
+		return ctx, cancel
+	}
+	out := filepath.Join(t.TempDir(), "conformance.md")
+	const before = "the previous document\n"
+	os.WriteFile(out, []byte(before), 0o644)
+	code, _, stderr := runLabCmd("matrix", "--no-record", "--dir", labTraces, "--out", out)
+	if code != 1 || !strings.Contains(stderr, "interrupted") {
+		t.Errorf("exit %d, %q; want 1 and \"interrupted\"", code, stderr)
+	}
+	if got, _ := os.ReadFile(out); string(got) != before {
+		t.Errorf("--out was rewritten:\n%s", got)
 	}
 }
