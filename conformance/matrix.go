@@ -26,10 +26,10 @@ import (
 
 // Shape is one row of the matrix: what to record and the file it goes to.
 type Shape struct {
-	Name string // "16x2", "40-isol", ...
-	File string // the recording's file name
+	Name string   // "16x2", "40-isol", ...
+	File string   // the recording's file name
 	Spec lab.Spec // what "tmigr lab record" records
-	Note string // what the shape is for
+	Note string   // what the shape is for
 }
 
 // Flags returns the "tmigr lab record" flags that record the shape.
@@ -210,15 +210,15 @@ type MatrixOptions struct {
 // MatrixRow is the outcome for one shape.
 type MatrixRow struct {
 	Shape  Shape
-	Path   string        // the recording
-	Kernel string        // "6.12.118", with " PREEMPT_RT" for the rt kernel
+	Path   string // the recording
+	Kernel string // "6.12.118", with " PREEMPT_RT" for the rt kernel
 	// BootLine is the kernel's boot line, which BootLine found to be
 	// the model's.
 	BootLine string
-	Events int           // events in the recording
-	Record time.Duration // wall time of the recording; 0 when not recorded
-	Result *replay.Result
-	Comp   *Comparison
+	Events   int           // events in the recording
+	Record   time.Duration // wall time of the recording; 0 when not recorded
+	Result   *replay.Result
+	Comp     *Comparison
 }
 
 // Totals sums the row's checks: every decision checked, matched,

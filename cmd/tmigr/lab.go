@@ -13,9 +13,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tmigr/tmigr/conformance"
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
-	"github.com/tmigr/tmigr/conformance"
 	"github.com/tmigr/tmigr/lab"
 )
 
