@@ -212,13 +212,16 @@ func initScript(p guestPlan) string {
 		if p.hasLoad() {
 			pid = " -pid $G"
 		}
-		w("taskset -c %s %s at%s -changes '%s' &", p.Housekeeping, guestBinary, pid, ftrace.FormatChanges(p.At))
+		w("taskset -c %s %s at%s -for %v -changes '%s' &", p.Housekeeping, guestBinary, pid, p.Duration, ftrace.FormatChanges(p.At))
 		w("A=$!")
 	}
 	w(`echo "$M stage recording %v"`, p.Duration)
-	w("sleep %s", seconds(p.Duration))
 	if len(p.At) > 0 {
+		// It ends at the recording's end, later when a change took
+		// longer than planned.
 		w("wait $A || fail the run-time changes failed")
+	} else {
+		w("sleep %s", seconds(p.Duration))
 	}
 	w("echo 0 > $T/tracing_on")
 	w(`echo "$M stage dumping"`)

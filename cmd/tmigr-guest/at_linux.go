@@ -19,13 +19,17 @@ import (
 // The "at" command makes the machine line's run-time changes (see
 // ftrace.Change) while the recording runs:
 //
-//	tmigr-guest at -changes '1s partition 9-15; 2s timer_migration=0' [-pid PID] [-marker FILE]
+//	tmigr-guest at -changes '1s partition 9-15; 2s timer_migration=0' [-for D] [-pid PID] [-marker FILE]
 //
 // Times count from its own start, which /init makes the moment it turns
 // tracing on. Each change is made at its time, then announced on the trace
 // marker ("tmigr-lab: 1s partition 9-15"), so the trace holds the moment
-// it took effect; "tmigr-lab: start" marks the start. The first failure
-// ends it with status 1 and the kernel's words.
+// it was done; "tmigr-lab: start" marks the start. A change may take long
+// under TCG (making a partition of 16 vCPUs took 5 to 9 s on a loaded
+// 2-core host), so after the last one it waits as long as was planned
+// between that change and the end (-for, the recording's length) before
+// it exits, and /init records until it does. The first failure ends it
+// with status 1 and the kernel's words.
 //
 // The changes, done as an administrator would:
 //
@@ -56,6 +60,7 @@ func runAt(args []string) error {
 	fs := flag.NewFlagSet("at", flag.ContinueOnError)
 	spec := fs.String("changes", "", "the changes, as the machine line's at= field")
 	pid := fs.Int("pid", 0, "the load's process, whose threads follow their CPUs into a partition")
+	total := fs.Duration("for", 0, "the recording's planned length: the time after the last change is kept")
 	marker := fs.String("marker", "/sys/kernel/tracing/trace_marker", "trace marker file (\"\": none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -79,6 +84,7 @@ func runAt(args []string) error {
 	}
 	mark("start")
 	var part partition
+	last := time.Duration(0)
 	for _, c := range cs {
 		if d := time.Until(start.Add(c.At)); d > 0 {
 			time.Sleep(d)
@@ -88,7 +94,13 @@ func runAt(args []string) error {
 			return fmt.Errorf("at %s: %v", c, err)
 		}
 		mark(c.String())
+		last = c.At
 	}
+	end := start.Add(*total)
+	if tail := time.Now().Add(*total - last); *total > 0 && tail.After(end) {
+		end = tail
+	}
+	time.Sleep(time.Until(end))
 	return nil
 }
 
