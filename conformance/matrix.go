@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -363,6 +364,82 @@ func Mismatched(rows []MatrixRow) bool {
 
 // WriteConformance writes the matrix as a Markdown document. dir is the
 // recordings' directory as the reader should see it (a path relative to
+// writeByKernel writes the grid of shapes by kernel series: for each
+// shape (the name before "@") and series, the decisions matched over
+// checked, with the undetermined and mismatched, and the compare's pulls
+// agreement (recorded background).
+func writeByKernel(b *strings.Builder, rows []MatrixRow) {
+	var names, series []string
+	cell := map[[2]string]string{}
+	for i := range rows {
+		r := &rows[i]
+		name, ser, ok := strings.Cut(r.Shape.Name, "@")
+		if !ok {
+			ser = seriesOfRelease(r.Kernel)
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+		if !slices.Contains(series, ser) {
+			series = append(series, ser)
+		}
+		c, m, u, x := r.Totals()
+		text := fmt.Sprintf("%d/%d (%d u, %d x)", m, c, u, x)
+		if s := r.Comp.Sim(RecordedBackground); s != nil {
+			text += fmt.Sprintf("; pulls %d/%d", s.Agreement.Shared, s.Agreement.Union)
+		}
+		cell[[2]string{name, ser}] = text
+	}
+	if len(series) < 2 {
+		return
+	}
+	slices.SortFunc(series, func(a, b string) int {
+		if versionBefore(a+".0", b+".0") {
+			return -1
+		}
+		if versionBefore(b+".0", a+".0") {
+			return 1
+		}
+		return 0
+	})
+	b.WriteString("## By kernel\n\n")
+	b.WriteString("Each shape on each kernel series: decisions matched/checked (undetermined u,\n" +
+		"mismatched x), then the compare's pulls agreement with the recorded background\n" +
+		"(shared/union). Linux 6.1 has no hierarchy: its timers are pushed when queued, and only\n" +
+		"the wheel's decisions are checked. From 6.19 isolated CPUs leave the hierarchy, and the\n" +
+		"replay leaves many of their decisions undetermined until it learns that exclusion.\n\n")
+	b.WriteString("| shape |")
+	for _, s := range series {
+		b.WriteString(" " + s + " |")
+	}
+	b.WriteString("\n|---|")
+	for range series {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, n := range names {
+		b.WriteString("| " + n + " |")
+		for _, s := range series {
+			c := cell[[2]string{n, s}]
+			if c == "" {
+				c = "-"
+			}
+			b.WriteString(" " + c + " |")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// seriesOfRelease returns "6.12" of "6.12.118 PREEMPT_RT".
+func seriesOfRelease(release string) string {
+	p := versionParts(strings.Fields(release + " x")[0])
+	if p == nil {
+		return release
+	}
+	return fmt.Sprintf("%d.%d", p[0], p[1])
+}
+
 // the repository); cmd is the command that wrote the document.
 func WriteConformance(w io.Writer, rows []MatrixRow, dir, cmd string) error {
 	var b strings.Builder
@@ -370,9 +447,13 @@ func WriteConformance(w io.Writer, rows []MatrixRow, dir, cmd string) error {
 	fmt.Fprintf(&b, "Real Linux kernels of many shapes, recorded under QEMU with `tmigr lab record`, run\n"+
 		"through the model (`tmigr replay`) and the simulator (`tmigr lab compare`). Written by\n\n"+
 		"    %s\n\n"+
-		"from the recordings in `%s`; `go run ./cmd/tmigr lab matrix` records them all anew\n"+
-		"first (QEMU: about 7 minutes on a 2-core host, half of it the 64-CPU guest's boot),\n"+
-		"`--shapes NAME,NAME` takes a subset.\n\n", cmd, dir)
+		"from the recordings in `%s`; `go run ./cmd/tmigr lab matrix --out docs/conformance.md`\n"+
+		"records them all anew first (QEMU: about 25 minutes on a 2-core host, the 40- and 64-CPU\n"+
+		"guests' boots the most of it), `--shapes NAME,NAME` takes a subset. A shape named\n"+
+		"NAME@SERIES is NAME on that kernel series; the first ten are of 6.12. Every recording's\n"+
+		"boot line was checked against the hierarchy the model builds for its machine (what\n"+
+		"`tmigr topo` prints; none before 6.9).\n\n", cmd, dir)
+	writeByKernel(&b, rows)
 
 	b.WriteString("## The kernel's decisions\n\n")
 	b.WriteString("Every decision the recording shows, checked against the model: the wheel's bucket of\n" +

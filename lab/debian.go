@@ -303,31 +303,4 @@ func parseAptShow(out string) map[string]string {
 
 // debVersionLess orders Debian versions well enough for kernel packages:
 // digit runs as numbers, '~' before anything.
-func debVersionLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := digitRun(a), digitRun(b)
-		if da > 0 && db > 0 {
-			x, _ := strconv.Atoi(a[:da])
-			y, _ := strconv.Atoi(b[:db])
-			if x != y {
-				return x < y
-			}
-			a, b = a[da:], b[db:]
-			continue
-		}
-		if a[0] != b[0] {
-			if a[0] == '~' {
-				return true
-			}
-			if b[0] == '~' {
-				return false
-			}
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	if a == "" {
-		return b != "" && b[0] != '~'
-	}
-	return a[0] == '~'
-}
+func debVersionLess(a, b string) bool { return compareRuns(a, b, true) < 0 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"debug/elf"
 	"errors"
@@ -145,24 +146,41 @@ func readConfig(path string, flavour Flavour) (int, error) {
 
 // naturalLess orders strings with their digit runs compared as numbers:
 // "deb13" < "deb13.1" < "deb13.2" < "deb13.10".
-func naturalLess(a, b string) bool {
+func naturalLess(a, b string) bool { return compareRuns(a, b, false) < 0 }
+
+// compareRuns compares a and b with their digit runs as numbers; with
+// tilde, '~' sorts before anything, the end of the string included (as in
+// Debian versions: 7.3.4-1~bpo13+1 < 7.3.4-1).
+func compareRuns(a, b string, tilde bool) int {
 	for a != "" && b != "" {
 		da, db := digitRun(a), digitRun(b)
 		if da > 0 && db > 0 {
 			x, _ := strconv.Atoi(a[:da])
 			y, _ := strconv.Atoi(b[:db])
 			if x != y {
-				return x < y
+				return cmp.Compare(x, y)
 			}
 			a, b = a[da:], b[db:]
 			continue
 		}
 		if a[0] != b[0] {
-			return a[0] < b[0]
+			switch {
+			case tilde && a[0] == '~':
+				return -1
+			case tilde && b[0] == '~':
+				return 1
+			}
+			return cmp.Compare(a[0], b[0])
 		}
 		a, b = a[1:], b[1:]
 	}
-	return len(a) < len(b)
+	switch {
+	case tilde && a != "" && a[0] == '~':
+		return -1
+	case tilde && b != "" && b[0] == '~':
+		return 1
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 func digitRun(s string) int {
