@@ -212,7 +212,7 @@ func initScript(p guestPlan) string {
 		if p.hasLoad() {
 			pid = " -pid $G"
 		}
-		w("taskset -c %s %s at%s -for %v -changes '%s' &", p.Housekeeping, guestBinary, pid, p.Duration, ftrace.FormatChanges(p.At))
+		w("taskset -c %s %s at%s -for %v -say \"$M stage\" -changes '%s' &", p.Housekeeping, guestBinary, pid, p.Duration, ftrace.FormatChanges(p.At))
 		w("A=$!")
 	}
 	w(`echo "$M stage recording %v"`, p.Duration)

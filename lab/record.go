@@ -219,13 +219,28 @@ func runQEMU(ctx context.Context, s *Spec, qemu string, args []string, nonce, co
 	// events and took 6 s of the guest's clock. Once the guest runs its
 	// /init, the busy vCPUs' host threads go to the back of the host's
 	// queue; they spin, so how fast they run does not matter.
+	//
+	// A run-time change is the exception: making an isolated partition
+	// runs kernel work on every vCPU it takes (rebuilding the scheduling
+	// domains, moving tasks), and with the busy vCPUs at nice 19 on a
+	// loaded 2-core host one took 39 s instead of well under one. The
+	// guest says "stage changing" before a change and "stage changed"
+	// after it, and the busy vCPUs run at normal priority in between.
 	w.onStage = func(stage string) {
-		if stage != "booted" || s.Busy.Empty() {
+		if s.Busy.Empty() {
 			return
 		}
-		if n, err := deprioritize(cmd.Process.Pid, s.Busy); err != nil {
-			p.printf("host: could not lower the busy vCPUs' priority: %v", err)
-		} else {
+		nice := 19
+		switch stage {
+		case "booted", "changed":
+		case "changing":
+			nice = 0
+		default:
+			return
+		}
+		if n, err := renice(cmd.Process.Pid, s.Busy, nice); err != nil {
+			p.printf("host: could not set the busy vCPUs' priority: %v", err)
+		} else if stage == "booted" {
 			p.printf("host: %d vCPU threads of the busy CPUs %s at nice 19", n, s.Busy)
 		}
 	}

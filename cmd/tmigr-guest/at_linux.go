@@ -19,7 +19,7 @@ import (
 // The "at" command makes the machine line's run-time changes (see
 // ftrace.Change) while the recording runs:
 //
-//	tmigr-guest at -changes '1s partition 9-15; 2s timer_migration=0' [-for D] [-pid PID] [-marker FILE]
+//	tmigr-guest at -changes '1s partition 9-15; 2s timer_migration=0' [-for D] [-pid PID] [-marker FILE] [-say PREFIX]
 //
 // Times count from its own start, which /init makes the moment it turns
 // tracing on. Each change is made at its time, then announced on the trace
@@ -28,8 +28,10 @@ import (
 // under TCG (making a partition of 16 vCPUs took 5 to 9 s on a loaded
 // 2-core host), so after the last one it waits as long as was planned
 // between that change and the end (-for, the recording's length) before
-// it exits, and /init records until it does. The first failure ends it
-// with status 1 and the kernel's words.
+// it exits, and /init records until it does. With -say it prints the
+// recorder's stage lines "changing" and "changed" around each change, for
+// the host to give the busy vCPUs their share meanwhile. The first failure
+// ends it with status 1 and the kernel's words.
 //
 // The changes, done as an administrator would:
 //
@@ -61,6 +63,7 @@ func runAt(args []string) error {
 	spec := fs.String("changes", "", "the changes, as the machine line's at= field")
 	pid := fs.Int("pid", 0, "the load's process, whose threads follow their CPUs into a partition")
 	total := fs.Duration("for", 0, "the recording's planned length: the time after the last change is kept")
+	say := fs.String("say", "", "print PREFIX changing and PREFIX changed on standard output around each change (the recorder's stage lines)")
 	marker := fs.String("marker", "/sys/kernel/tracing/trace_marker", "trace marker file (\"\": none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -89,7 +92,14 @@ func runAt(args []string) error {
 		if d := time.Until(start.Add(c.At)); d > 0 {
 			time.Sleep(d)
 		}
-		if err := apply(c, *pid, &part); err != nil {
+		if *say != "" {
+			fmt.Println(*say, "changing")
+		}
+		err := apply(c, *pid, &part)
+		if *say != "" {
+			fmt.Println(*say, "changed")
+		}
+		if err != nil {
 			mark("failed " + c.String())
 			return fmt.Errorf("at %s: %v", c, err)
 		}
