@@ -178,7 +178,14 @@ func Matrix() []Shape {
 			c := common[n]
 			sp := c.spec
 			sp.KernelVersion = k.series
-			shapes = append(shapes, Shape{Name: n + "@" + k.series, File: c.file + "-" + k.series + ".txt", Note: c.note, Spec: sp})
+			file := c.file + "-" + k.series + ".txt"
+			if k.series == "6.1" {
+				// Out of testdata/traces/*.txt, which "tmigr
+				// replay" checks whole: its timer_start has no
+				// bucket_expiry for the wheel check to compare.
+				file = "6.1/" + file
+			}
+			shapes = append(shapes, Shape{Name: n + "@" + k.series, File: file, Note: c.note, Spec: sp})
 		}
 	}
 	return shapes
@@ -336,7 +343,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) ([]MatrixRow, error) {
 			row.Kernel += " PREEMPT_RT"
 		}
 		row.Events = len(tr.Events)
-		if row.Result, err = replay.Run(tr, replay.Options{Wheel: true, Tmigr: true, Hrtimer: true}); err != nil {
+		if row.Result, err = replay.Run(tr, replay.Options{Wheel: hasBucketExpiry(tr), Tmigr: true, Hrtimer: true}); err != nil {
 			return rows, fmt.Errorf("shape %s: replay: %w", sh.Name, err)
 		}
 		if row.Comp, err = Compare(tr, o.Compare); err != nil {
@@ -350,6 +357,18 @@ func RunMatrix(ctx context.Context, o MatrixOptions) ([]MatrixRow, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// hasBucketExpiry reports whether the trace's timer_start events print
+// the bucket expiry the wheel check compares (Linux 6.1's do not): only
+// then is the wheel checked.
+func hasBucketExpiry(t *replay.Trace) bool {
+	for _, ev := range t.Events {
+		if p, ok := ev.Data.(ftrace.TimerStart); ok && p.NoBucketExpiry {
+			return false
+		}
+	}
+	return true
 }
 
 // Mismatched reports whether any row's checks found a mismatch.
