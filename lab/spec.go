@@ -362,7 +362,7 @@ func (s *Spec) validateAt() error {
 }
 
 // ownedParams are the kernel parameters the recorder sets itself.
-var ownedParams = []string{"console", "init", "rdinit", "panic", "loglevel", "quiet", "tsc", "trace_buf_size", "trace_event", "ftrace", "tp_printk"}
+var ownedParams = []string{"console", "init", "rdinit", "panic", "loglevel", "quiet", "tsc", "no_timer_check", "trace_buf_size", "trace_event", "ftrace", "tp_printk"}
 
 // checkCmdline rejects what would break the -append string or the
 // recording: control and non-ASCII characters, quotes (the kernel's own
