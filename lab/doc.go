@@ -100,7 +100,9 @@
 // 5 s for 2 vCPUs, 6 to 9 s for 9, 12 to 30 s for 16, 24 to 28 s for 24,
 // 70 to 90 s for 40 and about 160 s for 64, depending on what else the host
 // runs; a recording of 3 s adds the load's start, the recording and the
-// dump. The kernel's decisions are real; only the vCPUs are slow, which
+// dump. Newer kernels boot slower under TCG: at a host load of 13 to 21, a
+// 16-vCPU 7.3 guest reached its /init in 35 to 40 s, and the whole
+// recording of a 16x2 shape took about 2 minutes. The kernel's decisions are real; only the vCPUs are slow, which
 // changes how often things happen, not what happens. Two things keep it
 // so:
 //

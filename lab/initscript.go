@@ -163,7 +163,13 @@ func initScript(p guestPlan) string {
 	w("export GODEBUG=asyncpreemptoff=1")
 	w("M='%s %s'", markerPrefix, p.Nonce)
 	w("export T=/sys/kernel/tracing")
-	w(`fail() { dmesg -n 1; echo "$M error $*"; poweroff -f; }`)
+	// A guest that powers off while the console still holds output
+	// loses it: poweroff does not wait for the serial port to drain, and
+	// on a starved host the end of the trace was cut off so (an 18-vCPU
+	// 7.3 guest at load 20). "tmigr-guest drain" waits until the console
+	// has sent everything (tcdrain).
+	w(`off() { %s drain; poweroff -f; }`, guestBinary)
+	w(`fail() { dmesg -n 1; echo "$M error $*"; off; }`)
 	w(`put() { n=$1; shift; echo "$M begin $n"; "$@"; echo "$M end $n"; }`)
 	w("mount -t proc proc /proc || fail mount /proc")
 	w("mount -t sysfs sysfs /sys || fail mount /sys")
@@ -237,6 +243,6 @@ func initScript(p guestPlan) string {
 	w("put %s dmesg", secDmesg)
 	w("put %s sh -c 'gzip -c $T/trace | base64'", secTrace)
 	w(`echo "$M done"`)
-	w("poweroff -f")
+	w("off")
 	return b.String()
 }
