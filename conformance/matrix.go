@@ -96,7 +96,7 @@ func mask(s string) cpumask.Mask { return cpumask.MustParse(s) }
 
 // Matrix returns the shapes of the conformance matrix: the first ten, of
 // Linux 6.12 (1 to 3 hierarchy levels, 1 to 4 NUMA nodes, isolcpus,
-// nohz_full, the hrtimer sleepers of both kernels), then shapes of the
+// nohz_full, the hrtimer sleepers of both flavours), then shapes of the
 // other kernels, named NAME@SERIES: the same questions asked of 6.1 (no
 // hierarchy: timers pushed at enqueue), 6.19 (isolated CPUs excluded from
 // the hierarchy), 7.2 and 7.3, a run-time isolated partition, and the

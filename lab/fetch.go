@@ -22,16 +22,19 @@ import (
 //
 //	QEMU       qemu-system-x86_64 on PATH, else "apt-get install -y
 //	           --no-install-recommends qemu-system-x86" (root only)
-//	kernel     Debian's linux-image-6.12.*-{cloud,rt}-amd64-unsigned,
-//	           fetched with "apt-get download" and unpacked (its /boot
-//	           only) into the cache
+//	kernel     Debian's image and config packages of the release asked
+//	           for (debian.go: linux-image-* up to 6.18, linux-binary-*
+//	           and linux-base-* from 6.19), fetched with "apt-get
+//	           download" and unpacked (the image and the config only)
+//	           into the cache
 //	busybox    a static busybox on PATH, else Debian's busybox-static,
 //	           fetched and unpacked into the cache
 //	guest      cmd/tmigr-guest, built from this module's source into the
-//	           cache, keyed by a hash of that source
+//	           cache, keyed by a hash of that source; built first, so that
+//	           a recorder run outside a checkout fails before it fetches
 //
-// The kernels of 6.12 are in bookworm-backports and trixie, which a
-// bookworm host's apt does not list. Rather than add a source to the
+// Most of these kernels are in suites a bookworm host's apt does not list
+// (bookworm-backports, trixie, trixie-backports, sid). Rather than add a source to the
 // system's apt configuration, the recorder keeps an apt state of its own in
 // the cache (its own sources.list and package lists, the system's keyring):
 // "apt-get update" there changes nothing the system's apt sees, needs no
