@@ -129,14 +129,23 @@ func TestLabTraces(t *testing.T) {
 			if counts["tracing_mark_write"] != markers {
 				t.Errorf("%d trace markers, want %d for %d run-time changes", counts["tracing_mark_write"], markers, len(m.At))
 			}
-			want := []string{"timer_start", "timer_expire_entry"}
-			if hierarchy {
-				want = append(want, "tmigr_update_events")
-			}
-			for _, name := range want {
+			for _, name := range []string{"timer_start", "timer_expire_entry"} {
 				if counts[name] == 0 {
 					t.Errorf("no %s events: %v", name, counts)
 				}
+			}
+			// A kernel with the hierarchy prints its events, though not
+			// always every kind in 2 s: from 6.19 isolated CPUs leave
+			// it, and a 7.2 16x2 isolcpus guest printed only
+			// tmigr_handle_remote.
+			tmigrEvents := 0
+			for name, n := range counts {
+				if strings.HasPrefix(name, "tmigr_") {
+					tmigrEvents += n
+				}
+			}
+			if hierarchy != (tmigrEvents > 0) {
+				t.Errorf("Linux %s: %d timer_migration events", m.Kernel, tmigrEvents)
 			}
 			strict := strings.Contains(m.Note, "PREEMPT_RT")
 			asked := strict || strings.Contains(readmeFlags(t)[filepath.Base(f)], "--hrtimers")
@@ -162,7 +171,11 @@ func TestLabTraces(t *testing.T) {
 				return
 			}
 			c := replay.CheckWheel(tr, m.HZ)
-			if c.Checked == 0 || c.Matched != c.Checked || c.Undetermined != 0 {
+			// The one undetermined the wheel may leave: a base clock
+			// held back by a timer queued before the recording began,
+			// whose expiry the trace does not show.
+			const early = "base clock held back by a timer armed before the recording"
+			if c.Checked == 0 || c.Matched+c.UndeterminedReasons[early] != c.Checked || c.Undetermined != c.UndeterminedReasons[early] {
 				t.Errorf("wheel: %d/%d matched, %d undetermined: %v", c.Matched, c.Checked, c.Undetermined, c.Mismatches)
 			}
 			t.Logf("%d events, wheel %d/%d", len(events), c.Matched, c.Checked)
