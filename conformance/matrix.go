@@ -532,6 +532,9 @@ func WriteConformance(w io.Writer, rows []MatrixRow, dir, cmd string) error {
 	}
 	if len(mism) > 0 {
 		b.WriteString("\nMismatches:\n\n" + strings.Join(mism, "\n") + "\n")
+		b.WriteString("\nThe replay takes a machine as it booted and applies no run-time change (`at=`)\n" +
+			"yet, so a recording with one may show mismatches after it; testdata/traces/README.md\n" +
+			"says what each of those is.\n")
 	} else {
 		b.WriteString("\nNo mismatch: every determined decision of every recording is the model's.\n")
 	}
