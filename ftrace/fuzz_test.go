@@ -57,11 +57,16 @@ func buildPayload(kind int, v [5]uint64, sym string, valid bool) Payload {
 	if valid && !hasCap {
 		capacity = 0
 	}
-	switch kind % 31 {
+	switch kind % 34 {
 	case 0:
 		return TimerInit{Timer: v[0]}
 	case 1:
-		return TimerStart{Timer: v[0], Function: sym, Expires: v[1], Timeout: int64(v[2]), BucketExpiry: v[3],
+		noBE := v[0]&1 == 1 && v[3]&1 == 1
+		be := v[3]
+		if noBE && valid {
+			be = 0
+		}
+		return TimerStart{Timer: v[0], Function: sym, Expires: v[1], Timeout: int64(v[2]), BucketExpiry: be, NoBucketExpiry: noBE,
 			CPU: lim(v[4], 1<<18), Idx: lim(v[4]>>18, 1<<10), Flags: tf(v[4] >> 28)}
 	case 2:
 		return TimerExpireEntry{Timer: v[0], Function: sym, Now: v[1], BaseClk: v[2]}
@@ -127,6 +132,15 @@ func buildPayload(kind int, v [5]uint64, sym string, valid bool) Payload {
 	case 29:
 		return TmigrUpdateEvents{Child: v[0], Group: v[1], GroupLvl: i32(v[2]), ChildActive: u8(v[2] >> 32), GroupActive: u8(v[2] >> 40),
 			NextEvt: kt(v[3]), NextExpiry: kt(v[4]), ChildEvtExpiry: kt(v[0] ^ v[4]), ChildEvtCPU: i32(v[3] >> 32)}
+	case 30:
+		return HrtimerStartExpired{Hrtimer: v[0]}
+	case 31:
+		return HrtimerRearm{NextEvent: int64(v[0]), Deferred: v[1]&1 == 1}
+	case 32:
+		if valid {
+			return TracingMark{Text: strings.Trim(strings.NewReplacer("\n", " ", "\r", " ").Replace(sym), " ")}
+		}
+		return TracingMark{Text: sym}
 	default:
 		return TmigrHandleRemote{Group: v[0], Lvl: i32(v[1])}
 	}
@@ -159,7 +173,7 @@ func checkPayloadRoundTrip(t interface{ Fatalf(string, ...any) }, p Payload) (ok
 }
 
 func FuzzRoundTrip(f *testing.F) {
-	for k := range 31 {
+	for k := range 34 {
 		f.Add(uint8(k), uint64(0x6ac7c0b3), uint64(4295013810), uint64(1), uint64(9223372036854775807), uint64(51), "process_timeout", true)
 		f.Add(uint8(k), uint64(math.MaxUint64), uint64(1<<63), uint64(1<<31), uint64(0), uint64(1<<40), "fn [mod]", false)
 	}
@@ -278,6 +292,7 @@ func firstLines(data []byte, n int) []byte {
 func FuzzParseMachine(f *testing.F) {
 	f.Add(`cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.117 hz=250 cmdline="isolcpus=1-7,9-15" busy=1-7,9-15 sleepers= (QEMU TCG)`)
 	f.Add(`cpus=2 nodes=1 node-cpus=0-1 kernel=6.18.44 hz=250 (KVM guest)`)
+	f.Add(`cpus=16 nodes=1 node-cpus=0-15 kernel=7.3.4 hz=250 cmdline="" busy=9-15 sleepers= at="1s partition 9-15; 2s timer_migration=0" (QEMU TCG)`)
 	f.Add(`cpus=4 nodes=2 node-cpus=0-3; kernel=x hz=1 cmdline="a \"b\""`)
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := ParseMachine(s)

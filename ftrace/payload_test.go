@@ -27,6 +27,10 @@ var payloadCases = []struct {
 			Flags: TimerMigrating | TimerDeferrable | TimerPinned | TimerIrqsafe}},
 	{"timer=000000006ac7c0b3 function=0xffffffffc0a01230 expires=18446744073709551615 [timeout=9223372036854775807] bucket_expiry=0 cpu=7 idx=0 flags=D|I",
 		TimerStart{Timer: p1, Function: "0xffffffffc0a01230", Expires: 1<<64 - 1, Timeout: 1<<63 - 1, CPU: 7, Flags: TimerDeferrable | TimerIrqsafe}},
+	// Linux 6.1: no bucket_expiry.
+	{"timer=00000000b9e6ba6c function=delayed_work_timer_fn expires=4294893296 [timeout=250] cpu=1 idx=96 flags=D|I",
+		TimerStart{Timer: 0xb9e6ba6c, Function: "delayed_work_timer_fn", Expires: 4294893296, Timeout: 250, NoBucketExpiry: true, CPU: 1, Idx: 96,
+			Flags: TimerDeferrable | TimerIrqsafe}},
 	{"timer=000000006ac7c0b3 function=process_timeout now=4295013809 baseclk=4295013808",
 		TimerExpireEntry{Timer: p1, Function: "process_timeout", Now: 4295013809, BaseClk: 4295013808}},
 	{"timer=000000006ac7c0b3", TimerExpireExit{Timer: p1}},
@@ -43,6 +47,9 @@ var payloadCases = []struct {
 		HrtimerStart{Hrtimer: 0xa1b2c3d4, Function: "tick_nohz_handler", Expires: KtimeMax, SoftExpires: -1, Mode: HrtimerModeRel | HrtimerModeSoft, WasArmed: true, HasWasArmed: true}},
 	{"hrtimer=00000000a1b2c3d4 function=hrtimer_wakeup expires=5 softexpires=5 mode=REL was_armed=0",
 		HrtimerStart{Hrtimer: 0xa1b2c3d4, Function: "hrtimer_wakeup", Expires: 5, SoftExpires: 5, Mode: HrtimerModeRel, HasWasArmed: true}},
+	{"hrtimer=00000000541af2bd", HrtimerStartExpired{Hrtimer: 0x541af2bd}},
+	{"next_event=4706361139 deferred=1", HrtimerRearm{NextEvent: 4706361139, Deferred: true}},
+	{"next_event=9223372036854775807 deferred=0", HrtimerRearm{NextEvent: KtimeMax}},
 	{"hrtimer=00000000a1b2c3d4 function=tick_nohz_handler now=123456789123", HrtimerExpireEntry{Hrtimer: 0xa1b2c3d4, Function: "tick_nohz_handler", Now: 123456789123}},
 	{"hrtimer=00000000a1b2c3d4", HrtimerExpireExit{Hrtimer: 0xa1b2c3d4}},
 	{"hrtimer=00000000a1b2c3d4", HrtimerCancel{Hrtimer: 0xa1b2c3d4}},
@@ -78,6 +85,8 @@ var payloadCases = []struct {
 	{"child=000000004e18cba9 group=000000004d625602 group_lvl=1 child_active=0 group_active=1 nextevt=9223372036854775807 next_expiry=9223372036854775807 child_evt_expiry=14500000000 child_evtcpu=8",
 		TmigrUpdateEvents{Child: 0x4e18cba9, Group: 0x4d625602, GroupLvl: 1, GroupActive: 1, NextEvt: KtimeMax, NextExpiry: KtimeMax, ChildEvtExpiry: 14500000000, ChildEvtCPU: 8}},
 	{"group=000000004d625602 lvl=1", TmigrHandleRemote{Group: 0x4d625602, Lvl: 1}},
+	{"tmigr-lab: 1s partition 9-15", TracingMark{Text: "tmigr-lab: 1s partition 9-15"}},
+	{"x=1 [free] text", TracingMark{Text: "x=1 [free] text"}},
 }
 
 func TestPayloadDecodeFormat(t *testing.T) {
@@ -177,6 +186,10 @@ func TestPayloadErrors(t *testing.T) {
 		{"tmigr_group_set_cpu_active", strings.Replace(grp, "childmask=1", "childmask=", 1), `tmigr_group_set_cpu_active: field "childmask": "" is empty`},
 		{"timer_base_idle", "is_idle=2 cpu=0", `timer_base_idle: field "is_idle": "2" is not 0 or 1`},
 		{"hrtimer_start", "hrtimer=00000000a1b2c3d4 function=f expires=1 softexpires=1 mode=FOO", `hrtimer_start: field "mode": "FOO" is not a known name`},
+		{"hrtimer_rearm", "next_event=4706361139 deferred=2", `hrtimer_rearm: field "deferred": "2" is not 0 or 1`},
+		{"hrtimer_rearm", "next_event=-1 deferred=0", `hrtimer_rearm: field "next_event": "-1" is not a number`},
+		{"hrtimer_rearm", "deferred=0", `hrtimer_rearm: missing field "next_event"`},
+		{"hrtimer_start_expired", "hrtimer=1234", `hrtimer_start_expired: field "hrtimer": "1234" is not a pointer (16 hex digits)`},
 		{"hrtimer_start", "hrtimer=00000000a1b2c3d4 function=f expires=1 softexpires=1 mode=SOFT|HARD", `hrtimer_start: field "mode": "SOFT|HARD" is not a known name`},
 		{"hrtimer_setup", "hrtimer=00000000a1b2c3d4 clockid=0x80000000 mode=ABS", `hrtimer_setup: field "clockid": "0x80000000" is out of range`},
 		{"tick_stop", "success=1 dependency=WHATEVER", `tick_stop: field "dependency": "WHATEVER" is not a known name`},
@@ -224,6 +237,10 @@ func TestFormatRejects(t *testing.T) {
 		{TmigrGroupSet{Lvl: 1 << 31}, `tmigr_group_set: field "lvl": "2147483648" is out of range`},
 		{TmigrConnectCPUParent{Capacity: 5}, `tmigr_connect_cpu_parent: field "capacity": "5" is set but HasCapacity is false`},
 		{HrtimerStart{Function: "f", WasArmed: true}, `hrtimer_start: field "was_armed": "1" is set but HasWasArmed is false`},
+		{TimerStart{Function: "f", BucketExpiry: 5, NoBucketExpiry: true}, `timer_start: field "bucket_expiry": "5" is set but NoBucketExpiry is true`},
+		{TracingMark{Text: "a\nb"}, `tracing_mark_write: payload holds a line break`},
+		{TracingMark{Text: "a "}, `tracing_mark_write: payload starts or ends with blanks`},
+		{TracingMark{Text: " a"}, `tracing_mark_write: payload starts or ends with blanks`},
 		{ItimerState{ValueUsec: -1}, `itimer_state: field "it_value": "0.-1" has negative microseconds`},
 		{Lost{Count: -2}, `LOST: field "count": "-2" is negative`},
 	} {

@@ -1,6 +1,9 @@
 package ftrace
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // The timer system (include/trace/events/timer.h): timer_list wheel timers,
 // hrtimers, itimers and the nohz tick. Times: wheel timers count jiffies
@@ -15,15 +18,20 @@ type TimerInit struct {
 // TimerStart is timer_start: a timer_list was queued on a CPU's wheel.
 //
 //	timer=%p function=%ps expires=%lu [timeout=%ld] bucket_expiry=%lu cpu=%u idx=%u flags=%s
+//
+// Linux 6.1 prints no bucket_expiry (it came with 6.2's timer_start).
 type TimerStart struct {
 	Timer        uint64
-	Function     string     // %ps: "process_timeout", "fn [module]" or "0x..."
-	Expires      uint64     // jiffies
-	Timeout      int64      // expires - jiffies when it was queued
-	BucketExpiry uint64     // jiffies at which its wheel bucket expires
-	CPU          int        // the base's CPU (flags & TIMER_CPUMASK), < 1<<18
-	Idx          int        // the wheel bucket (flags >> TIMER_ARRAYSHIFT), < 1024
-	Flags        TimerFlags // TimerMigrating|TimerDeferrable|TimerPinned|TimerIrqsafe
+	Function     string // %ps: "process_timeout", "fn [module]" or "0x..."
+	Expires      uint64 // jiffies
+	Timeout      int64  // expires - jiffies when it was queued
+	BucketExpiry uint64 // jiffies at which its wheel bucket expires; 0 without the field
+	// NoBucketExpiry is set when the kernel printed no bucket_expiry
+	// (6.1): BucketExpiry is then unknown, not 0.
+	NoBucketExpiry bool
+	CPU            int        // the base's CPU (flags & TIMER_CPUMASK), < 1<<18
+	Idx            int        // the wheel bucket (flags >> TIMER_ARRAYSHIFT), < 1024
+	Flags          TimerFlags // TimerMigrating|TimerDeferrable|TimerPinned|TimerIrqsafe
 	// FlagsUnknown is set when the text's flags are known to be wrong:
 	// trace-cmd report (libtraceevent) prints D|P|I for every timer (see
 	// report.go); only TimerMigrating in Flags is then the kernel's.
@@ -98,6 +106,26 @@ type HrtimerStart struct {
 	NoMode bool
 }
 
+// HrtimerStartExpired is hrtimer_start_expired (2026 on): an hrtimer was
+// started with an expiry already past, and instead of being queued it
+// runs at once from the interrupt that was being reprogrammed.
+// "hrtimer=%p"
+type HrtimerStartExpired struct {
+	Hrtimer uint64
+}
+
+// HrtimerRearm is hrtimer_rearm (2026 on): the CPU's clock event device
+// was programmed for its next hrtimer event, at the end of the hrtimer
+// interrupt (Deferred: the reprogramming was left to the interrupt's exit,
+// after the callbacks ran) or when a new first timer was started. It
+// carries no CPU: the event line's CPU is the one programmed.
+//
+//	next_event=%llu deferred=%d
+type HrtimerRearm struct {
+	NextEvent int64 // ns of CLOCK_MONOTONIC (ktime_t printed with %llu); KtimeMax for none
+	Deferred  bool
+}
+
 // HrtimerExpireEntry is hrtimer_expire_entry: an hrtimer's callback is about
 // to run.
 //
@@ -148,21 +176,23 @@ type TickStop struct {
 // Name and AppendPayload implement Payload: the tracepoint's name, and its
 // TP_printk text.
 
-func (TimerInit) Name() string          { return "timer_init" }
-func (TimerStart) Name() string         { return "timer_start" }
-func (TimerExpireEntry) Name() string   { return "timer_expire_entry" }
-func (TimerExpireExit) Name() string    { return "timer_expire_exit" }
-func (TimerCancel) Name() string        { return "timer_cancel" }
-func (TimerBaseIdle) Name() string      { return "timer_base_idle" }
-func (HrtimerInit) Name() string        { return "hrtimer_init" }
-func (HrtimerSetup) Name() string       { return "hrtimer_setup" }
-func (HrtimerStart) Name() string       { return "hrtimer_start" }
-func (HrtimerExpireEntry) Name() string { return "hrtimer_expire_entry" }
-func (HrtimerExpireExit) Name() string  { return "hrtimer_expire_exit" }
-func (HrtimerCancel) Name() string      { return "hrtimer_cancel" }
-func (ItimerState) Name() string        { return "itimer_state" }
-func (ItimerExpire) Name() string       { return "itimer_expire" }
-func (TickStop) Name() string           { return "tick_stop" }
+func (TimerInit) Name() string           { return "timer_init" }
+func (TimerStart) Name() string          { return "timer_start" }
+func (TimerExpireEntry) Name() string    { return "timer_expire_entry" }
+func (TimerExpireExit) Name() string     { return "timer_expire_exit" }
+func (TimerCancel) Name() string         { return "timer_cancel" }
+func (TimerBaseIdle) Name() string       { return "timer_base_idle" }
+func (HrtimerInit) Name() string         { return "hrtimer_init" }
+func (HrtimerSetup) Name() string        { return "hrtimer_setup" }
+func (HrtimerStart) Name() string        { return "hrtimer_start" }
+func (HrtimerStartExpired) Name() string { return "hrtimer_start_expired" }
+func (HrtimerRearm) Name() string        { return "hrtimer_rearm" }
+func (HrtimerExpireEntry) Name() string  { return "hrtimer_expire_entry" }
+func (HrtimerExpireExit) Name() string   { return "hrtimer_expire_exit" }
+func (HrtimerCancel) Name() string       { return "hrtimer_cancel" }
+func (ItimerState) Name() string         { return "itimer_state" }
+func (ItimerExpire) Name() string        { return "itimer_expire" }
+func (TickStop) Name() string            { return "tick_stop" }
 
 const (
 	timerCPUMask  = 1<<18 - 1 // TIMER_CPUMASK
@@ -189,6 +219,17 @@ func (e HrtimerCancel) AppendPayload(b []byte) ([]byte, error) {
 	return appendPtrOnly(b, e.Name(), "hrtimer", e.Hrtimer)
 }
 
+func (e HrtimerStartExpired) AppendPayload(b []byte) ([]byte, error) {
+	return appendPtrOnly(b, e.Name(), "hrtimer", e.Hrtimer)
+}
+
+func (t HrtimerRearm) AppendPayload(b []byte) ([]byte, error) {
+	e := newEnc(t.Name(), b)
+	e.s64("next_event", t.NextEvent)
+	e.d32("deferred", boolInt(t.Deferred))
+	return e.done()
+}
+
 func appendPtrOnly(b []byte, event, key string, v uint64) ([]byte, error) {
 	e := newEnc(event, b)
 	e.ptr(key, v)
@@ -203,7 +244,11 @@ func (t TimerStart) AppendPayload(b []byte) ([]byte, error) {
 	e.b = append(e.b, " [timeout="...)
 	e.b = appendInt(e.b, t.Timeout)
 	e.b = append(e.b, ']')
-	e.u64("bucket_expiry", t.BucketExpiry)
+	if !t.NoBucketExpiry {
+		e.u64("bucket_expiry", t.BucketExpiry)
+	} else if t.BucketExpiry != 0 {
+		e.fail("bucket_expiry", strconv.FormatUint(t.BucketExpiry, 10), "is set but NoBucketExpiry is true")
+	}
 	e.u32("cpu", t.CPU, timerCPUMask)
 	e.u32("idx", t.Idx, timerIdxLimit)
 	if t.Flags&^timerFlagMask != 0 {
@@ -410,16 +455,21 @@ func decTimerExpireExit(d *dec) Payload { return TimerExpireExit{Timer: d.ptr("t
 func decTimerCancel(d *dec) Payload     { return TimerCancel{Timer: d.ptr("timer")} }
 
 func decTimerStart(d *dec) Payload {
-	return TimerStart{
-		Timer:        d.ptr("timer"),
-		Function:     d.sym("function"),
-		Expires:      d.u64("expires"),
-		Timeout:      d.i64("timeout"),
-		BucketExpiry: d.u64("bucket_expiry"),
-		CPU:          d.u32("cpu", timerCPUMask),
-		Idx:          d.u32("idx", timerIdxLimit),
-		Flags:        d.timerFlags("flags"),
+	t := TimerStart{
+		Timer:    d.ptr("timer"),
+		Function: d.sym("function"),
+		Expires:  d.u64("expires"),
+		Timeout:  d.i64("timeout"),
 	}
+	if d.has("bucket_expiry") {
+		t.BucketExpiry = d.u64("bucket_expiry")
+	} else {
+		t.NoBucketExpiry = true
+	}
+	t.CPU = d.u32("cpu", timerCPUMask)
+	t.Idx = d.u32("idx", timerIdxLimit)
+	t.Flags = d.timerFlags("flags")
+	return t
 }
 
 func decTimerExpireEntry(d *dec) Payload {
@@ -470,7 +520,14 @@ func decHrtimerExpireEntry(d *dec) Payload {
 }
 
 func decHrtimerExpireExit(d *dec) Payload { return HrtimerExpireExit{Hrtimer: d.ptr("hrtimer")} }
-func decHrtimerCancel(d *dec) Payload     { return HrtimerCancel{Hrtimer: d.ptr("hrtimer")} }
+func decHrtimerStartExpired(d *dec) Payload {
+	return HrtimerStartExpired{Hrtimer: d.ptr("hrtimer")}
+}
+
+func decHrtimerRearm(d *dec) Payload {
+	return HrtimerRearm{NextEvent: d.s64("next_event"), Deferred: d.flag("deferred")}
+}
+func decHrtimerCancel(d *dec) Payload { return HrtimerCancel{Hrtimer: d.ptr("hrtimer")} }
 
 func decItimerState(d *dec) Payload {
 	t := ItimerState{Which: d.d32("which"), Expires: d.u64("expires")}

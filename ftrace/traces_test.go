@@ -174,7 +174,28 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-1node-hrtimers-fifo-other-sleepers.txt": {4, 1, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=2; period=3ms"},
 		"vm16-2node-isol-busy-sleepers.txt":          {16, 2, "6.12.118", "1-7,9-15", "", "QEMU TCG; period=3ms"},
 		"vm18-2node-busy-sleepers.txt":               {18, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		// Recorded by "tmigr lab matrix" on other kernels (and 6.12 with
+		// run-time changes); testdata/traces/README.md lists them.
+		"vm4-1node-isol-busy-sleeper-6.12.txt":       {4, 1, "6.12.118", "1-3", "", "QEMU TCG; period=3ms"},
+		"vm4-1node-nohzfull-hrtimers-tm0-6.12.txt":   {4, 1, "6.12.118", "", "1-3", "QEMU TCG; period=10ms"},
+		"vm4-1node-nohzfull-hrtimers-tm1-6.12.txt":   {4, 1, "6.12.118", "", "1-3", "QEMU TCG; period=10ms"},
+		"vm2-1node-busy-sleeper-6.19.txt":            {2, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=3ms"},
+		"vm4-1node-isol-busy-sleeper-6.19.txt":       {4, 1, "6.19.14", "1-3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=3ms"},
+		"vm8-1node-rt-fifo-other-sleepers-6.19.txt":  {8, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=4-6; period=3ms"},
+		"vm9-1node-mixed-6.19.txt":                   {9, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=3ms"},
+		"vm12-1node-nohzfull-busy-sleepers-6.19.txt": {12, 1, "6.19.14", "", "1-11", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=3ms"},
+		"vm16-2node-isol-busy-sleepers-6.19.txt":     {16, 2, "6.19.14", "1-7,9-15", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=3ms"},
+		"vm2-1node-busy-sleeper-7.2.txt":             {2, 1, "7.2.13", "", "", "QEMU TCG; period=3ms"},
 		"vm4-1node-isol-busy-sleeper-7.2.txt":        {4, 1, "7.2.13", "1-3", "", "QEMU TCG; period=3ms"},
+		"vm2-1node-busy-sleeper-7.3.txt":             {2, 1, "7.3.4", "", "", "QEMU TCG; period=3ms"},
+		"vm8-1node-rt-fifo-other-sleepers-7.3.txt":   {8, 1, "7.3.4", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4-6; period=3ms"},
+		"vm9-1node-mixed-7.3.txt":                    {9, 1, "7.3.4", "", "", "QEMU TCG; period=3ms"},
+		"vm12-1node-nohzfull-busy-sleepers-7.3.txt":  {12, 1, "7.3.4", "", "1-11", "QEMU TCG; period=3ms"},
+		"vm16-2node-isol-busy-sleepers-7.3.txt":      {16, 2, "7.3.4", "1-7,9-15", "", "QEMU TCG; period=3ms"},
+		"vm18-2node-isol-busy-sleepers-7.3.txt":      {18, 2, "7.3.4", "1-8,10-17", "", "QEMU TCG; period=3ms"},
+		"vm4-1node-nohzfull-hrtimers-tm0-7.3.txt":    {4, 1, "7.3.4", "", "1-3", "QEMU TCG; period=10ms"},
+		"vm4-1node-nohzfull-hrtimers-tm1-7.3.txt":    {4, 1, "7.3.4", "", "1-3", "QEMU TCG; period=10ms"},
+		"vm40-1node-isol-busy-6.19.txt":              {40, 1, "6.19.14", "1-9,11-39", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14"},
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

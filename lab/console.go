@@ -170,7 +170,10 @@ func (r *guestReport) trace() ([]byte, error) {
 }
 
 // release returns the kernel's upstream release ("6.12.117") from the
-// uname section ("6.12.117+deb13-cloud-amd64").
+// uname section ("6.12.117+deb13-cloud-amd64"), or, when the version
+// section names a Debian package version of the same series, from that:
+// Debian's 6.1 kernels are "6.1.0-56-cloud-amd64" to uname and "... Debian
+// 6.1.192-2 (2026-...)" in /proc/version.
 func (r *guestReport) release() (string, error) {
 	s, err := r.section(secUname)
 	if err != nil {
@@ -181,10 +184,22 @@ func (r *guestReport) release() (string, error) {
 	if m == "" {
 		return "", fmt.Errorf("uname -r %q does not start with a kernel version", s)
 	}
+	if v, err := r.section(secVersion); err == nil {
+		// "(gcc-12 (Debian 12.2.0-14+deb12u1) 12.2.0, ...) ... Debian
+		// 6.1.192-3": the compiler's version comes first.
+		for _, d := range debianVersionRE.FindAllStringSubmatch(v, -1) {
+			if seriesOf(d[1]) == seriesOf(m) {
+				return d[1], nil
+			}
+		}
+	}
 	return m, nil
 }
 
-var releaseRE = regexp.MustCompile(`^\d+\.\d+(\.\d+)?`)
+var (
+	releaseRE       = regexp.MustCompile(`^\d+\.\d+(\.\d+)?`)
+	debianVersionRE = regexp.MustCompile(`Debian (\d+\.\d+\.\d+)-`)
+)
 
 // hierarchy returns the kernel's "Timer migration:" boot message from the
 // dmesg section, or nil when it logged none (a kernel of one CPU).

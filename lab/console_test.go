@@ -70,7 +70,7 @@ func TestParseRealConsole(t *testing.T) {
 // back with ftrace as the trace the guest sent.
 func TestAssembleReal(t *testing.T) {
 	s := Spec{CPUs: 2}.withDefaults()
-	text, err := assemble(&s, readReal(t), realNonce, 250)
+	text, err := assemble(&s, readReal(t), realNonce, kernel{HZ: 250})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestAssembleReal(t *testing.T) {
 	// The guest's view of its shape must be the spec's.
 	for _, bad := range []Spec{{CPUs: 4}, {CPUs: 2, Nodes: 2}} {
 		b := bad.withDefaults()
-		if _, err := assemble(&b, readReal(t), realNonce, 250); err == nil {
+		if _, err := assemble(&b, readReal(t), realNonce, kernel{HZ: 250}); err == nil {
 			t.Errorf("a log of a 2-CPU, 1-node guest passed as a recording of %d CPUs on %d nodes", b.CPUs, b.Nodes)
 		}
 	}
@@ -255,7 +255,7 @@ func FuzzParseConsole(f *testing.F) {
 		rep.hierarchy()
 		s := Spec{CPUs: 8, Nodes: 2}.withDefaults()
 		rep.checkShape(&s)
-		if text, err := assemble(&s, log, nonce, 250); err == nil {
+		if text, err := assemble(&s, log, nonce, kernel{HZ: 250}); err == nil {
 			if _, err := checkTrace(text); err != nil {
 				return
 			}
@@ -264,4 +264,20 @@ func FuzzParseConsole(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRelease: the release is uname's, or for Debian's 6.1 (whose uname
+// says 6.1.0-57-cloud-amd64) the package version in /proc/version, which
+// comes after the compiler's.
+func TestRelease(t *testing.T) {
+	for _, tc := range []struct{ uname, version, want string }{
+		{"6.12.118+deb13-cloud-amd64", "Linux version 6.12.118+deb13-cloud-amd64 (debian-kernel@lists.debian.org) (x86_64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.12.118-1 (2026-11-20)", "6.12.118"},
+		{"6.1.0-57-cloud-amd64", "Linux version 6.1.0-57-cloud-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14+deb12u1) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-26)", "6.1.192"},
+		{"7.3.4+deb13-rt-amd64", "Linux version 7.3.4+deb13-rt-amd64 #1 SMP PREEMPT_RT", "7.3.4"},
+	} {
+		r := &guestReport{Sections: map[string]string{secUname: tc.uname + "\n", secVersion: tc.version + "\n"}}
+		if got, err := r.release(); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.uname, got, err, tc.want)
+		}
+	}
 }

@@ -1,10 +1,14 @@
 // Package lab records real Linux kernels' timer traces on machines of any
-// shape: it boots Debian's 6.12 kernel under QEMU (TCG, so on any host and
-// with any number of vCPUs and NUMA nodes), runs a load pinned to the
-// guest's CPUs, records the kernel's timer and timer_migration trace events,
+// shape: it boots a Debian kernel of any series from 6.1 to 7.3 under QEMU
+// (TCG, so on any host and with any number of vCPUs and NUMA nodes), runs a
+// load pinned to the guest's CPUs, changes the machine while it runs if
+// asked (an isolated cpuset partition, the timer_migration sysctl, CPU
+// hotplug), records the kernel's timer and timer_migration trace events,
 // and writes them as ftrace text that package ftrace and "tmigr replay"
 // read. These recordings are the conformance data of the model: the real
 // kernel's decisions on the machine shapes the model claims to cover.
+// Package conformance holds what is done with them: the comparison with
+// the simulator, the conformance matrix, the boot-line check.
 //
 // # tmigr lab record
 //
@@ -27,8 +31,13 @@
 //	--kernel generic|rt Debian's cloud-amd64 or rt-amd64 (PREEMPT_RT) kernel;
 //	                    rt also records the hrtimer_* events (--hrtimers
 //	                    asks for them on generic)
-//	--kernel-version V  pin 6.12.V; default the newest cached, else the
-//	                    newest the Debian archive has
+//	--kernel-version V  a series (6.1, 6.12, 6.19, 7.0, 7.2, 7.3: its newest
+//	                    release cached, else the newest Debian has) or a
+//	                    release (7.3.4); default 6.12 (debian.go says
+//	                    where Debian keeps each series)
+//	--at 'TIME CHANGE'  change the machine TIME into the recording
+//	                    (repeatable): 'partition LIST|none', 'timer_migration=0|1',
+//	                    'offline CPU', 'online CPU'; see ftrace.Change
 //	-o FILE             the recording ("-": standard output)
 //
 // and --buffer-kb, --mem, --timeout, --cache, --mirror, --no-install,
@@ -45,8 +54,10 @@
 // # The recording
 //
 // The file is what /sys/kernel/tracing/trace printed, after two lines of
-// ours: the "# machine:" line (see ftrace.Machine) and the kernel's own boot
-// message on the hierarchy it built, as a comment:
+// ours: the "# machine:" line (see ftrace.Machine; kernel= is the release
+// that booted, the upstream version of Debian's package: 6.1.192 for the
+// package whose uname is 6.1.0-57-cloud-amd64) and the kernel's own boot
+// message on the hierarchy it built (none before 6.9), as a comment:
 //
 //	# machine: cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.118 hz=250 cmdline="" busy=1,9 sleepers=2-4,10-12 (QEMU TCG; period=3ms)
 //	# Timer migration: 2 hierarchy levels; 8 children per group; 1 crossnode level
@@ -75,10 +86,12 @@
 //	                                          uname, nodes, dmesg, trace (gzip+base64)
 //	                                          poweroff
 //
-// Debian's 6.12 kernels are not in bookworm's archive but in
-// bookworm-backports and trixie; the recorder keeps an apt state of its own
-// in the cache, so "apt-get update" and "apt-get download" there change
-// nothing in the system's apt configuration (see fetch.go). Only a missing
+// Debian's kernels are spread over bookworm (6.1), bookworm-backports and
+// trixie (6.12), trixie-backports (6.16 to 7.3) and sid, and from 6.19 on
+// the image and the config are in packages of their own (debian.go); the
+// recorder keeps an apt state of its own in the cache, so "apt-get update"
+// and "apt-get download" there change nothing in the system's apt
+// configuration (see fetch.go). Only a missing
 // QEMU is installed into the system, with apt-get, as root, and never with
 // --no-install.
 //
@@ -87,7 +100,9 @@
 // 5 s for 2 vCPUs, 6 to 9 s for 9, 12 to 30 s for 16, 24 to 28 s for 24,
 // 70 to 90 s for 40 and about 160 s for 64, depending on what else the host
 // runs; a recording of 3 s adds the load's start, the recording and the
-// dump. The kernel's decisions are real; only the vCPUs are slow, which
+// dump. Newer kernels boot slower under TCG: at a host load of 13 to 21, a
+// 16-vCPU 7.3 guest reached its /init in 35 to 40 s, and the whole
+// recording of a 16x2 shape took about 2 minutes. The kernel's decisions are real; only the vCPUs are slow, which
 // changes how often things happen, not what happens. Two things keep it
 // so:
 //
@@ -105,24 +120,30 @@
 // console logs and the initramfs) and names it in the error; delete them
 // at will.
 //
-// # tmigr lab compare
+// # Run-time changes
 //
-// Compare (compare.go) simulates the machine a recording describes and
-// sets the structure of its remote expiries, who pulled whose timers at
-// which level of the hierarchy, beside the kernel's, with an agreement
-// figure; both sides are read from their traces by the same code.
+// Spec.At (--at) lists changes the guest makes while it is recorded, in the
+// words of "tmigr sim --at"; the guest program's "at" command makes them
+// (cmd/tmigr-guest/at_linux.go says how), right after tracing is switched
+// on, and writes a trace marker after each ("tracing_mark_write:
+// tmigr-lab: 1s partition 9-15"), so the trace holds the moment it took
+// effect. The machine line's at= lists them as asked. An isolated
+// partition takes the loads of its CPUs along: the guest moves their
+// threads into it (a threaded cgroup), or the kernel would move them to
+// the CPUs the root cgroup keeps.
 //
-// # tmigr lab matrix
+// # Retries
 //
-// Matrix (matrix.go) is the conformance matrix: shapes from 2 to 64 CPUs,
-// 1 to 4 nodes, isolcpus, nohz_full and both kernels. RunMatrix records them
-// (or takes the recordings in testdata/traces), replays each through the
-// model's checks and the compare, and WriteConformance writes the table
-// that docs/conformance.md holds.
+// A guest that dies before its /init ran is booted again (Spec.Retries,
+// default 2), and the output says so: "booted on attempt 2: 1 retry
+// covered a crash at boot (Oops: int3 ...)". Multi-threaded TCG races the
+// kernel's patching of its own code at boot: 16-vCPU 7.3 guests sometimes
+// die so.
 //
 // # API
 //
-// Record is the whole recording, for one Spec; a program that records many
-// shapes calls it once per shape. The package keeps no state between calls:
-// everything lasting is in the cache directory.
+// Record is the whole recording, for one Spec, and RecordFile writes it to
+// a file atomically; a program that records many shapes calls it once per
+// shape (conformance.RunMatrix does). The package keeps no state between
+// calls: everything lasting is in the cache directory.
 package lab

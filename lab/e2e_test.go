@@ -35,13 +35,7 @@ func TestRecordEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Skipf("skipped: no cache directory: %v", err)
 	}
-	var cached []string
-	if ents, err := os.ReadDir(filepath.Join(f.host.CacheDir, "kernels")); err == nil {
-		for _, e := range ents {
-			cached = append(cached, e.Name())
-		}
-	}
-	if _, err := pickKernel(cached, Generic, ""); err != nil {
+	if _, ok := cachedKernel(filepath.Join(f.host.CacheDir, "kernels"), Generic, defaultSeries); !ok {
 		missing = append(missing, "a cached generic kernel in "+filepath.Join(f.host.CacheDir, "kernels"))
 	}
 	if checkStatic(filepath.Join(f.host.CacheDir, "busybox", "busybox")) != nil {
@@ -84,7 +78,7 @@ func TestRecordEndToEnd(t *testing.T) {
 	}
 	h := r.Header()
 	if m := h.Machine; m == nil || m.CPUs != 2 || m.Nodes != 1 || m.HZ != 250 ||
-		!strings.HasPrefix(m.Kernel, kernelSeries+".") || m.Busy.String() != "1" || m.Sleepers.String() != "0" {
+		!strings.HasPrefix(m.Kernel, defaultSeries+".") || m.Busy.String() != "1" || m.Sleepers.String() != "0" {
 		t.Fatalf("machine %+v", h.Machine)
 	}
 	if h.Hierarchy == nil || h.Hierarchy.Levels != 1 {

@@ -4,14 +4,15 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,16 +22,19 @@ import (
 //
 //	QEMU       qemu-system-x86_64 on PATH, else "apt-get install -y
 //	           --no-install-recommends qemu-system-x86" (root only)
-//	kernel     Debian's linux-image-6.12.*-{cloud,rt}-amd64-unsigned,
-//	           fetched with "apt-get download" and unpacked (its /boot
-//	           only) into the cache
+//	kernel     Debian's image and config packages of the release asked
+//	           for (debian.go: linux-image-* up to 6.18, linux-binary-*
+//	           and linux-base-* from 6.19), fetched with "apt-get
+//	           download" and unpacked (the image and the config only)
+//	           into the cache
 //	busybox    a static busybox on PATH, else Debian's busybox-static,
 //	           fetched and unpacked into the cache
 //	guest      cmd/tmigr-guest, built from this module's source into the
-//	           cache, keyed by a hash of that source
+//	           cache, keyed by a hash of that source; built first, so that
+//	           a recorder run outside a checkout fails before it fetches
 //
-// The kernels of 6.12 are in bookworm-backports and trixie, which a
-// bookworm host's apt does not list. Rather than add a source to the
+// Most of these kernels are in suites a bookworm host's apt does not list
+// (bookworm-backports, trixie, trixie-backports, sid). Rather than add a source to the
 // system's apt configuration, the recorder keeps an apt state of its own in
 // the cache (its own sources.list and package lists, the system's keyring):
 // "apt-get update" there changes nothing the system's apt sees, needs no
@@ -44,13 +48,18 @@ import (
 // serial console, PCI and virtio-pci, initramfs with gzip, devtmpfs,
 // tracing); requiredConfig checks that before every boot.
 
-// debianSuites are the suites of the private apt state: 6.12 kernels are in
-// bookworm-backports and in trixie (with its security updates), busybox-
-// static in trixie.
+// debianSuites are the suites of the private apt state: 6.1 kernels are in
+// bookworm (with its security updates), 6.12 in bookworm-backports and
+// trixie (with its security updates), 6.16 to 7.3 in trixie-backports and
+// the newest in sid; busybox-static comes from trixie.
 var debianSuites = []struct{ archive, suite string }{
+	{"debian", "bookworm"},
+	{"debian-security", "bookworm-security"},
 	{"debian", "bookworm-backports"},
 	{"debian", "trixie"},
 	{"debian-security", "trixie-security"},
+	{"debian", "trixie-backports"},
+	{"debian", "sid"},
 }
 
 const debianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -90,7 +99,11 @@ type kernel struct {
 	Image, Config string
 	Package       string // the Debian package it came from; "" for a given image
 	Version       string // the package's version, "6.12.117-1"
-	HZ            int
+	Upstream      string // the upstream release, "6.12.117"; "" for a given image
+	// ConfigFrom is the release whose config Config is, when the archive
+	// has none of this release's own; "" otherwise.
+	ConfigFrom string
+	HZ         int
 }
 
 // requiredConfig are the options a diskless guest needs built in.
@@ -134,72 +147,43 @@ func readConfig(path string, flavour Flavour) (int, error) {
 	return hz, nil
 }
 
-// kernelPackage matches the Debian packages of a flavour's 6.12 kernels:
-// linux-image-6.12.117+deb13-cloud-amd64-unsigned, with the patch level and
-// the ABI suffix ("deb13", "deb13.1", "deb12") as groups.
-func kernelPackage(f Flavour) *regexp.Regexp {
-	name := "cloud"
-	if f == RT {
-		name = "rt"
-	}
-	return regexp.MustCompile(`^linux-image-` + regexp.QuoteMeta(kernelSeries) + `\.(\d+)\+([a-z0-9.~]+)-` + name + `-amd64-unsigned$`)
-}
-
-// pickKernel returns the newest package among names of flavour f, or the
-// newest of version when it is set ("6.12.117").
-func pickKernel(names []string, f Flavour, version string) (string, error) {
-	re := kernelPackage(f)
-	best, bestPatch, bestSuffix := "", -1, ""
-	for _, n := range names {
-		m := re.FindStringSubmatch(n)
-		if m == nil {
-			continue
-		}
-		patch, err := strconv.Atoi(m[1])
-		if err != nil {
-			continue
-		}
-		if version != "" && kernelSeries+"."+m[1] != version {
-			continue
-		}
-		if patch > bestPatch || patch == bestPatch && naturalLess(bestSuffix, m[2]) {
-			best, bestPatch, bestSuffix = n, patch, m[2]
-		}
-	}
-	if best == "" {
-		want := "a " + kernelSeries + " kernel"
-		if version != "" {
-			want = "kernel " + version
-		}
-		name := "cloud"
-		if f == RT {
-			name = "rt"
-		}
-		return "", fmt.Errorf("no package of %s in the %s flavour (linux-image-%s.N+debNN-%s-amd64-unsigned)", want, f, kernelSeries, name)
-	}
-	return best, nil
-}
-
 // naturalLess orders strings with their digit runs compared as numbers:
 // "deb13" < "deb13.1" < "deb13.2" < "deb13.10".
-func naturalLess(a, b string) bool {
+func naturalLess(a, b string) bool { return compareRuns(a, b, false) < 0 }
+
+// compareRuns compares a and b with their digit runs as numbers; with
+// tilde, '~' sorts before anything, the end of the string included (as in
+// Debian versions: 7.3.4-1~bpo13+1 < 7.3.4-1).
+func compareRuns(a, b string, tilde bool) int {
 	for a != "" && b != "" {
 		da, db := digitRun(a), digitRun(b)
 		if da > 0 && db > 0 {
 			x, _ := strconv.Atoi(a[:da])
 			y, _ := strconv.Atoi(b[:db])
 			if x != y {
-				return x < y
+				return cmp.Compare(x, y)
 			}
 			a, b = a[da:], b[db:]
 			continue
 		}
 		if a[0] != b[0] {
-			return a[0] < b[0]
+			switch {
+			case tilde && a[0] == '~':
+				return -1
+			case tilde && b[0] == '~':
+				return 1
+			}
+			return cmp.Compare(a[0], b[0])
 		}
 		a, b = a[1:], b[1:]
 	}
-	return len(a) < len(b)
+	switch {
+	case tilde && a != "" && a[0] == '~':
+		return -1
+	case tilde && b != "" && b[0] == '~':
+		return 1
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 func digitRun(s string) int {
@@ -223,62 +207,168 @@ func (f *fetcher) kernel(ctx context.Context, s *Spec) (kernel, error) {
 		}
 		return kernel{Image: f.host.KernelImage, Config: f.host.KernelConfig, HZ: hz}, nil
 	}
+	want := s.kernelWant()
 	dir := filepath.Join(f.host.CacheDir, "kernels")
-	var cached []string
-	if ents, err := os.ReadDir(dir); err == nil {
-		for _, e := range ents {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), "vmlinuz")); err == nil {
-				cached = append(cached, e.Name())
-			}
-		}
-	}
-	name, err := pickKernel(cached, s.Kernel, s.KernelVersion)
-	if err != nil {
-		f.log("no %s kernel%s in the cache; fetching one", s.Kernel, pinned(s.KernelVersion))
-		if err := f.aptUpdate(ctx); err != nil {
-			return kernel{}, err
-		}
-		names, err := f.aptNames(ctx, "linux-image-"+kernelSeries+".")
-		if err != nil {
-			return kernel{}, err
-		}
-		if name, err = pickKernel(names, s.Kernel, s.KernelVersion); err != nil {
-			return kernel{}, fmt.Errorf("the Debian archive (%s) has %v", f.suites(), err)
-		}
-		if err := f.fetchKernel(ctx, name, filepath.Join(dir, name)); err != nil {
+	k, ok := cachedKernel(dir, s.Kernel, want)
+	if !ok {
+		f.log("no %s kernel %s in the cache; fetching one", s.Kernel, want)
+		var err error
+		if k, err = f.fetchRelease(ctx, dir, s.Kernel, want); err != nil {
 			return kernel{}, err
 		}
 	}
-	k := kernel{
-		Image:   filepath.Join(dir, name, "vmlinuz"),
-		Config:  filepath.Join(dir, name, "config"),
-		Package: name,
-	}
-	if v, err := os.ReadFile(filepath.Join(dir, name, "version")); err == nil {
-		k.Version = strings.TrimSpace(string(v))
-	}
+	var err error
 	if k.HZ, err = readConfig(k.Config, s.Kernel); err != nil {
 		return kernel{}, err
 	}
 	return k, nil
 }
 
-func pinned(v string) string {
-	if v == "" {
-		return ""
+// kernelWant is the release or series the spec asks for.
+func (s *Spec) kernelWant() string {
+	if s.KernelVersion == "" {
+		return defaultSeries
 	}
-	return " " + v
+	return s.KernelVersion
 }
 
-// fetchKernel downloads package name and unpacks its /boot/vmlinuz-* and
-// /boot/config-* into dst, atomically: dst exists only when complete.
-func (f *fetcher) fetchKernel(ctx context.Context, name, dst string) error {
-	deb, version, cleanup, err := f.download(ctx, name)
+// The files of a kernel in the cache, kernels/<package>/: the image, its
+// config, the Debian version of the image package, and, when the config is
+// another release's, that release.
+const (
+	cacheImage      = "vmlinuz"
+	cacheConfig     = "config"
+	cacheVersion    = "version"
+	cacheConfigFrom = "config-from"
+)
+
+// cachedKernel returns the newest kernel in the cache of flavour f that
+// matches want (a series or a release).
+func cachedKernel(dir string, f Flavour, want string) (kernel, bool) {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return err
+		return kernel{}, false
 	}
-	defer cleanup()
-	f.log("unpacking %s %s", name, version)
+	var best kernel
+	found := false
+	for _, e := range ents {
+		m := debianPackage.FindStringSubmatch(e.Name())
+		if m == nil || m[3] != flavourName(f) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		v, err := os.ReadFile(filepath.Join(p, cacheVersion))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(p, cacheImage)); err != nil {
+			continue
+		}
+		k := kernel{
+			Image:   filepath.Join(p, cacheImage),
+			Config:  filepath.Join(p, cacheConfig),
+			Package: e.Name(),
+			Version: strings.TrimSpace(string(v)),
+		}
+		k.Upstream, _, _ = strings.Cut(k.Version, "-")
+		if from, err := os.ReadFile(filepath.Join(p, cacheConfigFrom)); err == nil {
+			k.ConfigFrom = strings.TrimSpace(string(from))
+		}
+		if k.Upstream != want && !(strings.Count(want, ".") == 1 && seriesOf(k.Upstream) == want) {
+			continue
+		}
+		if !found || compareVersions(best.Upstream, k.Upstream) < 0 ||
+			compareVersions(best.Upstream, k.Upstream) == 0 && naturalLess(best.Package, k.Package) {
+			best, found = k, true
+		}
+	}
+	return best, found
+}
+
+// fetchRelease finds the release of flavour f that want names in the
+// private apt state, downloads its image (and its config, or the nearest
+// release's) and unpacks them into the cache.
+func (f *fetcher) fetchRelease(ctx context.Context, dir string, fl Flavour, want string) (kernel, error) {
+	if err := f.aptUpdate(ctx); err != nil {
+		return kernel{}, err
+	}
+	names, err := f.aptNames(ctx, "linux-")
+	if err != nil {
+		return kernel{}, err
+	}
+	// The versions of every kernel package of the flavour: the nearest
+	// config may be of another series.
+	versions, err := f.aptVersions(ctx, kernelCandidates(names, fl, ""))
+	if err != nil {
+		return kernel{}, err
+	}
+	rels := debianReleases(versions, fl)
+	r, err := pickRelease(rels, fl, want)
+	if err != nil {
+		return kernel{}, fmt.Errorf("the Debian archive (%s) has %v", f.suites(), err)
+	}
+	cfgPkg, from := r.Config, ""
+	if !r.hasConfig() {
+		n, ok := nearestConfig(rels, r)
+		if !ok {
+			return kernel{}, fmt.Errorf("the Debian archive has no config for %s (no linux-base-%s-%s-amd64) and none of a release near it", r.Upstream, r.ABI, flavourName(fl))
+		}
+		cfgPkg, from = n.Config, n.Upstream
+		f.log("the archive has no config of %s (no linux-base-%s-%s-amd64); taking the config of %s, the nearest release that has one (%s)",
+			r.Upstream, r.ABI, flavourName(fl), n.Upstream, n.Config)
+	}
+	dst := filepath.Join(dir, r.Image)
+	if err := f.fetchKernel(ctx, r, cfgPkg, from, dst); err != nil {
+		return kernel{}, err
+	}
+	return kernel{
+		Image:      filepath.Join(dst, cacheImage),
+		Config:     filepath.Join(dst, cacheConfig),
+		Package:    r.Image,
+		Version:    r.Version,
+		Upstream:   r.Upstream,
+		ConfigFrom: from,
+	}, nil
+}
+
+// aptVersions returns the candidate version of each package.
+func (f *fetcher) aptVersions(ctx context.Context, names []string) (map[string]string, error) {
+	if len(names) == 0 {
+		return map[string]string{}, nil
+	}
+	args := append(aptOptions(f.aptDir()), "show", "--no-all-versions")
+	cmd := exec.CommandContext(ctx, "apt-cache", append(args, names...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, interrupted("looking up the kernel packages' versions", ctx)
+		}
+		return nil, fmt.Errorf("apt-cache show: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return parseAptShow(string(out)), nil
+}
+
+// Where the files are in a kernel's packages: the image is /boot/vmlinuz-*
+// (6.1 to 6.18, and signed linux-binary-*) or
+// /usr/lib/modules/*/vmlinuz.unsigned (linux-binary-unsigned-*), the
+// config /boot/config-* or /usr/lib/modules/*/config (linux-base-*).
+func imageFile(name string) bool {
+	return strings.HasPrefix(name, "./boot/vmlinuz-") ||
+		strings.HasPrefix(name, "./usr/lib/modules/") && (strings.HasSuffix(name, "/vmlinuz") || strings.HasSuffix(name, "/vmlinuz.unsigned"))
+}
+
+func configFile(name string) bool {
+	return strings.HasPrefix(name, "./boot/config-") ||
+		strings.HasPrefix(name, "./usr/lib/modules/") && strings.HasSuffix(name, "/config") && strings.Count(name, "/") == 5
+}
+
+// fetchKernel downloads release r's image package (and cfgPkg, when the
+// config is in another package) and unpacks the image and the config into
+// dst, atomically: dst exists only when complete. from names the release
+// whose config cfgPkg is, when not r's.
+func (f *fetcher) fetchKernel(ctx context.Context, r debianRelease, cfgPkg, from, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
@@ -287,21 +377,55 @@ func (f *fetcher) fetchKernel(ctx context.Context, name, dst string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	got, err := debExtract(ctx, deb, map[string]string{
-		"./boot/vmlinuz-": filepath.Join(tmp, "vmlinuz"),
-		"./boot/config-":  filepath.Join(tmp, "config"),
-	})
+	want := map[string]func(string) bool{cacheImage: imageFile}
+	if cfgPkg == "" {
+		want[cacheConfig] = configFile
+	}
+	version, err := f.unpack(ctx, r.Image, tmp, want)
 	if err != nil {
-		return fmt.Errorf("unpacking %s: %v", name, err)
-	}
-	if len(got) != 2 {
-		return fmt.Errorf("unpacking %s: no /boot/vmlinuz-* and /boot/config-* in the package", name)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "version"), []byte(version+"\n"), 0o644); err != nil {
 		return err
+	}
+	if cfgPkg != "" {
+		if _, err := f.unpack(ctx, cfgPkg, tmp, map[string]func(string) bool{cacheConfig: configFile}); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, cacheVersion), []byte(version+"\n"), 0o644); err != nil {
+		return err
+	}
+	if from != "" {
+		if err := os.WriteFile(filepath.Join(tmp, cacheConfigFrom), []byte(from+"\n"), 0o644); err != nil {
+			return err
+		}
 	}
 	os.RemoveAll(dst)
 	return os.Rename(tmp, dst)
+}
+
+// unpack downloads package name and writes the files want names into dir
+// (each key a file name there, each value which member of the package it
+// is); it returns the package's version.
+func (f *fetcher) unpack(ctx context.Context, name, dir string, want map[string]func(string) bool) (string, error) {
+	deb, version, cleanup, err := f.download(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	f.log("unpacking %s %s", name, version)
+	dsts := map[string]func(string) bool{}
+	for file, match := range want {
+		dsts[filepath.Join(dir, file)] = match
+	}
+	got, err := debExtract(ctx, deb, dsts)
+	if err != nil {
+		return "", fmt.Errorf("unpacking %s: %v", name, err)
+	}
+	for file := range want {
+		if !slices.Contains(got, filepath.Join(dir, file)) {
+			return "", fmt.Errorf("unpacking %s: it holds no kernel %s", name, map[string]string{cacheImage: "image", cacheConfig: "config"}[file])
+		}
+	}
+	return version, nil
 }
 
 // busybox returns a static busybox: the given one, one on PATH, the
@@ -333,7 +457,9 @@ func (f *fetcher) busybox(ctx context.Context) (string, error) {
 		return "", err
 	}
 	tmp := dst + ".tmp"
-	got, err := debExtract(ctx, deb, map[string]string{"./bin/busybox": tmp, "./usr/bin/busybox": tmp})
+	got, err := debExtract(ctx, deb, map[string]func(string) bool{tmp: func(n string) bool {
+		return n == "./bin/busybox" || n == "./usr/bin/busybox"
+	}})
 	if err != nil || len(got) == 0 {
 		os.Remove(tmp)
 		return "", fmt.Errorf("unpacking busybox-static %s: no busybox in it (%v)", version, err)
@@ -487,7 +613,13 @@ func (f *fetcher) aptUpdate(ctx context.Context) error {
 	// could not fetch and exits 0.
 	cmd := exec.CommandContext(ctx, "apt-get", append(aptOptions(dir), "update", "--error-on=any")...)
 	if err := f.runLogged(ctx, cmd); err != nil {
-		return fmt.Errorf("apt-get update of %s from %s failed (no network?): %v", f.suites(), f.host.Mirror, err)
+		if ctx.Err() != nil {
+			return interrupted("refreshing the package lists", ctx)
+		}
+		// apt's own last lines (quoted in err) say what went wrong: a
+		// name that did not resolve, a refused connection, a bad
+		// signature, a missing suite.
+		return fmt.Errorf("refreshing the package lists of %s from %s: %v", f.suites(), f.host.Mirror, err)
 	}
 	f.updated = true
 	return nil
@@ -500,6 +632,9 @@ func (f *fetcher) aptNames(ctx context.Context, prefix string) ([]string, error)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, interrupted("listing the packages", ctx)
+		}
 		return nil, fmt.Errorf("apt-cache pkgnames: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.Fields(string(out)), nil
@@ -518,6 +653,9 @@ func (f *fetcher) download(ctx context.Context, name string) (deb, version strin
 	cmd.Dir = tmp
 	if err := f.runLogged(ctx, cmd); err != nil {
 		cleanup()
+		if ctx.Err() != nil {
+			return "", "", nil, interrupted("downloading "+name, ctx)
+		}
 		return "", "", nil, fmt.Errorf("apt-get download %s: %v", name, err)
 	}
 	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
@@ -533,13 +671,14 @@ func (f *fetcher) download(ctx context.Context, name string) (deb, version strin
 	return debs[0], strings.TrimSpace(string(out)), cleanup, nil
 }
 
-// debExtract unpacks files of a .deb: for each prefix of want, the first
-// regular file whose path starts with it goes to the destination. It reads
-// the package's file system tree from "dpkg-deb --fsys-tarfile" (dpkg-deb
-// knows every compression Debian uses) instead of unpacking it all with
-// "dpkg-deb -x": a kernel package is mostly modules the guest never loads.
-// It returns the prefixes it found.
-func debExtract(ctx context.Context, deb string, want map[string]string) ([]string, error) {
+// debExtract unpacks files of a .deb: for each destination of want, the
+// first regular file of the package that its function accepts (given the
+// member's path, "./boot/vmlinuz-6.1.0-56-cloud-amd64") goes there. It
+// reads the package's file system tree from "dpkg-deb --fsys-tarfile"
+// (dpkg-deb knows every compression Debian uses) instead of unpacking it
+// all with "dpkg-deb -x": a kernel package is mostly modules the guest
+// never loads. It returns the destinations it wrote.
+func debExtract(ctx context.Context, deb string, want map[string]func(string) bool) ([]string, error) {
 	cmd := exec.CommandContext(ctx, "dpkg-deb", "--fsys-tarfile", deb)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -553,7 +692,7 @@ func debExtract(ctx context.Context, deb string, want map[string]string) ([]stri
 	var found []string
 	tr := tar.NewReader(bufio.NewReaderSize(pipe, 1<<20))
 	var terr error
-	for {
+	for terr == nil && len(found) < len(want) {
 		h, err := tr.Next()
 		if err == io.EOF {
 			break
@@ -565,21 +704,21 @@ func debExtract(ctx context.Context, deb string, want map[string]string) ([]stri
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
-		for prefix, dst := range want {
-			if !strings.HasPrefix(h.Name, prefix) || slices.Contains(found, prefix) {
+		for dst, match := range want {
+			if slices.Contains(found, dst) || !match(h.Name) {
 				continue
 			}
-			if terr = writeFileFrom(dst, tr); terr != nil {
-				break
+			if terr = writeFileFrom(dst, tr); terr == nil {
+				found = append(found, dst)
 			}
-			found = append(found, prefix)
-		}
-		if terr != nil {
 			break
 		}
 	}
 	io.Copy(io.Discard, pipe)
 	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return nil, interrupted("unpacking "+filepath.Base(deb), ctx)
+		}
 		return nil, fmt.Errorf("dpkg-deb --fsys-tarfile: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return found, terr
@@ -595,6 +734,17 @@ func writeFileFrom(path string, r io.Reader) error {
 		return err
 	}
 	return f.Close()
+}
+
+// interrupted is the error of a step that stopped because ctx ended: the
+// user's Ctrl-C (or the caller's deadline), said as such, not as a failure
+// of the network or of apt.
+func interrupted(step string, ctx context.Context) error {
+	why := "interrupted"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		why = "stopped at the deadline"
+	}
+	return fmt.Errorf("%s while %s: %w", why, step, ctx.Err())
 }
 
 // runLogged runs cmd (made with exec.CommandContext) and returns an error

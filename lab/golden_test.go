@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -56,6 +57,9 @@ var goldenSpecs = []struct {
 	{"4cpu-interleaved-rt", Spec{CPUs: 4, NodeCPUs: []cpumask.Mask{cpumask.MustParse("0,2"), cpumask.MustParse("1,3")},
 		Kernel: RT, Sleepers: cpumask.MustParse("1"), RTSleepers: cpumask.MustParse("2-3"), Period: time.Millisecond, Absolute: true,
 		FIFOPrio: 80, Duration: 1500 * time.Millisecond}},
+	{"16cpu-at-partition", Spec{CPUs: 16, Busy: cpumask.MustParse("9-15"), Duration: 3 * time.Second, At: []ftrace.Change{
+		{At: time.Second, Kind: ftrace.ChangePartition, CPUs: cpumask.Range(9, 15)},
+		{At: 2 * time.Second, Kind: ftrace.ChangeTimerMigration}}}},
 }
 
 func TestInitScriptGolden(t *testing.T) {
@@ -105,14 +109,15 @@ func TestInitScriptContent(t *testing.T) {
 		"taskset -c 0,8 /bin/tmigr-guest run -busy 1-6,9-15 -rt-sleepers 7 -period 3ms -fifo-prio 50 -housekeeping 0,8 -ready /run/tmigr-guest.ready &",
 		"sleep 2.000",
 		"put trace.gz.b64 sh -c 'gzip -c $T/trace | base64'",
-		"poweroff -f",
+		// The console drains before the guest powers off.
+		"off() { /bin/tmigr-guest drain; poweroff -f; }",
 	} {
 		if !strings.Contains(script, want) {
 			t.Errorf("the script lacks %q", want)
 		}
 	}
 	// Order: tracing starts after the load is ready, stops before the dump.
-	order := []string{"dmesg -n 1", "taskset", "while [ ! -e /run/tmigr-guest.ready ]", "echo > $T/trace", "echo 1 > $T/tracing_on", "echo 0 > $T/tracing_on", "kill $G", "put uname", "put trace.gz.b64", "done\"", "poweroff -f"}
+	order := []string{"dmesg -n 1", "taskset", "while [ ! -e /run/tmigr-guest.ready ]", "echo > $T/trace", "echo 1 > $T/tracing_on", "echo 0 > $T/tracing_on", "kill $G", "put uname", "put trace.gz.b64", "done\"", "\noff\n"}
 	at := 0
 	for _, o := range order {
 		i := strings.Index(script[at:], o)
@@ -123,7 +128,7 @@ func TestInitScriptContent(t *testing.T) {
 	}
 	// Without a load there is no guest program to start.
 	idle := Spec{CPUs: 2}.withDefaults()
-	if s := initScript(idle.plan("x")); strings.Contains(s, "tmigr-guest") || strings.Contains(s, "hrtimer") {
+	if s := initScript(idle.plan("x")); strings.Contains(s, "tmigr-guest run") || strings.Contains(s, "hrtimer") {
 		t.Errorf("an idle recording starts the guest program or records hrtimers:\n%s", s)
 	}
 }

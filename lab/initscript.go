@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
 )
 
 // The guest reports on its serial console in sections between marker lines
@@ -57,7 +58,14 @@ type guestPlan struct {
 	Absolute                   bool
 	FIFOPrio                   int
 	Housekeeping               cpumask.Mask
+
+	// At are the run-time changes, made by the guest program's "at"
+	// command from the start of the recording.
+	At []ftrace.Change
 }
+
+// optionalGroup is the event group that a kernel may lack.
+const optionalGroup = "timer_migration"
 
 // wheelEvents are the timer wheel's events of the "timer" group, the set the
 // first recordings in testdata/traces hold.
@@ -90,7 +98,17 @@ func (s *Spec) plan(nonce string) guestPlan {
 		Absolute:     s.Absolute,
 		FIFOPrio:     s.FIFOPrio,
 		Housekeeping: s.housekeeping(),
+		At:           s.At,
 	}
+}
+
+func (p *guestPlan) hasPartition() bool {
+	for _, c := range p.At {
+		if c.Kind == ftrace.ChangePartition {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *guestPlan) hasLoad() bool {
@@ -145,12 +163,21 @@ func initScript(p guestPlan) string {
 	w("export GODEBUG=asyncpreemptoff=1")
 	w("M='%s %s'", markerPrefix, p.Nonce)
 	w("export T=/sys/kernel/tracing")
-	w(`fail() { dmesg -n 1; echo "$M error $*"; poweroff -f; }`)
+	// A guest that powers off while the console still holds output
+	// loses it: poweroff does not wait for the serial port to drain, and
+	// on a starved host the end of the trace was cut off so (an 18-vCPU
+	// 7.3 guest at load 20). "tmigr-guest drain" waits until the console
+	// has sent everything (tcdrain).
+	w(`off() { %s drain; poweroff -f; }`, guestBinary)
+	w(`fail() { dmesg -n 1; echo "$M error $*"; off; }`)
 	w(`put() { n=$1; shift; echo "$M begin $n"; "$@"; echo "$M end $n"; }`)
 	w("mount -t proc proc /proc || fail mount /proc")
 	w("mount -t sysfs sysfs /sys || fail mount /sys")
 	w("mount -t devtmpfs devtmpfs /dev || fail mount /dev")
 	w("mount -t tracefs tracefs $T || fail mount tracefs")
+	if p.hasPartition() {
+		w("mount -t cgroup2 cgroup2 /sys/fs/cgroup || fail mount cgroup2")
+	}
 	w("mkdir -p /run")
 	w(`echo "$M stage booted"`)
 	// From here on the kernel's messages stay in its log (the dmesg
@@ -160,11 +187,17 @@ func initScript(p guestPlan) string {
 	w("echo nop > $T/current_tracer || fail current_tracer")
 	w("echo %d > $T/buffer_size_kb || fail buffer_size_kb %d", p.BufferKB, p.BufferKB)
 	for _, e := range p.Events {
-		if strings.Contains(e, "*") {
+		switch {
+		case strings.Contains(e, "*"):
 			w("for e in $T/events/%s/enable; do echo 1 > \"$e\" || fail enable event $e; done", e)
-			continue
+		case e == optionalGroup:
+			// Kernels before 6.9 have no timer migration hierarchy
+			// and so no such events: the recording then holds the
+			// wheel's alone.
+			w("[ ! -d $T/events/%s ] || echo 1 > $T/events/%s/enable || fail enable event %s", e, e, e)
+		default:
+			w("echo 1 > $T/events/%s/enable || fail enable event %s", e, e)
 		}
-		w("echo 1 > $T/events/%s/enable || fail enable event %s", e, e)
 	}
 	if p.hasLoad() {
 		w("taskset -c %s %s %s &", p.Housekeeping, guestBinary, strings.Join(p.guestArgs(), " "))
@@ -179,8 +212,23 @@ func initScript(p guestPlan) string {
 	}
 	w("echo > $T/trace")
 	w("echo 1 > $T/tracing_on || fail tracing_on")
+	if len(p.At) > 0 {
+		// Right after tracing_on: the changes' times count from here.
+		pid := ""
+		if p.hasLoad() {
+			pid = " -pid $G"
+		}
+		w("taskset -c %s %s at%s -for %v -say \"$M stage\" -changes '%s' &", p.Housekeeping, guestBinary, pid, p.Duration, ftrace.FormatChanges(p.At))
+		w("A=$!")
+	}
 	w(`echo "$M stage recording %v"`, p.Duration)
-	w("sleep %s", seconds(p.Duration))
+	if len(p.At) > 0 {
+		// It ends at the recording's end, later when a change took
+		// longer than planned.
+		w("wait $A || fail the run-time changes failed")
+	} else {
+		w("sleep %s", seconds(p.Duration))
+	}
 	w("echo 0 > $T/tracing_on")
 	w(`echo "$M stage dumping"`)
 	if p.hasLoad() {
@@ -195,6 +243,6 @@ func initScript(p guestPlan) string {
 	w("put %s dmesg", secDmesg)
 	w("put %s sh -c 'gzip -c $T/trace | base64'", secTrace)
 	w(`echo "$M done"`)
-	w("poweroff -f")
+	w("off")
 	return b.String()
 }

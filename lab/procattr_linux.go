@@ -20,10 +20,10 @@ func setChildAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// deprioritize gives the host threads of QEMU's vCPUs in cpus the lowest
-// scheduling priority (nice 19) and returns how many it found. QEMU names
-// them "CPU <n>/TCG".
-func deprioritize(pid int, cpus cpumask.Mask) (int, error) {
+// renice sets the nice value of the host threads of QEMU's vCPUs in cpus
+// (19: the lowest priority, 0: the normal one) and returns how many it
+// found. QEMU names them "CPU <n>/TCG".
+func renice(pid int, cpus cpumask.Mask, nice int) (int, error) {
 	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -48,7 +48,7 @@ func deprioritize(pid int, cpus cpumask.Mask) (int, error) {
 		if !ok || err != nil || cpu < 0 || cpu >= cpumask.MaxCPUs || !cpus.Test(cpu) {
 			continue
 		}
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, 19); err != nil {
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil {
 			return n, fmt.Errorf("renice vCPU %d (thread %d): %v", cpu, tid, err)
 		}
 		n++

@@ -11,6 +11,6 @@ import (
 
 func setChildAttrs(cmd *exec.Cmd) {}
 
-func deprioritize(pid int, cpus cpumask.Mask) (int, error) {
+func renice(pid int, cpus cpumask.Mask, nice int) (int, error) {
 	return 0, errors.New("changing a thread's priority is implemented for Linux hosts only")
 }

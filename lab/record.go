@@ -11,6 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +53,13 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// What is built or found here first, what is fetched last: a
+	// recording that cannot build its guest program (run outside a
+	// checkout) fails before it downloads a kernel.
+	guestPath, err := f.guest(ctx)
+	if err != nil {
+		return err
+	}
 	qemu, err := f.qemu(ctx)
 	if err != nil {
 		return err
@@ -59,10 +69,6 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 		return err
 	}
 	bbPath, err := f.busybox(ctx)
-	if err != nil {
-		return err
-	}
-	guestPath, err := f.guest(ctx)
 	if err != nil {
 		return err
 	}
@@ -106,6 +112,7 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 
 	var log []byte
 	var consolePath string
+	var crashes []string
 	for attempt := 1; ; attempt++ {
 		consolePath = filepath.Join(runDir, fmt.Sprintf("console-%d.log", attempt))
 		var booted bool
@@ -118,10 +125,15 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 		if booted || attempt > s.Retries {
 			break
 		}
+		crashes = append(crashes, crashLine(log))
 		p.printf("the guest crashed before its /init ran (%s); booting it again (%d of %d retries)",
 			crashLine(log), attempt, s.Retries)
 	}
-	text, err := assemble(&s, log, nonce, k.HZ)
+	if len(crashes) > 0 && len(log) > 0 {
+		p.printf("booted on attempt %d: %d retr%s covered a crash at boot (%s; multi-threaded TCG, see lab/doc.go)",
+			len(crashes)+1, len(crashes), map[bool]string{true: "y", false: "ies"}[len(crashes) == 1], strings.Join(crashes, "; "))
+	}
+	text, err := assemble(&s, log, nonce, k)
 	if err != nil {
 		return fmt.Errorf("%w (console log: %s)", err, consolePath)
 	}
@@ -135,6 +147,32 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 	keep = false
 	p.printf("%d events written (%d bytes)", n, len(text))
 	return nil
+}
+
+// RecordFile records s into the file path, which appears whole or not at
+// all: the recording goes to a temporary file beside it, renamed over path
+// only when complete. A failed or interrupted recording leaves path as it
+// was.
+func RecordFile(ctx context.Context, s Spec, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := Record(ctx, s, tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 func nodeLists(s *Spec) string {
@@ -181,13 +219,28 @@ func runQEMU(ctx context.Context, s *Spec, qemu string, args []string, nonce, co
 	// events and took 6 s of the guest's clock. Once the guest runs its
 	// /init, the busy vCPUs' host threads go to the back of the host's
 	// queue; they spin, so how fast they run does not matter.
+	//
+	// A run-time change is the exception: making an isolated partition
+	// runs kernel work on every vCPU it takes (rebuilding the scheduling
+	// domains, moving tasks), and with the busy vCPUs at nice 19 on a
+	// loaded 2-core host one took 39 s instead of well under one. The
+	// guest says "stage changing" before a change and "stage changed"
+	// after it, and the busy vCPUs run at normal priority in between.
 	w.onStage = func(stage string) {
-		if stage != "booted" || s.Busy.Empty() {
+		if s.Busy.Empty() {
 			return
 		}
-		if n, err := deprioritize(cmd.Process.Pid, s.Busy); err != nil {
-			p.printf("host: could not lower the busy vCPUs' priority: %v", err)
-		} else {
+		nice := 19
+		switch stage {
+		case "booted", "changed":
+		case "changing":
+			nice = 0
+		default:
+			return
+		}
+		if n, err := renice(cmd.Process.Pid, s.Busy, nice); err != nil {
+			p.printf("host: could not set the busy vCPUs' priority: %v", err)
+		} else if stage == "booted" {
 			p.printf("host: %d vCPU threads of the busy CPUs %s at nice 19", n, s.Busy)
 		}
 	}
@@ -265,8 +318,9 @@ func (w *consoleWatcher) lastStage() string {
 	return w.stage
 }
 
-// assemble turns the console log into the recording's text.
-func assemble(s *Spec, log []byte, nonce string, hz int) ([]byte, error) {
+// assemble turns the console log of a guest that booted k into the
+// recording's text.
+func assemble(s *Spec, log []byte, nonce string, k kernel) ([]byte, error) {
 	rep, err := parseConsole(log, nonce)
 	if err != nil {
 		return nil, err
@@ -278,6 +332,9 @@ func assemble(s *Spec, log []byte, nonce string, hz int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k.Upstream != "" && release != k.Upstream {
+		return nil, fmt.Errorf("the guest ran Linux %s, but the kernel fetched was %s (%s)", release, k.Upstream, k.Package)
+	}
 	hier, err := rep.hierarchy()
 	if err != nil {
 		return nil, err
@@ -286,7 +343,12 @@ func assemble(s *Spec, log []byte, nonce string, hz int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := s.machine(release, hz)
+	m := s.machine(release, k.HZ, k.ConfigFrom)
+	if len(s.At) > 0 {
+		if m.At, err = doneTimes(trace, s.At); err != nil {
+			return nil, err
+		}
+	}
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -347,4 +409,52 @@ func (p *progress) printf(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+// markerRE matches the guest's trace markers: "tmigr-guest-130 [000] ...1.
+// 4.492196: tracing_mark_write: tmigr-lab: 500ms partition 2-3".
+var markerRE = regexp.MustCompile(`(?m)^.* (\d+)\.(\d{6}): tracing_mark_write: tmigr-lab: (.*)$`)
+
+// doneTimes returns the run-time changes as they were done: each planned
+// change with the time of its trace marker (when it was complete) from the
+// start marker, to the millisecond. Under TCG a change can take seconds
+// (an isolated partition of 16 vCPUs: 5 to 9 s on a loaded 2-core host),
+// and the machine line must say when the kernel's state changed, not when
+// it was asked. A change without its marker, or one the guest reported
+// failed, is an error.
+func doneTimes(trace []byte, planned []ftrace.Change) ([]ftrace.Change, error) {
+	start := int64(-1)
+	var done []int64
+	for _, m := range markerRE.FindAllSubmatch(trace, -1) {
+		sec, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		usec, _ := strconv.ParseInt(string(m[2]), 10, 64)
+		ts := sec*1e6 + usec
+		text := strings.TrimRight(string(m[3]), "\r")
+		switch {
+		case text == "start":
+			start = ts
+		case strings.HasPrefix(text, "failed "):
+			return nil, fmt.Errorf("the guest could not make the change %q", strings.TrimPrefix(text, "failed "))
+		default:
+			i := len(done)
+			if i >= len(planned) || text != planned[i].String() {
+				return nil, fmt.Errorf("the trace marks the change %q where %d changes were planned (%s)", text, len(planned), ftrace.FormatChanges(planned))
+			}
+			done = append(done, ts)
+		}
+	}
+	if start < 0 {
+		return nil, errors.New("the trace lacks the guest's start marker (tmigr-lab: start): the run-time changes did not run")
+	}
+	if len(done) != len(planned) {
+		return nil, fmt.Errorf("the trace marks %d of the %d run-time changes (%s)", len(done), len(planned), ftrace.FormatChanges(planned))
+	}
+	out := slices.Clone(planned)
+	for i, ts := range done {
+		out[i].At = time.Duration((ts-start+500)/1000) * time.Millisecond
+		if i > 0 && out[i].At < out[i-1].At {
+			out[i].At = out[i-1].At
+		}
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/tmigr/tmigr/ftrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,6 +197,35 @@ func TestCrashLine(t *testing.T) {
 	} {
 		if got := crashLine([]byte(log)); got != want {
 			t.Errorf("crashLine(%q) = %q, want %q", log, got, want)
+		}
+	}
+}
+
+func TestDoneTimes(t *testing.T) {
+	planned, err := ftrace.ParseChanges("1s partition 9-15; 2s timer_migration=0", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trace = "# tracer: nop\n" +
+		"     tmigr-guest-130     [000] ...1.    23.515021: tracing_mark_write: tmigr-lab: start\n" +
+		"          <idle>-0       [002] d..2.    24.000000: tmigr_cpu_idle: cpu=2 parent=0000000000000001 nextevt=1 wakeup=1\n" +
+		"     tmigr-guest-130     [000] ...1.    33.023218: tracing_mark_write: tmigr-lab: 1s partition 9-15\n" +
+		"     tmigr-guest-130     [000] ...1.    33.100499: tracing_mark_write: tmigr-lab: 2s timer_migration=0\n"
+	got, err := doneTimes([]byte(trace), planned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := ftrace.FormatChanges(got); s != "9.508s partition 9-15; 9.585s timer_migration=0" {
+		t.Errorf("done at %q", s)
+	}
+	for _, tc := range []struct{ trace, want string }{
+		{strings.Replace(trace, "tmigr-lab: start", "tmigr-lab: begin", 1), `the trace marks the change "begin"`},
+		{strings.Split(trace, "     tmigr-guest-130     [000] ...1.    33.023218")[0], "marks 0 of the 2 run-time changes"},
+		{"# tracer: nop\n", "lacks the guest's start marker"},
+		{strings.Replace(trace, "tmigr-lab: 2s timer_migration=0", "tmigr-lab: failed 2s timer_migration=0", 1), `could not make the change "2s timer_migration=0"`},
+	} {
+		if _, err := doneTimes([]byte(tc.trace), planned); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v; want an error with %q", err, tc.want)
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,7 +14,7 @@ import (
 	"github.com/tmigr/tmigr/ftrace"
 )
 
-// Flavour is the kind of Debian 6.12 kernel a guest boots.
+// Flavour is the kind of Debian kernel a guest boots.
 type Flavour string
 
 const (
@@ -27,23 +30,28 @@ const (
 // Limits on what a guest may be. MaxCPUs is the most vCPUs QEMU 7.2's q35
 // machine accepts.
 const (
-	MaxCPUs        = 288
-	MaxDuration    = 10 * time.Minute
-	MinPeriod      = 10 * time.Microsecond
-	MaxPeriod      = 10 * time.Second
-	maxCmdlineLen  = 1024 // of the user's part; the kernel's limit is 2048 in all
-	defaultPeriod  = 3 * time.Millisecond
-	defaultRecord  = 3 * time.Second
-	defaultFIFO    = 50
-	defaultBufKB   = 2048
-	minBufKB       = 64
-	maxBufKB       = 256 << 10
-	kernelSeries   = "6.12"
+	MaxCPUs       = 288
+	MaxDuration   = 10 * time.Minute
+	MinPeriod     = 10 * time.Microsecond
+	MaxPeriod     = 10 * time.Second
+	maxCmdlineLen = 1024 // of the user's part; the kernel's limit is 2048 in all
+	defaultRecord = 3 * time.Second
+	defaultFIFO   = 50
+	defaultBufKB  = 2048
+	minBufKB      = 64
+	maxBufKB      = 256 << 10
+	// defaultSeries is the series recorded when no version is asked
+	// for: the one the first recordings in testdata/traces are of.
+	defaultSeries  = "6.12"
 	defaultMirror  = "http://deb.debian.org"
 	consoleDevice  = "ttyS0"
 	guestBinary    = "/bin/tmigr-guest"
 	guestReadyFile = "/run/tmigr-guest.ready"
 )
+
+// DefaultPeriod is the sleepers' period when a Spec gives none, and the
+// period of the recordings made before the machine line's note said it.
+const DefaultPeriod = 3 * time.Millisecond
 
 // Spec is one recording: the shape of the guest, its kernel command line,
 // the load it runs and for how long. The zero value of a field means its
@@ -71,17 +79,25 @@ type Spec struct {
 	FIFOPrio int // SCHED_FIFO priority of the RT sleepers, 1..99; default 50
 
 	Duration time.Duration // how long to record; default 3s
-	Kernel   Flavour       // default Generic
-	// KernelVersion pins the Debian kernel's upstream version ("6.12.117").
-	// Empty means the newest 6.12 kernel of the flavour already in the
-	// cache, or else the newest the Debian archive has.
+	// At are changes the guest makes while it is recorded, each at its
+	// time from the start of the recording (before Duration): an
+	// isolated cpuset partition made or removed, kernel.timer_migration
+	// written, a CPU taken offline or online. The machine line's at=
+	// field lists them; see ftrace.Change.
+	At     []ftrace.Change
+	Kernel Flavour // default Generic
+	// KernelVersion is the Debian kernel to boot: a series ("6.1",
+	// "6.12", "6.19", "7.0", "7.2", "7.3") means its newest release in
+	// the cache, or else the newest the Debian archive has; an upstream
+	// release ("6.19.14", "6.1.192") pins it. Empty means the series
+	// 6.12.
 	KernelVersion string
 	// HRTimers records the timer/hrtimer_* events too; always on for RT.
 	HRTimers bool
 	BufferKB int // per-CPU trace buffer in KiB; default 2048
 	MemoryMB int // guest memory; default from CPUs and BufferKB
-	// Timeout bounds each QEMU run (boot, recording, dump). Default: a
-	// minute plus the recording plus 4 seconds per vCPU.
+	// Timeout bounds each QEMU run (boot, recording, dump). Default:
+	// DefaultTimeout for this host.
 	Timeout time.Duration
 	// Retries is how many times a guest that crashed before its /init ran
 	// is booted again (multi-threaded TCG has races a kernel can hit while
@@ -126,7 +142,7 @@ func (s Spec) withDefaults() Spec {
 		s.Nodes = max(len(s.NodeCPUs), 1)
 	}
 	if s.Period == 0 {
-		s.Period = defaultPeriod
+		s.Period = DefaultPeriod
 	}
 	if s.FIFOPrio == 0 {
 		s.FIFOPrio = defaultFIFO
@@ -147,7 +163,7 @@ func (s Spec) withDefaults() Spec {
 		s.MemoryMB = defaultMemoryMB(s.CPUs, s.BufferKB, s.Nodes)
 	}
 	if s.Timeout == 0 {
-		s.Timeout = time.Minute + s.Duration + time.Duration(s.CPUs)*4*time.Second
+		s.Timeout = DefaultTimeout(s.CPUs, s.Duration, hostNow())
 	}
 	switch {
 	case s.Retries == 0:
@@ -167,6 +183,44 @@ func (s Spec) withDefaults() Spec {
 // defaultMemoryMB sizes the guest: 256 MiB for the kernel and the initramfs,
 // 8 MiB per vCPU (per-CPU areas, stacks, slabs), and twice the trace buffer
 // per vCPU; rounded up so that each node gets a multiple of 64 MiB.
+// HostLoad is what DefaultTimeout knows of the host: its CPUs and its load.
+type HostLoad struct {
+	CPUs int     // logical CPUs (runtime.NumCPU)
+	Load float64 // the 1-minute load average; 0 when unknown
+}
+
+// hostNow reads the host's CPUs and load average.
+func hostNow() HostLoad {
+	h := HostLoad{CPUs: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			h.Load, _ = strconv.ParseFloat(f[0], 64)
+		}
+	}
+	return h
+}
+
+// DefaultTimeout is the limit on one QEMU run of a guest of cpus vCPUs
+// recording for d on host h. Under TCG every vCPU is a host thread, and a
+// guest's boot does work on every vCPU (bring-up, per-CPU setup, code
+// patching that waits for all of them), so the boot time grows with the
+// vCPUs times the vCPUs that share each free host core: measured on a
+// 2-core host, 3-5 s for 2 vCPUs, 24-28 s for 24, 70-90 s for 40, 160 s
+// for 64 (about vCPUs²/25 s), and a 20-vCPU 7.3 guest needed about 4
+// minutes at load 2. The limit is a minute, twice the recording, and 1 s
+// per vCPU times the vCPUs per free core (at least 1), the free cores
+// being the host's CPUs less half its load (at least a quarter of them):
+// on 2 cores at load 2, 70 s for 2 vCPUs, 7m46s for 20 (twice what that
+// guest needed), 27m for 40; 45 minutes at most. A limit is only reached
+// when a guest hangs or the host is starved, so it errs long.
+func DefaultTimeout(cpus int, d time.Duration, h HostLoad) time.Duration {
+	hostCPUs := float64(max(h.CPUs, 1))
+	free := max(hostCPUs-h.Load/2, hostCPUs/4)
+	share := max(float64(cpus)/free, 1)
+	t := time.Minute + 2*d + time.Duration(float64(cpus)*share*float64(time.Second))
+	return min(t, 45*time.Minute).Round(time.Second)
+}
+
 func defaultMemoryMB(cpus, bufKB, nodes int) int {
 	mb := max(256+cpus*8+cpus*2*bufKB/1024, 512)
 	nodes = max(nodes, 1)
@@ -262,12 +316,12 @@ func (s *Spec) validate() error {
 		return errors.New("a kernel image needs its config (for HZ) and the other way round")
 	}
 	if s.KernelVersion != "" && !isUpstreamVersion(s.KernelVersion) {
-		return fmt.Errorf("kernel version: %q is not an upstream version like %s.117", s.KernelVersion, kernelSeries)
-	}
-	if s.KernelVersion != "" && !strings.HasPrefix(s.KernelVersion, kernelSeries+".") {
-		return fmt.Errorf("kernel version: %q is not a %s kernel", s.KernelVersion, kernelSeries)
+		return fmt.Errorf("kernel version: %q is neither a series (6.1, 6.12, 6.19, 7.3) nor a release (6.19.14)", s.KernelVersion)
 	}
 	if err := checkCmdline(s.Cmdline); err != nil {
+		return err
+	}
+	if err := s.validateAt(); err != nil {
 		return err
 	}
 	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
@@ -282,8 +336,33 @@ func (s *Spec) validate() error {
 	return nil
 }
 
+// validateAt checks the run-time changes: what ftrace.Machine accepts,
+// each before the recording ends, and loads the guest can carry along: a
+// partition's busy or sleeping CPUs keep their loads (the guest moves their
+// threads into it), so a load may not straddle it.
+func (s *Spec) validateAt() error {
+	m := ftrace.Machine{CPUs: s.CPUs, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, s.CPUs-1)}, Kernel: "x", HZ: 1, At: s.At}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	for i, c := range s.At {
+		if c.At >= s.Duration {
+			return fmt.Errorf("at: change %d (%s) comes at or after the end of the %v recording", i+1, c, s.Duration)
+		}
+		if c.Kind == ftrace.ChangeOffline && c.CPU == 0 {
+			return fmt.Errorf("at: change %d (%s): CPU 0 cannot go offline on x86", i+1, c)
+		}
+		if c.Kind == ftrace.ChangePartition && !c.CPUs.Empty() {
+			if hk := s.housekeeping(); hk.Subset(&c.CPUs) {
+				return fmt.Errorf("at: change %d (%s) would take every housekeeping CPU (%s)", i+1, c, hk)
+			}
+		}
+	}
+	return nil
+}
+
 // ownedParams are the kernel parameters the recorder sets itself.
-var ownedParams = []string{"console", "init", "rdinit", "panic", "loglevel", "quiet", "tsc", "trace_buf_size", "trace_event", "ftrace", "tp_printk"}
+var ownedParams = []string{"console", "init", "rdinit", "panic", "loglevel", "quiet", "tsc", "no_timer_check", "trace_buf_size", "trace_event", "ftrace", "tp_printk"}
 
 // checkCmdline rejects what would break the -append string or the
 // recording: control and non-ASCII characters, quotes (the kernel's own
@@ -316,10 +395,11 @@ func checkCmdline(c string) error {
 	return nil
 }
 
-// isUpstreamVersion reports whether v is "A.B.C" with decimal numbers.
+// isUpstreamVersion reports whether v is a series "A.B" or a release
+// "A.B.C", decimal numbers.
 func isUpstreamVersion(v string) bool {
 	parts := strings.Split(v, ".")
-	if len(parts) != 3 {
+	if len(parts) != 2 && len(parts) != 3 {
 		return false
 	}
 	for _, p := range parts {
@@ -348,9 +428,14 @@ func (s *Spec) housekeeping() cpumask.Mask {
 }
 
 // machine returns the "# machine:" line's content for a recording of s on
-// a kernel of the given release and HZ.
-func (s *Spec) machine(release string, hz int) ftrace.Machine {
+// a kernel of the given release and HZ; configFrom names the release
+// whose config the recorder read, when the archive had none of the
+// kernel's own.
+func (s *Spec) machine(release string, hz int, configFrom string) ftrace.Machine {
 	note := []string{"QEMU TCG"}
+	if configFrom != "" {
+		note = append(note, "config of "+configFrom+": Debian has none of "+release)
+	}
 	if s.Kernel == RT {
 		note = append(note, "PREEMPT_RT")
 	}
@@ -365,6 +450,7 @@ func (s *Spec) machine(release string, hz int) ftrace.Machine {
 		note = append(note, p)
 	}
 	return ftrace.Machine{
+		At:       s.At,
 		CPUs:     s.CPUs,
 		Nodes:    s.Nodes,
 		NodeCPUs: s.NodeCPUs,

@@ -47,8 +47,17 @@ func TestValidate(t *testing.T) {
 		{"memory over nodes", Spec{CPUs: 3, Nodes: 3, MemoryMB: 1000}, "does not divide evenly over 3 nodes"},
 		{"timeout", Spec{CPUs: 2, Duration: 5 * time.Second, Timeout: 5 * time.Second}, "timeout"},
 		{"image without config", Spec{CPUs: 2, Host: Host{KernelImage: "bzImage"}}, "needs its config"},
-		{"version syntax", Spec{CPUs: 2, KernelVersion: "6.12"}, "not an upstream version"},
-		{"version series", Spec{CPUs: 2, KernelVersion: "6.18.1"}, "not a 6.12 kernel"},
+		{"version syntax", Spec{CPUs: 2, KernelVersion: "6"}, "neither a series"},
+		{"at after the end", Spec{CPUs: 4, Duration: time.Second, At: []ftrace.Change{{At: time.Second, Kind: ftrace.ChangeTimerMigration}}},
+			"comes at or after the end of the 1s recording"},
+		{"at out of order", Spec{CPUs: 4, At: []ftrace.Change{{At: 2 * time.Second, Kind: ftrace.ChangeTimerMigration}, {At: time.Second, Kind: ftrace.ChangeTimerMigration}}},
+			"listed after a later one"},
+		{"at beyond the CPUs", Spec{CPUs: 4, At: []ftrace.Change{{At: time.Second, Kind: ftrace.ChangeOffline, CPU: 4}}}, "CPU 4 is not a CPU of 0-3"},
+		{"at offline CPU 0", Spec{CPUs: 4, At: []ftrace.Change{{At: time.Second, Kind: ftrace.ChangeOffline}}}, "CPU 0 cannot go offline"},
+		{"at partition of every housekeeping CPU", Spec{CPUs: 4, Busy: cpumask.MustParse("2-3"),
+			At: []ftrace.Change{{At: time.Second, Kind: ftrace.ChangePartition, CPUs: cpumask.Range(0, 1)}}}, "every housekeeping CPU (0-1)"},
+		{"version suffix", Spec{CPUs: 2, KernelVersion: "6.19.1+deb13"}, "neither a series"},
+		{"version four parts", Spec{CPUs: 2, KernelVersion: "6.1.0.56"}, "neither a series"},
 		{"cmdline newline", Spec{CPUs: 2, Cmdline: "isolcpus=1\nquiet"}, "byte 0x0a at offset 10"},
 		{"cmdline non-ascii", Spec{CPUs: 2, Cmdline: "isolcpus=1\u00a0"}, "printable ASCII"},
 		{"cmdline quote", Spec{CPUs: 2, Cmdline: `foo="a b"`}, "quotes"},
@@ -135,8 +144,8 @@ func TestDefaults(t *testing.T) {
 	if s.MemoryMB != 512 {
 		t.Errorf("memory %d MiB, want 512", s.MemoryMB)
 	}
-	if s.Timeout != time.Minute+3*time.Second+64*time.Second {
-		t.Errorf("timeout %v", s.Timeout)
+	if want := DefaultTimeout(16, 3*time.Second, hostNow()); s.Timeout < want-time.Minute || s.Timeout > want+time.Minute {
+		t.Errorf("timeout %v, want about %v (DefaultTimeout for this host)", s.Timeout, want)
 	}
 	if r := (Spec{CPUs: 2, Kernel: RT}).withDefaults(); !r.HRTimers {
 		t.Error("the rt kernel records without hrtimer events")
@@ -190,7 +199,7 @@ func TestMachineLine(t *testing.T) {
 			`cpus=4 nodes=1 node-cpus=0-3 kernel=6.12.117 hz=250 cmdline="" busy= sleepers=1-3 (QEMU TCG; PREEMPT_RT; fifo-sleepers=2-3; period=1ms absolute)`},
 	} {
 		s := tc.spec.withDefaults()
-		mach := s.machine("6.12.117", 250)
+		mach := s.machine("6.12.117", 250, "")
 		if got := mach.String(); got != tc.want {
 			t.Errorf("machine line\n%s\nwant\n%s", got, tc.want)
 		}

@@ -10,6 +10,8 @@
 //	                [-housekeeping LIST] [-ready FILE] [-for D]
 //	tmigr-guest busy -cpu N [-for D]
 //	tmigr-guest sleep -cpu N [-period D] [-abs] [-fifo P] [-for D]
+//	tmigr-guest at -changes 'TIME CHANGE; ...' [-pid PID] [-marker FILE]
+//	tmigr-guest drain
 //
 // run starts one worker per CPU of the lists (cpulists, "1-7,9"): a busy
 // loop, a SCHED_OTHER sleeper, or a SCHED_FIFO sleeper of priority P. A
@@ -27,7 +29,11 @@
 // When every worker runs on its CPU, run creates the -ready file; it then
 // runs until killed, or for -for D.
 //
-// busy and sleep run one worker, for trying a load by hand.
+// busy and sleep run one worker, for trying a load by hand. at makes the
+// run-time changes of a recording (an isolated cpuset partition, the
+// timer_migration sysctl, CPU hotplug) at their times; see at_linux.go.
+// drain waits until the console has sent all it holds, for /init to power
+// off without losing the end of its output.
 //
 // Run it with GODEBUG=asyncpreemptoff=1, as the recorder's /init does: the
 // Go runtime otherwise signals a goroutine that runs for 10ms to preempt
@@ -84,11 +90,24 @@ const usage = `usage:
   tmigr-guest run [-busy LIST] [-sleepers LIST] [-rt-sleepers LIST] [-period D] [-abs]
                   [-fifo-prio P] [-housekeeping LIST] [-ready FILE] [-for D]
   tmigr-guest busy -cpu N [-for D]
-  tmigr-guest sleep -cpu N [-period D] [-abs] [-fifo P] [-for D]`
+  tmigr-guest sleep -cpu N [-period D] [-abs] [-fifo P] [-for D]
+  tmigr-guest at -changes 'TIME CHANGE; ...' [-pid PID] [-marker FILE]
+  tmigr-guest drain`
 
 func run(args []string) error {
 	if len(args) == 0 {
 		return errors.New(usage)
+	}
+	switch args[0] {
+	case "at":
+		return runAt(args[1:])
+	case "drain":
+		// tcdrain(1): wait until the console (standard output) has
+		// sent all it holds, before /init powers the guest off.
+		if err := unix.IoctlSetInt(1, unix.TCSBRK, 1); err != nil {
+			return fmt.Errorf("drain: tcdrain of standard output: %v", err)
+		}
+		return nil
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dur := fs.Duration("for", 0, "run this long, then exit (default: until killed)")

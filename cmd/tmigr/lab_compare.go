@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tmigr/tmigr/lab"
+	"github.com/tmigr/tmigr/conformance"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -60,14 +60,14 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	o := lab.CompareOptions{Seed: *seed, Warmup: *warmup, Duration: *duration, Check: *check}
+	o := conformance.CompareOptions{Seed: *seed, Warmup: *warmup, Duration: *duration, Check: *check}
 	if *warmup < 0 || *duration < 0 {
 		fmt.Fprintln(stderr, "tmigr lab compare: --warmup and --duration must not be negative")
 		return 2
 	}
 	for _, s := range strings.Split(*timers, ",") {
-		switch src := lab.TimerSource(strings.TrimSpace(s)); src {
-		case lab.RecordedBackground, lab.HousekeepingMix:
+		switch src := conformance.TimerSource(strings.TrimSpace(s)); src {
+		case conformance.RecordedBackground, conformance.HousekeepingMix:
 			o.Sources = append(o.Sources, src)
 		default:
 			fmt.Fprintf(stderr, "tmigr lab compare: --timers: unknown source %q (want recorded or mix)\n", s)
@@ -79,7 +79,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "tmigr lab compare: --sim-trace takes one FILE")
 			return 2
 		}
-		o.SimTraces = map[lab.TimerSource]io.Writer{}
+		o.SimTraces = map[conformance.TimerSource]io.Writer{}
 		for _, src := range o.Sources {
 			f, err := os.Create(*simTrace + "-" + string(src) + ".txt")
 			if err != nil {
@@ -90,14 +90,14 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			o.SimTraces[src] = f
 		}
 	}
-	var out []*lab.Comparison
+	var out []*conformance.Comparison
 	for _, f := range fs.Args() {
 		tr, err := replay.ReadFile(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr lab compare: %v\n", err)
 			return 2
 		}
-		c, err := lab.Compare(tr, o)
+		c, err := conformance.Compare(tr, o)
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr lab compare: %s: %v\n", f, err)
 			return 2
@@ -106,7 +106,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(struct {
-			Files []*lab.Comparison `json:"files"`
+			Files []*conformance.Comparison `json:"files"`
 		}{out}); err != nil {
 			fmt.Fprintf(stderr, "tmigr lab compare: %v\n", err)
 			return 2

@@ -2,18 +2,16 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
+	"github.com/tmigr/tmigr/conformance"
 	"github.com/tmigr/tmigr/lab"
 )
 
@@ -24,11 +22,14 @@ func init() {
 const labMatrixUsage = `usage: tmigr lab matrix [--shapes LIST] [--no-record] [--dir DIR] [--out FILE] [flags]
 
 Records a guest of every shape of the conformance matrix with "tmigr lab
-record" (QEMU: about 7 minutes for all of them on a 2-core host), replays
-each recording through the model (wheel, tmigr, hrtimer), compares it with
-the simulator ("tmigr lab compare"), and writes the table to --out. With
+record" (QEMU: about 25 minutes for all of them on a 2-core host), checks
+each one's boot line against the model's hierarchy, replays it through the
+model (wheel, tmigr, hrtimer), compares it with the simulator ("tmigr lab
+compare"), and writes the document to --out: standard output unless told
+otherwise, "--out docs/conformance.md" to rewrite the tracked one. With
 --no-record the recordings already in --dir are checked instead, which
-needs no QEMU. Exit status 1 when a check found a mismatch.
+needs no QEMU. An interrupted run (Ctrl-C) writes no document. Exit status
+1 when a check found a mismatch.
 
 Shapes:
 %s
@@ -41,7 +42,7 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 	shapes := fs.String("shapes", "", "comma-separated shape names (default: all)")
 	noRecord := fs.Bool("no-record", false, "check the recordings in --dir as they are; record nothing")
 	dir := fs.String("dir", filepath.Join("testdata", "traces"), "the recordings' directory")
-	out := fs.String("out", filepath.Join("docs", "conformance.md"), "the document to write (\"-\": standard output, \"\": none)")
+	out := fs.String("out", "-", "the document to write (\"-\": standard output, \"\": none); docs/conformance.md is the tracked one")
 	duration := fs.Duration("duration", 0, "record every shape for this long instead of its own duration")
 	var host lab.Host
 	fs.StringVar(&host.CacheDir, "cache", "", "the recorder's cache directory (default $XDG_CACHE_HOME/tmigr/lab or ~/.cache/tmigr/lab)")
@@ -52,7 +53,7 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		var b strings.Builder
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		for _, sh := range lab.Matrix() {
+		for _, sh := range conformance.Matrix() {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", sh.Name, sh.Flags(), sh.Note)
 		}
 		tw.Flush()
@@ -77,20 +78,20 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tmigr lab matrix: --retries must not be negative")
 		return 2
 	}
-	o := lab.MatrixOptions{Dir: *dir, Record: !*noRecord, Duration: *duration, Host: host, Retries: *retries,
-		Progress: prefixWriter{stderr, "tmigr lab: "}, Compare: lab.CompareOptions{Seed: *seed}}
+	o := conformance.MatrixOptions{Dir: *dir, Record: !*noRecord, Duration: *duration, Host: host, Retries: *retries,
+		Progress: prefixWriter{stderr, "tmigr lab: "}, Compare: conformance.CompareOptions{Seed: *seed}}
 	if *shapes != "" {
 		for _, s := range strings.Split(*shapes, ",") {
 			o.Shapes = append(o.Shapes, strings.TrimSpace(s))
 		}
 	}
-	if _, err := lab.SelectShapes(o.Shapes); err != nil {
+	if _, err := conformance.SelectShapes(o.Shapes); err != nil {
 		fmt.Fprintf(stderr, "tmigr lab matrix: --shapes: %v\n", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := labContext()
 	defer stop()
-	rows, err := lab.RunMatrix(ctx, o)
+	rows, err := conformance.RunMatrix(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "tmigr lab matrix: %v\n", err)
 		return 1
@@ -102,7 +103,7 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 	}
 	if *out != "" {
 		var doc bytes.Buffer
-		if err := lab.WriteConformance(&doc, rows, docDir(*dir), matrixCommand(args)); err != nil {
+		if err := conformance.WriteConformance(&doc, rows, docDir(*dir), matrixCommand(args)); err != nil {
 			fmt.Fprintf(stderr, "tmigr lab matrix: %v\n", err)
 			return 1
 		}
@@ -120,7 +121,7 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "tmigr lab: wrote %s\n", *out)
 		}
 	}
-	if lab.Mismatched(rows) {
+	if conformance.Mismatched(rows) {
 		return 1
 	}
 	return 0
@@ -161,7 +162,7 @@ func docDir(dir string) string {
 }
 
 // summary prints one line per shape.
-func summary(w io.Writer, rows []lab.MatrixRow) {
+func summary(w io.Writer, rows []conformance.MatrixRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "shape\tkernel\tevents\tchecked\tmatched\tundetermined\tmismatched\tpulls (background)\tpulls (mix)\trecorded in")
 	for i := range rows {
@@ -171,14 +172,14 @@ func summary(w io.Writer, rows []lab.MatrixRow) {
 		if r.Record > 0 {
 			rec = fmt.Sprintf("%.1f s", r.Record.Seconds())
 		}
-		agree := func(src lab.TimerSource) string {
+		agree := func(src conformance.TimerSource) string {
 			if s := r.Comp.Sim(src); s != nil {
 				return s.Agreement.String()
 			}
 			return "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Shape.Name, r.Kernel, r.Events, c, m, u, x,
-			agree(lab.RecordedBackground), agree(lab.HousekeepingMix), rec)
+			agree(conformance.RecordedBackground), agree(conformance.HousekeepingMix), rec)
 	}
 	tw.Flush()
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/tmigr/tmigr/lab"
 )
 
 func runLabCmd(args ...string) (code int, stdout, stderr string) {
@@ -82,7 +81,7 @@ func TestLabRecordBadInput(t *testing.T) {
 		{[]string{"--cpus", "4", "--cmdline", "nohz_full=\"1\"", "-o", out}, "quotes"},
 		{[]string{"--cpus", "4", "--cmdline", "isolcpus=2-7", "-o", out}, "would ignore"},
 		{[]string{"--cpus", "4", "--kernel", "lowlatency", "-o", out}, "lowlatency"},
-		{[]string{"--cpus", "4", "--kernel-version", "6.1.140", "-o", out}, "not a 6.12 kernel"},
+		{[]string{"--cpus", "4", "--kernel-version", "6.1.140+deb12", "-o", out}, "neither a series"},
 		{[]string{"--cpus", "4", "--duration", "11m", "-o", out}, "duration"},
 		{[]string{"--cpus", "4", "--period", "1us", "--sleepers", "1", "-o", out}, "period"},
 		{[]string{"--cpus", "4", "--kernel-image", "bzImage", "-o", out}, "needs its config"},
@@ -129,7 +128,6 @@ func TestWriteOutput(t *testing.T) {
 func TestCheckBootLine(t *testing.T) {
 	const body = "# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:16\n#\n"
 	machine := "# machine: cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.117 hz=250 cmdline=\"\" busy= sleepers= (QEMU TCG)\n"
-	s := &lab.Spec{CPUs: 16, Nodes: 2}
 	for _, tc := range []struct {
 		rec  string
 		code int
@@ -138,10 +136,13 @@ func TestCheckBootLine(t *testing.T) {
 		{machine + "# Timer migration: 2 hierarchy levels; 8 children per group; 1 crossnode level\n" + body, 0, "matches the model"},
 		{machine + "# Timer migration: 3 hierarchy levels; 8 children per group; 2 crossnode level\n" + body, 1, "differs from the model's"},
 		{machine + body, 1, `boot line ""`},
-		{body, 1, "lacks its machine line"},
+		{body, 1, "no \"# machine:\" line"},
+		// 6.1 has no hierarchy: no boot line is right, one is wrong.
+		{strings.Replace(machine, "6.12.117", "6.1.192", 1) + body, 0, "no timer migration hierarchy (Linux 6.1.192, before 6.9)"},
+		{strings.Replace(machine, "6.12.117", "6.1.192", 1) + "# Timer migration: 2 hierarchy levels; 8 children per group; 1 crossnode level\n" + body, 1, "but the hierarchy came with 6.9"},
 	} {
 		var stderr bytes.Buffer
-		code := checkBootLine(s, []byte(tc.rec), &stderr)
+		code := checkBootLine([]byte(tc.rec), &stderr)
 		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("status %d %q, want %d %q", code, stderr.String(), tc.code, tc.want)
 		}
@@ -155,5 +156,54 @@ func TestPrefixWriter(t *testing.T) {
 	io.WriteString(w, "two\n")
 	if b.String() != "tmigr lab: one\ntmigr lab: two\n" {
 		t.Errorf("%q", b.String())
+	}
+}
+
+// TestLabMatrixSafeDefault: without --out the document goes to standard
+// output; the tracked docs/conformance.md of the working directory is left
+// alone (it used to be overwritten).
+func TestLabMatrixSafeDefault(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "docs", "conformance.md")
+	os.MkdirAll(filepath.Dir(doc), 0o755)
+	const before = "# the tracked document\n"
+	os.WriteFile(doc, []byte(before), 0o644)
+	traces, err := filepath.Abs(labTraces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, stdout, stderr := runLabCmd("matrix", "--no-record", "--dir", traces, "--shapes", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got, _ := os.ReadFile(doc); string(got) != before {
+		t.Errorf("docs/conformance.md was rewritten:\n%s", got)
+	}
+	if !strings.HasPrefix(stdout, "# Conformance matrix") {
+		t.Errorf("standard output is not the document: %.200q", stdout)
+	}
+}
+
+// TestLabMatrixInterrupted: a Ctrl-C ends "lab matrix --no-record" with
+// status 1 and writes no document (it used to check every shape and
+// overwrite --out).
+func TestLabMatrixInterrupted(t *testing.T) {
+	old := labContext
+	defer func() { labContext = old }()
+	labContext = func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the user pressed Ctrl-C at once
+		return ctx, cancel
+	}
+	out := filepath.Join(t.TempDir(), "conformance.md")
+	const before = "the previous document\n"
+	os.WriteFile(out, []byte(before), 0o644)
+	code, _, stderr := runLabCmd("matrix", "--no-record", "--dir", labTraces, "--out", out)
+	if code != 1 || !strings.Contains(stderr, "interrupted") {
+		t.Errorf("exit %d, %q; want 1 and \"interrupted\"", code, stderr)
+	}
+	if got, _ := os.ReadFile(out); string(got) != before {
+		t.Errorf("--out was rewritten:\n%s", got)
 	}
 }

@@ -1,9 +1,10 @@
-package lab
+package conformance
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/tmigr/tmigr/lab"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,7 @@ func TestMatrixShapes(t *testing.T) {
 	if _, err := SelectShapes([]string{"7"}); err == nil || !strings.Contains(err.Error(), "40-isol") {
 		t.Errorf("SelectShapes(7): %v", err)
 	}
-	sh := Shape{Spec: Spec{CPUs: 4, Kernel: RT, Cmdline: "isolcpus=1 nohz_full=1", Busy: mask("1"), Period: time.Millisecond, Absolute: true, Duration: time.Second}}
+	sh := Shape{Spec: lab.Spec{CPUs: 4, Kernel: lab.RT, Cmdline: "isolcpus=1 nohz_full=1", Busy: mask("1"), Period: time.Millisecond, Absolute: true, Duration: time.Second}}
 	if f := sh.Flags(); f != "--kernel rt --cpus 4 --cmdline 'isolcpus=1 nohz_full=1' --busy 1 --period 1ms --abs --duration 1s" {
 		t.Errorf("flags %q", f)
 	}
@@ -176,7 +177,7 @@ func TestMatrixRecord(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	rows, err := RunMatrix(ctx, MatrixOptions{Shapes: []string{"2"}, Dir: dir, Record: true, Duration: time.Second,
-		Host: Host{CacheDir: os.Getenv("TMIGR_LAB_CACHE")}, Progress: &progress})
+		Host: lab.Host{CacheDir: os.Getenv("TMIGR_LAB_CACHE")}, Progress: &progress})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}

@@ -1,4 +1,4 @@
-package lab
+package conformance
 
 import (
 	"bytes"
@@ -78,17 +78,34 @@ func TestLabTraces(t *testing.T) {
 			if !strings.HasPrefix(string(data), "# machine: ") {
 				t.Error("the machine line is not the first")
 			}
-			if !strings.HasPrefix(m.Kernel, kernelSeries+".") || m.HZ != 250 || !strings.HasPrefix(m.Note, "QEMU TCG") {
-				t.Errorf("machine %+v", *m)
+			// The file's name ends in its kernel's series, but for
+			// the first recordings, of 6.12.
+			series := "6.12"
+			if i := strings.LastIndexByte(strings.TrimSuffix(filepath.Base(f), ".txt"), '-'); i >= 0 {
+				if tail := strings.TrimSuffix(filepath.Base(f), ".txt")[i+1:]; strings.Count(tail, ".") == 1 && tail[0] >= '0' && tail[0] <= '9' {
+					series = tail
+				}
 			}
+			if !strings.HasPrefix(m.Kernel, series+".") || m.HZ != 250 || !strings.HasPrefix(m.Note, "QEMU TCG") {
+				t.Errorf("machine %+v, want a %s kernel", *m, series)
+			}
+			line, err := BootLine(&h)
+			if err != nil {
+				t.Errorf("boot line: %v", err)
+			}
+			hierarchy := HasHierarchy(m.Kernel)
 			if h.CPUs != m.CPUs {
 				t.Errorf("the trace has %d CPUs, the machine %d", h.CPUs, m.CPUs)
 			}
-			if h.Hierarchy == nil {
+			switch {
+			case !hierarchy && h.Hierarchy != nil:
+				t.Errorf("Linux %s printed a boot line: %s", m.Kernel, line)
+			case hierarchy && h.Hierarchy == nil:
 				t.Fatal("no boot line")
-			}
-			if want := bootLine(m.CPUs, m.Nodes); *h.Hierarchy != want {
-				t.Errorf("boot line %+v, the formula gives %+v", *h.Hierarchy, want)
+			case hierarchy:
+				if want := bootLine(m.CPUs, m.Nodes); *h.Hierarchy != want {
+					t.Errorf("boot line %+v, the formula gives %+v", *h.Hierarchy, want)
+				}
 			}
 			if !h.HasEntries || h.Entries != h.Written || int64(len(events)) != h.Entries {
 				t.Errorf("%d events, header %d/%d", len(events), h.Entries, h.Written)
@@ -103,10 +120,32 @@ func TestLabTraces(t *testing.T) {
 			for _, ev := range events {
 				counts[ev.Name]++
 			}
-			for _, name := range []string{"timer_start", "timer_expire_entry", "tmigr_update_events"} {
+			// The guest's markers of its run-time changes: one at the
+			// start, one per change, none without changes.
+			markers := 0
+			if len(m.At) > 0 {
+				markers = len(m.At) + 1
+			}
+			if counts["tracing_mark_write"] != markers {
+				t.Errorf("%d trace markers, want %d for %d run-time changes", counts["tracing_mark_write"], markers, len(m.At))
+			}
+			for _, name := range []string{"timer_start", "timer_expire_entry"} {
 				if counts[name] == 0 {
 					t.Errorf("no %s events: %v", name, counts)
 				}
+			}
+			// A kernel with the hierarchy prints its events, though not
+			// always every kind in 2 s: from 6.19 isolated CPUs leave
+			// it, and a 7.2 16x2 isolcpus guest printed only
+			// tmigr_handle_remote.
+			tmigrEvents := 0
+			for name, n := range counts {
+				if strings.HasPrefix(name, "tmigr_") {
+					tmigrEvents += n
+				}
+			}
+			if hierarchy != (tmigrEvents > 0) {
+				t.Errorf("Linux %s: %d timer_migration events", m.Kernel, tmigrEvents)
 			}
 			strict := strings.Contains(m.Note, "PREEMPT_RT")
 			asked := strict || strings.Contains(readmeFlags(t)[filepath.Base(f)], "--hrtimers")
@@ -118,8 +157,25 @@ func TestLabTraces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !hasBucketExpiry(tr) {
+				// Linux 6.1: no bucket_expiry to check; every
+				// timer_start must lack it.
+				for _, ev := range events {
+					if p, ok := ev.Data.(ftrace.TimerStart); ok && !p.NoBucketExpiry {
+						t.Errorf("line %d: a timer_start with bucket_expiry among ones without", ev.Line)
+					}
+				}
+				if !versionBefore(m.Kernel, "6.2") {
+					t.Errorf("Linux %s printed no bucket_expiry", m.Kernel)
+				}
+				return
+			}
 			c := replay.CheckWheel(tr, m.HZ)
-			if c.Checked == 0 || c.Matched != c.Checked || c.Undetermined != 0 {
+			// The one undetermined the wheel may leave: a base clock
+			// held back by a timer queued before the recording began,
+			// whose expiry the trace does not show.
+			const early = "base clock held back by a timer armed before the recording"
+			if c.Checked == 0 || c.Matched+c.UndeterminedReasons[early] != c.Checked || c.Undetermined != c.UndeterminedReasons[early] {
 				t.Errorf("wheel: %d/%d matched, %d undetermined: %v", c.Matched, c.Checked, c.Undetermined, c.Mismatches)
 			}
 			t.Logf("%d events, wheel %d/%d", len(events), c.Matched, c.Checked)

@@ -1,4 +1,4 @@
-package lab
+package conformance
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/lab"
 	"github.com/tmigr/tmigr/replay"
 	"github.com/tmigr/tmigr/sim"
 	"github.com/tmigr/tmigr/sim/workload"
@@ -412,7 +413,7 @@ func simConfig(m *ftrace.Machine, t *replay.Trace) (sim.Config, *workload.Loads,
 	loads := &workload.Loads{Busy: load.Busy, Sleepers: load.Sleepers, FIFO: load.FIFOSleepers,
 		Period: load.Period, Absolute: load.Absolute}
 	if loads.Period == 0 {
-		loads.Period = defaultPeriod // the recordings from before the note said it
+		loads.Period = lab.DefaultPeriod // the recordings from before the note said it
 	}
 	if err := loads.Validate(m.CPUs); err != nil {
 		return sim.Config{}, nil, fmt.Errorf("machine: %v", err)
