@@ -363,12 +363,10 @@ const ProgressEvery = 250 * time.Millisecond
 // reached, as if a workload had called Finish there: the measurement
 // window ends at that time (or is empty in the warm-up), Result.Partial
 // is set, and RunContext returns the result of what was simulated with
-// ctx's error. Neither changes what is simulated: a run that is not
+// ctx's error. A context done from the start stops the run at the first
+// poll, in the warm-up: an empty, partial result. Neither changes what is simulated: a run that is not
 // stopped is the run Run gives, byte for byte.
 func RunContext(ctx context.Context, cfg Config, progress func(Progress), workloads ...Workload) (*Result, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	m, err := New(cfg)
 	if err != nil {
 		return nil, err

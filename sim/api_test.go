@@ -59,29 +59,15 @@ func TestRunContextSameRun(t *testing.T) {
 	}
 }
 
-// A context done before the run starts runs nothing.
-func TestRunContextCancelledBefore(t *testing.T) {
-	c, wl := oslatCfg(time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if res, err := sim.RunContext(ctx, c, nil, wl()...); res != nil || !errors.Is(err, context.Canceled) {
-		t.Errorf("RunContext after cancel = %v, %v; want nil, context.Canceled", res, err)
-	}
-}
-
-// A run whose context is done stops at the first poll of the event loop;
-// stopped in the warm-up, its measurement is empty and marked partial,
-// in the JSON and the text report.
+// A run whose context is done from the start stops at the first poll of
+// the event loop, in the warm-up: its measurement is empty and marked
+// partial, in the JSON and the text report.
 func TestRunContextStopInWarmup(t *testing.T) {
 	c, wl := oslatCfg(time.Second)
 	c.Warmup = time.Second
-	m, err := sim.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res, err := m.RunContext(ctx, nil, wl()...)
+	res, err := sim.RunContext(ctx, c, nil, wl()...)
 	if !errors.Is(err, context.Canceled) || res == nil {
 		t.Fatalf("RunContext = %v, %v; want a result and context.Canceled", res, err)
 	}

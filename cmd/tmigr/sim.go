@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tmigr/tmigr/cpu"
@@ -45,6 +48,24 @@ Costs are declared inputs: --explain prints every parameter with its value
 and meaning (in the --params file format); --set NAME=VALUE and --params
 FILE override them. The same --seed gives the same output, byte for byte.
 
+Long runs show a rate and an ETA on stderr when it is a terminal (not
+with --quiet), and warn first when they may take over a minute; Ctrl-C
+stops a run and prints the report of what was simulated, marked partial
+(exit status 130).
+
+Sweeps: --seeds 1-100 runs the configuration once per seed, and
+--grid 'NAME=V1,V2;NAME2=V1,V2' (repeatable) over the cross product of
+values, where NAME is a flag above without its dashes (cpus, policy,
+workload, ...) or a parameter of --set (cost.tick, hk.driver.period);
+values split at commas outside parentheses, or at '|' when there is one
+(--grid 'isolcpus=1-7,9-15|1-15'). -j N runs N at a time (default: the
+CPUs). The output is one JSON line per run in configuration order, then a
+summary line per configuration (each CPU's worst latency over the seeds:
+median, p99, max; how often it pulled), the same whatever N. --shard I/N
+runs the I-th of N slices (I from 0) without the summary; concatenated
+shards piped to 'tmigr sim --summarize [FILE...]' give the whole sweep's
+output, byte for byte.
+
 flags:
 `
 
@@ -62,6 +83,16 @@ type simFlags struct {
 }
 
 func runSim(args []string, stdout, stderr io.Writer) int {
+	if isSweep(args) {
+		return runSweep(args, stdout, stderr)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runSimContext(ctx, args, stdout, stderr)
+}
+
+// runSimContext is one run of tmigr sim; ctx's end stops it (partial).
+func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cpus := fs.Int("cpus", 0, "number of CPUs (1-8192)")
@@ -82,6 +113,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	preemptRT := fs.Bool("preempt-rt", false, "model a PREEMPT_RT kernel (softirqs in the ktimers thread)")
 	sleepers := fs.String("sleepers", "by-policy", "PREEMPT_RT sleepers: by-policy (RT tasks hard, others soft; since 2017) or all-hard")
 	trace := fs.String("trace", "", "write the hierarchy's tracepoints to FILE as ftrace lines")
+	dryRun := fs.Bool("dry-run", false, "check the flags and the configuration, print the estimated wall time, and exit")
 	var at repeated
 	fs.Var(&at, "at", "change the machine while it runs: 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST|none',\nTIME counted from boot, the warm-up included (repeatable)")
 	var sf simFlags
@@ -163,9 +195,10 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if !*quiet {
-		cfg.Progress = stderr
+	if *dryRun {
+		return printEstimate(stdout, &cfg, *asJSON)
 	}
+	progress := newRunProgress(ctx, stderr, &cfg, *quiet)
 	if *trace != "" {
 		f, err := os.Create(*trace)
 		if err != nil {
@@ -174,8 +207,9 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		cfg.Trace = f
 	}
-	res, err := sim.Run(cfg, hk, w)
-	if err != nil {
+	res, err := sim.RunContext(ctx, cfg, progress.update, hk, w)
+	progress.done(res)
+	if err != nil && (res == nil || !res.Partial) {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
 	}
@@ -186,13 +220,11 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s\n", b)
-		return 0
-	}
-	if err := res.WriteText(stdout); err != nil {
+	} else if err := res.WriteText(stdout); err != nil {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
 	}
-	return 0
+	return partialStatus(stderr, res)
 }
 
 func (sf *simFlags) register(fs *flag.FlagSet) {
