@@ -280,6 +280,37 @@ func (d Dist) Sample(r *rand.Rand) int64 {
 	return int64(d.A)
 }
 
+// Sampler is a Dist resolved for drawing: a lognormal's table is looked
+// up once, not at every draw. A driver that draws the same costs millions
+// of times keeps one Sampler per cost; its draws are Dist.Sample's, value
+// for value and stream for stream.
+type Sampler struct {
+	d Dist
+	k lnKey
+	t *lnTable
+}
+
+// Sampler returns d resolved for drawing.
+func (d Dist) Sampler() Sampler {
+	s := Sampler{d: d}
+	if d.Kind == LogNormal {
+		s.k = lnKey{median: d.A, sigma: math.Abs(d.Sigma), max: d.Max}
+		s.t = lnLookup(s.k)
+	}
+	return s
+}
+
+// Dist returns the distribution s draws from.
+func (s *Sampler) Dist() Dist { return s.d }
+
+// Sample draws one value, as s.Dist().Sample(r) does.
+func (s *Sampler) Sample(r *rand.Rand) int64 {
+	if s.d.Kind == LogNormal {
+		return toNs(s.k.value(s.t, r.Uint64()))
+	}
+	return s.d.Sample(r)
+}
+
 // toNs converts a drawn value to nanoseconds, truncating as a conversion
 // does and saturating where a conversion would be undefined.
 func toNs(v float64) int64 {

@@ -401,9 +401,27 @@ func TestSampleConcurrent(t *testing.T) {
 	}
 }
 
+// A Sampler draws what its Dist draws, value for value, the consts
+// drawing nothing.
+func TestSampler(t *testing.T) {
+	for _, d := range append(testLognormals, U(time.Microsecond, 3*time.Microsecond), C(time.Microsecond)) {
+		s := d.Sampler()
+		r1, r2 := rand.New(rand.NewPCG(8, 8)), rand.New(rand.NewPCG(8, 8))
+		for i := 0; i < 20000; i++ {
+			if a, b := s.Sample(r1), d.Sample(r2); a != b {
+				t.Fatalf("%v: draw %d: Sampler %d, Dist %d", d, i, a, b)
+			}
+		}
+		if s.Dist() != d || r1.Uint64() != r2.Uint64() {
+			t.Errorf("%v: the streams parted", d)
+		}
+	}
+}
+
 // BenchmarkDistSample draws from the server's tick cost, an uncapped
-// lognormal and a uniform, with the table sampler (Dist.Sample) and with
-// the textbook draw it replaced (ref), side by side:
+// lognormal and a uniform, with the table sampler (Dist.Sample; a
+// Sampler resolved once, outside the loop) and with the textbook draw it
+// replaced (ref), side by side:
 //
 //	go test -run '^$' -bench DistSample ./sim
 func BenchmarkDistSample(b *testing.B) {
@@ -417,13 +435,18 @@ func BenchmarkDistSample(b *testing.B) {
 	} {
 		for _, impl := range []struct {
 			name string
-			f    func(Dist, *rand.Rand) int64
-		}{{"table", Dist.Sample}, {"ref", sampleRef}} {
+			f    func(Dist) func(*rand.Rand) int64
+		}{
+			{"table", func(d Dist) func(*rand.Rand) int64 { return d.Sample }},
+			{"sampler", func(d Dist) func(*rand.Rand) int64 { s := d.Sampler(); return s.Sample }},
+			{"ref", func(d Dist) func(*rand.Rand) int64 { return func(r *rand.Rand) int64 { return sampleRef(d, r) } }},
+		} {
 			b.Run(fmt.Sprintf("%s/%s", c.name, impl.name), func(b *testing.B) {
 				r := rand.New(rand.NewPCG(1, 2))
+				draw := impl.f(c.d)
 				var sum int64
 				for b.Loop() {
-					sum += impl.f(c.d, r)
+					sum += draw(r)
 				}
 				if sum == 0 {
 					b.Fatal("no draws")
