@@ -274,10 +274,23 @@ func (d Dist) Sample(r *rand.Rand) int64 {
 	case Uniform:
 		return int64(d.A + (d.B-d.A)*r.Float64())
 	case LogNormal:
-		k := lnKey{median: d.A, sigma: math.Abs(d.Sigma), max: d.Max}
-		return toNs(k.value(lnLookup(k), r.Uint64()))
+		return lnSample(d.A, d.Sigma, d.Max, r.Uint64())
 	}
 	return int64(d.A)
+}
+
+// lnSample is Sample's lognormal path, kept flat: the cache's slot, the
+// table's key, the cell's two knots.
+func lnSample(median, sigma, cap float64, x uint64) int64 {
+	b := [3]uint64{math.Float64bits(median), math.Float64bits(sigma) &^ (1 << 63), math.Float64bits(cap)}
+	t := lnCache.slot[lnHash(b)].Load()
+	if t == nil || t.bits != b {
+		k := lnKey{median: median, sigma: math.Float64frombits(b[1]), max: cap}
+		if t = lnLookup(k); t == nil {
+			return toNs(k.value(nil, x))
+		}
+	}
+	return toNs(t.draw(x))
 }
 
 // Sampler is a Dist resolved for drawing: a lognormal's table is looked
@@ -306,7 +319,10 @@ func (s *Sampler) Dist() Dist { return s.d }
 // Sample draws one value, as s.Dist().Sample(r) does.
 func (s *Sampler) Sample(r *rand.Rand) int64 {
 	if s.d.Kind == LogNormal {
-		return toNs(s.k.value(s.t, r.Uint64()))
+		if s.t != nil {
+			return toNs(s.t.draw(r.Uint64()))
+		}
+		return toNs(s.k.value(nil, r.Uint64()))
 	}
 	return s.d.Sample(r)
 }
@@ -330,11 +346,33 @@ type lnKey struct{ median, sigma, max float64 }
 // its slope dQ/du times the cell width.
 type lnKnot struct{ q, m float64 }
 
-// lnTable holds a distribution's knots at the cell boundaries i/lnCells.
-// The outermost ones are never used.
+// lnTable holds a distribution's knots at the cell boundaries i/lnCells
+// (the outermost ones are never used); the cells [lnTail, hi) are the
+// interpolated ones, those below the cap.
 type lnTable struct {
-	key lnKey
-	k   [lnCells + 1]lnKnot
+	key  lnKey
+	bits [3]uint64 // key's, compared by the lookup
+	hi   int
+	k    [lnCells + 1]lnKnot
+}
+
+// draw is value(t, x) in fewer steps: the cell's test is one compare.
+func (t *lnTable) draw(x uint64) float64 {
+	i := int(x >> (64 - lnBits))
+	if uint(i-lnTail) < uint(t.hi-lnTail) {
+		return hermite(t.k[i&(lnCells-1)], t.k[i&(lnCells-1)+1], frac(x))
+	}
+	return t.key.value(t, x)
+}
+
+// frac is the position in its cell that x names: [0, 1-2⁻⁵²].
+func frac(x uint64) float64 { return float64(x<<lnBits>>12) * 0x1p-52 }
+
+// hermite interpolates between two knots at f: h01 = f²(3-2f),
+// h10 = f(1-f)², h11 = -f²(1-f).
+func hermite(a, b lnKnot, f float64) float64 {
+	g := 1 - f
+	return a.q + f*f*(3-2*f)*(b.q-a.q) + f*g*(g*a.m-f*b.m)
 }
 
 // at returns the distribution's value at standard normal quantile z.
@@ -365,8 +403,7 @@ func (k lnKey) knot(i int) lnKnot {
 // value maps the 64 random bits x to a value, through the table t (nil:
 // computing the knots it would hold).
 func (k lnKey) value(t *lnTable, x uint64) float64 {
-	i := int(x >> (64 - lnBits))
-	f := float64(x<<lnBits>>12) * 0x1p-52 // [0, 1-2⁻⁵²]
+	i, f := int(x>>(64-lnBits)), frac(x)
 	if i >= lnTail && i < lnCells-lnTail {
 		var a, b lnKnot
 		if t != nil {
@@ -375,9 +412,7 @@ func (k lnKey) value(t *lnTable, x uint64) float64 {
 			a, b = k.knot(i), k.knot(i+1)
 		}
 		if k.max == 0 || b.q < k.max {
-			// Hermite: h01 = f²(3-2f); h10 = f(1-f)², h11 = -f²(1-f).
-			g := 1 - f
-			return a.q + f*f*(3-2*f)*(b.q-a.q) + f*g*(g*a.m-f*b.m)
+			return hermite(a, b, f)
 		}
 	}
 	if i < lnCells/2 {
@@ -396,12 +431,17 @@ var lnCache struct {
 
 // lnLookup returns the table of k, or nil when the cache is full.
 func lnLookup(k lnKey) *lnTable {
-	h := (math.Float64bits(k.median)*0x9e3779b97f4a7c15 ^ math.Float64bits(k.sigma)*0xc2b2ae3d27d4eb4f ^
-		math.Float64bits(k.max)*0x165667b19e3779f9) >> (64 - 6)
-	if t := lnCache.slot[h].Load(); t != nil && t.key == k {
+	b := [3]uint64{math.Float64bits(k.median), math.Float64bits(k.sigma), math.Float64bits(k.max)}
+	h := lnHash(b)
+	if t := lnCache.slot[h].Load(); t != nil && t.bits == b {
 		return t
 	}
 	return lnLoad(k, h)
+}
+
+// lnHash picks a key's slot in the cache.
+func lnHash(b [3]uint64) uint64 {
+	return (b[0]*0x9e3779b97f4a7c15 ^ b[1]*0xc2b2ae3d27d4eb4f ^ b[2]*0x165667b19e3779f9) >> (64 - 6)
 }
 
 func lnLoad(k lnKey, h uint64) *lnTable {
@@ -411,9 +451,15 @@ func lnLoad(k lnKey, h uint64) *lnTable {
 	lnCache.mu.Lock()
 	t := lnCache.tables[k]
 	if t == nil && len(lnCache.tables) < lnMaxTables {
-		t = &lnTable{key: k}
+		t = &lnTable{key: k, hi: lnCells - lnTail,
+			bits: [3]uint64{math.Float64bits(k.median), math.Float64bits(k.sigma), math.Float64bits(k.max)}}
 		for i := lnTail; i <= lnCells-lnTail; i++ {
 			t.k[i] = k.knot(i)
+		}
+		for i := lnTail; i < t.hi && k.max > 0; i++ {
+			if t.k[i+1].q >= k.max {
+				t.hi = i // value's test: the cell reaches the cap
+			}
 		}
 		if lnCache.tables == nil {
 			lnCache.tables = map[lnKey]*lnTable{}
