@@ -156,7 +156,7 @@ func TestSimInterrupted(t *testing.T) {
 		if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted: the report covers 0.000 s") {
 			t.Errorf("exit %d, %s", code, errb.String())
 		}
-		if !strings.Contains(errb.String(), "this run may take about 1m") {
+		if !strings.Contains(errb.String(), "this run may take about 2m") {
 			t.Errorf("no warning before a long run: %s", errb.String())
 		}
 		if asJSON && !strings.Contains(out.String(), `"partial":true`) || !asJSON && !strings.HasPrefix(out.String(), "# PARTIAL:") {
