@@ -105,6 +105,9 @@ func (r *Oslat) Average(i int) float64 {
 		sum += float64(c) * bucketLabel(j)
 		count += c
 	}
+	if count == 0 {
+		return 0 // no sample (a run stopped in its warm-up): not NaN, which JSON cannot carry
+	}
 	sum += float64(r.Threads[0].OverflowSum)
 	return sum / float64(count)
 }

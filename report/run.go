@@ -99,8 +99,11 @@ type Run struct {
 	Seed      uint64   `json:"seed"`
 	Events    uint64   `json:"events"`
 	WallS     float64  `json:"wall_s"`
-	CPUs      []CPU    `json:"cpus"`
-	Workload  any      `json:"workload,omitempty"`
+	// Partial marks a run stopped before its end (an interrupt): it
+	// reports the measurement up to where it stopped.
+	Partial  bool  `json:"partial,omitempty"`
+	CPUs     []CPU `json:"cpus"`
+	Workload any   `json:"workload,omitempty"`
 }
 
 // Round rounds v to the given number of decimals, for JSON values that

@@ -63,6 +63,14 @@
 // interrupts, a re-programmed device) are invalidated by generation and
 // skipped when they come up.
 //
+// Kernel costs are drawn from the machine's own stream, a lognormal
+// through an inverse-CDF table with exact tails (Dist.Sample in
+// costs.go): one 64-bit number a draw. RunContext watches a run (a
+// progress callback every ProgressEvery of wall time) and stops it when
+// its context ends, the result then marked Partial; neither changes what
+// is simulated. Package sim/sweep runs many configurations on many
+// workers or machines.
+//
 // Each timer function runs from the timer softirq's expiry pass
 // (cpu.Pass), which tells which CPU runs whose timer: that is where the
 // per-CPU migration summary (remote expiries, by owner) comes from. With Config.Check the

@@ -128,6 +128,7 @@ type Machine struct {
 	wallStart time.Time
 	wall      time.Duration
 	lastProg  time.Time
+	watch     *watch // RunContext's progress callback and context (api.go)
 }
 
 // New builds the machine of cfg and boots it: every CPU comes online (and
@@ -296,8 +297,8 @@ func (m *Machine) loop() error {
 			m.now = ev.t
 			m.dispatch(&ev)
 		}
-		if iter++; iter&1023 == 0 && m.cfg.Progress != nil {
-			m.progress()
+		if iter++; iter&255 == 0 && (m.cfg.Progress != nil || m.watch != nil) {
+			m.poll()
 		}
 	}
 	if m.err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"sort"
 	"strconv"
@@ -45,22 +44,6 @@ func U(a, b time.Duration) Dist { return Dist{Kind: Uniform, A: float64(a), B: f
 // LN returns the lognormal distribution with the given median and sigma.
 func LN(median time.Duration, sigma float64) Dist {
 	return Dist{Kind: LogNormal, A: float64(median), Sigma: sigma}
-}
-
-// Sample draws one value. A constant draws no random number, so adding a
-// constant cost never shifts the random stream of a run.
-func (d Dist) Sample(r *rand.Rand) int64 {
-	switch d.Kind {
-	case Uniform:
-		return int64(d.A + (d.B-d.A)*r.Float64())
-	case LogNormal:
-		v := d.A * math.Exp(d.Sigma*r.NormFloat64())
-		if d.Max > 0 && v > d.Max {
-			v = d.Max
-		}
-		return int64(v)
-	}
-	return int64(d.A)
 }
 
 // Mean returns the distribution's mean (ignoring a lognormal's cap).

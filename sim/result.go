@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"math/bits"
 	"sort"
@@ -48,6 +49,10 @@ type Result struct {
 	// GroupCPUs are the member CPUs of each level-0 group.
 	GroupCPUs []GroupMembers
 	BootLine  string
+	// Partial marks a run stopped early through RunContext's context: the
+	// measurement ends where the run stopped (Duration), and the
+	// workloads report what they saw up to there.
+	Partial bool
 }
 
 // GroupMembers lists a level-0 group's CPUs.
@@ -57,7 +62,8 @@ type GroupMembers struct {
 }
 
 func (m *Machine) result() *Result {
-	r := &Result{Config: m.cfg, Duration: m.end - m.start, Events: m.nEvents, Wall: m.wall}
+	r := &Result{Config: m.cfg, Duration: m.end - m.start, Events: m.nEvents, Wall: m.wall,
+		Partial: m.watch != nil && m.watch.stopped}
 	for i := range m.cpus {
 		c := &m.cpus[i]
 		rem := append([]remoteCount(nil), c.remoteFrom...)
@@ -132,6 +138,7 @@ func (r *Result) Report() *report.Run {
 		Seed:      c.Seed,
 		Events:    r.Events,
 		WallS:     report.Round(r.Wall.Seconds(), 3),
+		Partial:   r.Partial,
 	}
 	lat := map[int][3]float64{}
 	workload := map[string]any{}
@@ -166,10 +173,20 @@ func (r *Result) Report() *report.Run {
 	return run
 }
 
+// PartialNote is the line that marks the report of a run stopped before
+// its end.
+func (r *Result) PartialNote() string {
+	return fmt.Sprintf("# PARTIAL: the run was stopped; the measurement covers %.3f s of the %v asked for",
+		float64(r.Duration)/1e9, r.Config.Duration)
+}
+
 // WriteText prints the workloads' reports (the tools' own formats), then
 // the per-CPU migration summary.
 func (r *Result) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	if r.Partial {
+		fmt.Fprintf(bw, "%s\n\n", r.PartialNote())
+	}
 	for _, wr := range r.Workloads {
 		if wr == nil {
 			continue

@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tmigr/tmigr/cpu"
@@ -49,6 +53,24 @@ Costs are declared inputs: --explain prints every parameter with its value
 and meaning (in the --params file format); --set NAME=VALUE and --params
 FILE override them. The same --seed gives the same output, byte for byte.
 
+Long runs show a rate and an ETA on stderr when it is a terminal (not
+with --quiet), and warn first when they may take over a minute; Ctrl-C
+stops a run and prints the report of what was simulated, marked partial
+(exit status 130).
+
+Sweeps: --seeds 1-100 runs the configuration once per seed, and
+--grid 'NAME=V1,V2;NAME2=V1,V2' (repeatable) over the cross product of
+values, where NAME is a flag above without its dashes (cpus, policy,
+workload, ...) or a parameter of --set (cost.tick, hk.driver.period);
+values split at commas outside parentheses, or at '|' when there is one
+(--grid 'isolcpus=1-7,9-15|1-15'). -j N runs N at a time (default: the
+CPUs). The output is one JSON line per run in configuration order, then a
+summary line per configuration (each CPU's worst latency over the seeds:
+median, p99, max; how often it pulled), the same whatever N. --shard I/N
+runs the I-th of N slices (I from 0) without the summary; concatenated
+shards piped to 'tmigr sim --summarize [FILE...]' give the whole sweep's
+output, byte for byte.
+
 flags:
 `
 
@@ -66,6 +88,16 @@ type simFlags struct {
 }
 
 func runSim(args []string, stdout, stderr io.Writer) int {
+	if isSweep(args) {
+		return runSweep(args, stdout, stderr)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runSimContext(ctx, args, stdout, stderr)
+}
+
+// runSimContext is one run of tmigr sim; ctx's end stops it (partial).
+func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("tmigr sim", fmt.Sprintf(simUsage, indent(workload.Usage, "  ")), stdout, stderr)
 	cpus := fs.Int("cpus", 0, "number of CPUs (1-8192)")
 	nodes := fs.Int("nodes", 1, "number of NUMA nodes, CPUs in contiguous blocks")
@@ -88,6 +120,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	var pics viz.Pictures
 	fs.StringVar(&pics.Perfetto, "perfetto", "", "write the run as Perfetto / Chrome trace-event JSON to FILE (ui.perfetto.dev opens it)")
 	fs.StringVar(&pics.HTML, "html", "", "write a self-contained HTML page of the run to FILE: hierarchy, migrators, who ran whose timers, latency")
+	dryRun := fs.Bool("dry-run", false, "check the flags and the configuration, print the estimated wall time, and exit")
 	var at repeated
 	fs.Var(&at, "at", "change the machine while it runs: 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST|none',\nTIME counted from boot, the warm-up included, before the run's end (repeatable)")
 	var sf simFlags
@@ -161,10 +194,11 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fs.fail(err)
 	}
-	if !*quiet {
-		cfg.Progress = stderr
+	if *dryRun {
+		return printEstimate(stdout, &cfg, *asJSON)
 	}
 	var out *outputFile
+	progress := newRunProgress(ctx, stderr, &cfg, *quiet)
 	if *trace != "" {
 		// The trace is written at the end of the run, into a temporary
 		// file that replaces FILE only if the run succeeds.
@@ -182,8 +216,9 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			cfg.Trace = &picTrace
 		}
 	}
-	res, err := sim.Run(cfg, hk, w)
-	if err != nil {
+	res, err := sim.RunContext(ctx, cfg, progress.update, hk, w)
+	progress.done(res)
+	if err != nil && (res == nil || !res.Partial) {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
 	}
@@ -216,18 +251,26 @@ func printSim(res *sim.Result, run *report.Run, asJSON bool, stdout, stderr io.W
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s\n", b)
-		return 0
+		return partialStatus(stderr, res)
+	}
+	text := res
+	if res.Partial {
+		// The mark comes first, before the summary it applies to too.
+		fmt.Fprintf(stdout, "%s\n\n", res.PartialNote())
+		r := *res
+		r.Partial = false
+		text = &r
 	}
 	if err := report.WriteSummary(stdout, run.Summary); err != nil {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
 	}
 	fmt.Fprintln(stdout)
-	if err := res.WriteText(stdout); err != nil {
+	if err := text.WriteText(stdout); err != nil {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
 	}
-	return 0
+	return partialStatus(stderr, res)
 }
 
 // parseCPUList reads a cpulist flag of a machine of n CPUs. "" is no CPU;
