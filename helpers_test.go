@@ -1,7 +1,10 @@
 package tmigr
 
 import (
+	"fmt"
+	"math"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,26 +55,66 @@ func virtual(t *testing.T) func(int) int {
 	return func(c int) int { return cpus[c%len(cpus)] }
 }
 
-// waitFor polls cond until it holds or the deadline passes. Only for
-// events that must happen; timing is never asserted.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// hangAfter is how long a test waits for something that must happen
+// before it calls it a hang. It detects hangs, it measures nothing: far
+// longer than anything takes on a machine loaded many times over.
+const hangAfter = 2 * time.Minute
+
+// waitFor polls cond until it holds or hangAfter passes. Only for events
+// that must happen; timing is never asserted. diagnose, if given, says what
+// is still missing when the wait times out.
+func waitFor(t *testing.T, what string, cond func() bool, diagnose ...func() string) {
 	t.Helper()
-	for end := time.Now().Add(20 * time.Second); !cond(); {
+	for end := time.Now().Add(hangAfter); !cond(); {
 		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
+			var why string
+			for _, d := range diagnose {
+				why += "\n" + d()
+			}
+			t.Fatalf("timed out waiting for %s%s", what, why)
 		}
 		runtime.Gosched()
 		time.Sleep(100 * time.Microsecond)
 	}
 }
 
-// recv waits for a value on c, failing the test after a generous timeout.
+// describeWorkers writes what can be read of each worker's state from
+// outside it (its atomics), for a wait that times out.
+func describeWorkers(b *strings.Builder, rt *Runtime) {
+	now := rt.clk.now()
+	for _, w := range rt.order {
+		fmt.Fprintf(b, "worker %d: online %v, state %d, pending %#x, idle for %v, idling %v, pins %d, sleeps until %+v, first global %+v, ticks %d, timers %d, wakeups %d, hrtimer device %+v\n",
+			w.cpu, w.online.Load(), w.state.Load(), w.pending.Load(), since(now, w.idleSince.Load()), w.idling.Load(), w.pins.Load(),
+			rel(now, w.sleepUntil.Load()), rel(now, w.firstGlobal.Load()), w.st.ticks.Load(), w.st.timers.Load(), w.st.wakeups.Load(), rel(now, w.hb.Device()))
+	}
+}
+
+// since is the time from t (clock ns, 0: never) to now.
+func since(now, t int64) time.Duration {
+	if t == 0 {
+		return 0
+	}
+	return time.Duration(now - t)
+}
+
+// rel is t (clock ns) relative to now, or "never"/"-inf" for the extremes.
+func rel(now, t int64) string {
+	switch t {
+	case math.MaxInt64:
+		return "never"
+	case math.MinInt64:
+		return "-inf"
+	}
+	return time.Duration(t - now).String()
+}
+
+// recv waits for a value on c, failing the test after hangAfter.
 func recv[T any](t *testing.T, c <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-c:
 		return v
-	case <-time.After(20 * time.Second):
+	case <-time.After(hangAfter):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}

@@ -156,7 +156,14 @@ func TestOfflineMovesEverything(t *testing.T) {
 	rt.Go(1, report("task"))
 	offlined := make(chan error)
 	go func() { offlined <- rt.Offline(1) }()
-	time.Sleep(2 * time.Millisecond)
+	// Release the blocking task only once the offline request waits at
+	// worker 1 (queued and kicked), or worker 1 already went offline before
+	// starting the task (both tasks then moved): either way the queued task
+	// runs on worker 0, however late this goroutine or the worker runs.
+	w1 := rt.workers[1]
+	waitFor(t, "the offline request to reach worker 1", func() bool {
+		return !w1.online.Load() || len(w1.ctl) == 1 && w1.pending.Load()&kickCtl != 0
+	})
 	close(release)
 	if err := recv(t, offlined, "Offline"); err != nil {
 		t.Fatal(err)

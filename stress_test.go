@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tmigr/tmigr/internal/soak"
 )
 
 var stressFor = flag.Duration("tmigr.stress", 700*time.Millisecond, "how long each policy of TestStress runs")
@@ -43,6 +46,7 @@ type stress struct {
 	victim  int // the worker that goes offline and back
 	recv    int // where the victim's timers go
 	errs    atomic.Int32
+	ops     atomic.Int64 // operations made (op calls)
 	offline atomic.Bool
 }
 
@@ -76,8 +80,54 @@ func (s *stress) run(sl *slot) {
 	}
 }
 
+// minRuns is how many timer functions TestStress runs at least per policy.
+const minRuns = 200
+
+// totalRuns is how many timer functions ran so far.
+func (s *stress) totalRuns() int {
+	n := 0
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		n += sl.runs
+		sl.mu.Unlock()
+	}
+	return n
+}
+
+// outstanding is how many arms have neither run nor been cancelled.
+func (s *stress) outstanding() int {
+	n := 0
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		n += len(sl.live)
+		sl.mu.Unlock()
+	}
+	return n
+}
+
+// diagnose describes the arms still outstanding and the workers' states,
+// for a drain that does not finish.
+func (s *stress) diagnose() string {
+	var b strings.Builder
+	now := time.Now()
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		if len(sl.live) > 0 {
+			fmt.Fprintf(&b, "%s: %d arms outstanding, due %v ago; armed %v", sl.name, len(sl.live), now.Sub(sl.live[0]), sl.t.armed)
+			if !sl.hr {
+				fmt.Fprintf(&b, ", queued on the wheel %v", s.rt.set.Pending(&sl.t.wt))
+			}
+			b.WriteString("\n")
+		}
+		sl.mu.Unlock()
+	}
+	describeWorkers(&b, s.rt)
+	return b.String()
+}
+
 // op arms or stops a random slot and checks the result against the model.
 func (s *stress) op(r *rand.Rand) {
+	s.ops.Add(1)
 	sl := s.slots[r.IntN(len(s.slots))]
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
@@ -121,7 +171,8 @@ func (s *stress) op(r *rand.Rand) {
 // once, never early, on a worker it may run on (a worker isolated all along
 // never runs another's timer under pull-isolated), and Stop's and Reset's
 // results agree with what ran. Four workers share the machine's CPUs. Run
-// with -race; -tmigr.stress sets the duration per policy.
+// with -race; -tmigr.stress sets the duration per policy, TMIGR_SOAK=N
+// (package internal/soak) the number of operations (arms and stops).
 func TestStress(t *testing.T) {
 	for _, p := range []Policy{PullIsolated, Pull, Push, None} {
 		t.Run(p.String(), func(t *testing.T) { stressPolicy(t, p) })
@@ -213,10 +264,15 @@ func stressPolicy(t *testing.T, policy Policy) {
 				s.errorf("Go: %v", err)
 				return
 			}
+			// Wait for the task even once stopping: it may still arm
+			// (a task descheduled between its loop check and its op
+			// arms after the stop, however short its spin), and the
+			// drain below must come after the last arm.
+			<-done
 			select {
-			case <-done:
 			case <-stop:
 				return
+			default:
 			}
 			time.Sleep(time.Duration(r.IntN(2000)) * time.Microsecond)
 		}
@@ -253,7 +309,19 @@ func stressPolicy(t *testing.T, policy Policy) {
 			}
 		}
 	}()
-	time.Sleep(*stressFor)
+	start := time.Now()
+	if want := soak.Ops(t); want > 0 {
+		// TMIGR_SOAK=N: run until N operations were made.
+		for s.ops.Load() < want {
+			time.Sleep(10 * time.Millisecond)
+		}
+		defer func() { t.Logf("soak: %d operations, %v", s.ops.Load(), time.Since(start).Round(time.Millisecond)) }()
+	} else {
+		time.Sleep(*stressFor)
+	}
+	// Enough happened whatever the machine's load: at least minRuns
+	// timer functions ran (a loaded machine takes longer to get there).
+	waitFor(t, fmt.Sprintf("%d timer functions to run", minRuns), func() bool { return s.totalRuns() >= minRuns }, s.diagnose)
 	close(stop)
 	wg.Wait()
 	if s.offline.Load() {
@@ -262,30 +330,33 @@ func stressPolicy(t *testing.T, policy Policy) {
 		}
 	}
 
-	// Drain: every arm left runs. Deferrable timers need their worker busy
-	// through a tick, so keep each busy for a few.
-	var drain sync.WaitGroup
-	for _, c := range rt.CPUs() {
-		drain.Add(1)
-		rt.Go(c, func() {
-			defer drain.Done()
-			for end := time.Now().Add(12 * time.Millisecond); time.Now().Before(end); {
-				rt.Yield()
-			}
-		})
-	}
-	drain.Wait()
+	// Drain: every arm left runs. Wheel timers other than deferrable
+	// ones wake their worker (or the migrator runs them); a deferrable one
+	// runs at its worker's first tick once due, so keep every worker busy
+	// through a few ticks, round after round, until nothing is left. No
+	// arm is made any more (every goroutine and task has ended), so each
+	// round after the last due time runs what is left; how long that takes
+	// depends on the machine's load, not whether it happens.
+	tick := time.Duration(rt.set.TickNsec())
 	waitFor(t, "every arm to run", func() bool {
-		for _, sl := range s.slots {
-			sl.mu.Lock()
-			n := len(sl.live)
-			sl.mu.Unlock()
-			if n > 0 {
-				return false
+		if s.outstanding() == 0 {
+			return true
+		}
+		var drain sync.WaitGroup
+		for _, c := range rt.CPUs() {
+			drain.Add(1)
+			if err := rt.Go(c, func() {
+				defer drain.Done()
+				for end := time.Now().Add(3 * tick); time.Now().Before(end); {
+					rt.Yield()
+				}
+			}); err != nil {
+				t.Fatalf("drain on worker %d: %v", c, err)
 			}
 		}
-		return true
-	})
+		drain.Wait()
+		return s.outstanding() == 0
+	}, s.diagnose)
 	var arms, runs, kills int
 	for _, sl := range s.slots {
 		sl.mu.Lock()
@@ -304,9 +375,6 @@ func stressPolicy(t *testing.T, policy Policy) {
 	var remote uint64
 	for _, w := range st {
 		remote += w.Remote
-	}
-	if runs < 100 {
-		t.Fatalf("only %d runs", runs)
 	}
 	t.Logf("%d arms, %d runs, %d cancelled, %d remote expiries", arms, runs, kills, remote)
 	if slices.ContainsFunc(st, func(w Stats) bool { return !w.Online }) {

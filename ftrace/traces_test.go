@@ -173,6 +173,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-1node-hrtimers-fifo-other-sleepers.txt": {4, 1, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=2; period=3ms"},
 		"vm16-2node-isol-busy-sleepers.txt":          {16, 2, "6.12.118", "1-7,9-15", "", "QEMU TCG; period=3ms"},
 		"vm18-2node-busy-sleepers.txt":               {18, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		"vm4-1node-isol-busy-sleeper-7.2.txt":        {4, 1, "7.2.13", "1-3", "", "QEMU TCG; period=3ms"},
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

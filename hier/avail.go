@@ -76,7 +76,7 @@ func (h *Hierarchy) setAvailable(cpu int, baseIdle bool) error {
 // Otherwise the result is -1.
 //
 // Withdrawing an idle CPU is outside the kernel's contract: its event is
-// then re-queued with expiry KtimeMax instead of removed (§5), as the
+// then re-queued with expiry KtimeMax instead of removed (docs/hierarchy.md A3), as the
 // kernel would do.
 func (h *Hierarchy) ClearAvailable(cpu int) (trigger int, err error) {
 	if err := h.checkCPU(cpu); err != nil {
@@ -163,7 +163,8 @@ func (h *Hierarchy) InitIsolation(idle func(cpu int) bool) (triggers []int) {
 //
 //  1. unisolate U = (ON \ e) \ A: each becomes available unless the
 //     predicate still finds it isolated (the merged version's checking
-//     variant, kept per §6.4 so boot-isolated CPUs not in e stay out), and
+//     variant, kept as docs/hierarchy.md X4 explains, so boot-isolated CPUs
+//     not in e stay out), and
 //     active unless idle(cpu) reports its timer base idle (idle may be
 //     nil: never idle);
 //  2. isolate I = (e ∩ A) ∩ NK, with A re-read, minus the timekeeper while

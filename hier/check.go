@@ -5,9 +5,10 @@ import (
 	"math/bits"
 )
 
-// InvariantError reports a broken invariant of §8 of the specification.
+// InvariantError reports a broken invariant: I1 to I19 of
+// docs/hierarchy.md, section 7.
 type InvariantError struct {
-	Invariant int     // the number in §8
+	Invariant int     // n of In in docs/hierarchy.md
 	Where     string  // the group ("GRP0:1") or CPU ("cpu5")
 	Group     GroupID // for invariant 7: the group whose event is missing or late; else NoGroup
 	Detail    string
@@ -34,14 +35,14 @@ func broken(inv int, where, format string, args ...any) error {
 	return &InvariantError{Invariant: inv, Where: where, Group: NoGroup, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Check verifies the invariants of §8 that must hold on a quiescent
-// hierarchy (no call in progress): 1-6, 7 (for the events the hierarchy
-// knows: every idle CPU's published event, and its idle ancestors' events,
-// queued up to the first active group or the top, none later than the
-// CPU's), 11, 13 and 18. It returns the first violation found as an
+// Check verifies the invariants of docs/hierarchy.md that must hold on a
+// quiescent hierarchy (no call in progress): I1-I6, I7 (for the events the
+// hierarchy knows: every idle CPU's published event, and its idle
+// ancestors' events, queued up to the first active group or the top, none
+// later than the CPU's), I11, I13 and I18. It returns the first violation found as an
 // *InvariantError naming the group or CPU, or nil.
 //
-// Invariant 8 (the last CPU to go idle is handed the earliest event) is a
+// Invariant I8 (the last CPU to go idle is handed the earliest event) is a
 // property of call results and is checked by the tests that make the calls.
 func (h *Hierarchy) Check() error {
 	h.hotplugMu.Lock()

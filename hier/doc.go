@@ -92,7 +92,8 @@
 //
 // # Propagation order and the sequence counter (R1, R2)
 //
-// (R1 to R10 are the races numbered in §7 of the specification.) State
+// (R1 to R10 are the races of docs/hierarchy.md, section 6, each with the
+// kernel source it comes from.) State
 // changes are made group by group, bottom-up, so two CPUs of one group can
 // propagate in either order. Four CPUs, GRP0:0 = {0, 1},
 // GRP0:1 = {2, 3}; CPU2 stays active throughout:
@@ -175,8 +176,8 @@
 // kernel from 6.9 to the newest source read; the package reproduces them
 // exactly (testdata/scenarios/kernel_races_found.txt replays them step by
 // step), and TestStress, which found them, recognises them through test
-// hooks at the places where they strike. The specification's invariant 7
-// does not allow for them.
+// hooks at the places where they strike. They are the exceptions to
+// invariant I7 of docs/hierarchy.md.
 //
 // Race A, sibling groups going idle together (three levels or more): the
 // deactivation walk decides whether to go on from a group by its CAS, but
@@ -251,5 +252,5 @@
 // creates any group (the kernel WARNs after creating them). A walker reads a
 // child's groupmask only after loading a non-nil parent (the kernel reads it
 // and then leaves the loop). timer_expire_remote runs also for the handling
-// CPU itself ([LIVELOCK-FIX]). Neither changes any decision.
+// CPU itself, as the kernel does since d486b4934a8e (docs/hierarchy.md O7). Neither changes any decision.
 package hier

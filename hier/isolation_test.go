@@ -125,8 +125,8 @@ func TestOslatScenario(t *testing.T) {
 	}
 }
 
-// TestExcludeArithmetic checks §8 invariants 14-16 with random machines and
-// random sequences of exclusion sets, against the set arithmetic of §6.1
+// TestExcludeArithmetic checks invariants I14-I16 of docs/hierarchy.md with random machines and
+// random sequences of exclusion sets, against the set arithmetic of X3
 // computed independently: with P the predicate and tk the timekeeper while
 // nohz_full runs, A1 = A ∪ {c ∈ (ON \ E) \ A : c ∉ P} and A2 = A1 \ ((E ∩
 // A1 ∩ NK) \ {tk}). A second call with the same set changes nothing, and
@@ -175,7 +175,7 @@ func TestExcludeArithmetic(t *testing.T) {
 			}
 			e := cpuset.Or(iso.Domain) // the complete excluded set
 			if rapid.Bool().Draw(rt, fmt.Sprintf("partial%d", step)) {
-				e = cpuset // §6.4: a caller passing only part of it
+				e = cpuset // X4 (docs/hierarchy.md): a caller passing only part of it
 			}
 			a, on := h.Available(), h.Online()
 			var a1 cpumask.Mask = a
@@ -232,7 +232,7 @@ func (iso *Isolation) isolatedAll(m cpumask.Mask) bool {
 
 // TestOfflineOnlineIsolated: with the exclusion on, an isolated CPU that
 // goes offline and comes back stays out; an unisolated online CPU becomes
-// available and, unless its base is idle, active (§8 invariant 16).
+// available and, unless its base is idle, active (invariant I16 of docs/hierarchy.md).
 func TestOfflineOnlineIsolated(t *testing.T) {
 	h := newPrepared(t, 16, 2, Options{ExcludeIsolated: true, Isolation: Isolation{Domain: cpumask.MustParse("3,9"), Timekeeper: 0}})
 	for c := 0; c < 16; c++ {

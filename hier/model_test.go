@@ -6,15 +6,16 @@ import (
 	"testing"
 
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/internal/soak"
 	"pgregory.net/rapid"
 )
 
 // The model below is a minimal timer code around the hierarchy, enough to
-// check end to end that no global timer is lost or late (§8 invariants 7,
-// 8, 10): every CPU holds a sorted list of global timers (no local ones);
+// check end to end that no global timer is lost or late (invariants I7,
+// I8, I10 of docs/hierarchy.md): every CPU holds a sorted list of global timers (no local ones);
 // time advances in ticks; a CPU goes idle only if its first timer is more
 // than a tick away, undoes the idle transition if it is handed something
-// due within a tick (the timer code's rule, §4.11), and while idle sleeps
+// due within a tick (the timer code's rule, docs/hierarchy.md O9), and while idle sleeps
 // until the time it armed; an idle CPU woken by that time runs its softirq
 // and re-evaluates its sleep with NewTimer, as the idle loop does.
 
@@ -51,7 +52,7 @@ func (m *model) NextGlobalRemote(target int, _ uint64, now int64) int64 {
 	if f == KtimeMax {
 		return KtimeMax
 	}
-	return max(f, now) // an overdue timer is reported as now (§4.11)
+	return max(f, now) // an overdue timer is reported as now (O9)
 }
 
 func (m *model) runDue(c int) {
@@ -124,7 +125,7 @@ func (m *model) advance() {
 			m.reevaluate(c)
 		}
 	}
-	// §8 invariant 10: every timer due by now has run.
+	// I10: every timer due by now has run.
 	for c := range m.cpus {
 		if f := m.first(c); f <= m.now {
 			m.t.Fatalf("now %d: CPU%d's global timer at %d has not run (idle=%v armed=%s)\n%s",
@@ -150,7 +151,7 @@ func (m *model) isolate(s cpumask.Mask) {
 	}
 }
 
-// check verifies Check and §8 invariants 7 and 8 against the model.
+// check verifies Check and invariants I7 and I8 against the model.
 func (m *model) check() {
 	if err := m.h.Check(); err != nil {
 		m.t.Fatalf("%v\n%s", err, m.h.State())
@@ -192,66 +193,75 @@ func (m *model) check() {
 // the hierarchy is consistent, that idle CPUs' timers are published, that
 // a fully idle machine is armed for its earliest timer and that no timer
 // runs later than the first tick at or after its expiry.
+//
+// TMIGR_SOAK=N (package internal/soak) runs batches of cases until N steps
+// have been checked.
 func TestModelNoLostTimer(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(2, 40).Draw(rt, "cpus")
-		nodes := rapid.IntRange(1, min(n, 4)).Draw(rt, "nodes")
-		exclude := rapid.Bool().Draw(rt, "exclude")
-		h, err := New(Options{NodeOf: evenNodes(n, nodes), ExcludeIsolated: exclude, Isolation: Isolation{Timekeeper: -1}})
-		if err != nil {
+	var steps int64
+	soak.Run(t, func() int64 { return steps }, func(t *testing.T) { rapid.Check(t, func(rt *rapid.T) { modelNoLostTimer(rt, &steps) }) })
+}
+
+// modelNoLostTimer is one case of TestModelNoLostTimer; it adds the steps
+// it ran to *ops.
+func modelNoLostTimer(rt *rapid.T, ops *int64) {
+	n := rapid.IntRange(2, 40).Draw(rt, "cpus")
+	nodes := rapid.IntRange(1, min(n, 4)).Draw(rt, "nodes")
+	exclude := rapid.Bool().Draw(rt, "exclude")
+	h, err := New(Options{NodeOf: evenNodes(n, nodes), ExcludeIsolated: exclude, Isolation: Isolation{Timekeeper: -1}})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	order := rapid.Permutation(seq(n)).Draw(rt, "bring-up order")
+	for _, c := range order {
+		if err := h.Prepare(c); err != nil {
 			rt.Fatal(err)
 		}
-		order := rapid.Permutation(seq(n)).Draw(rt, "bring-up order")
-		for _, c := range order {
-			if err := h.Prepare(c); err != nil {
-				rt.Fatal(err)
-			}
-			if err := h.SetAvailable(c, false); err != nil {
-				rt.Fatal(err)
-			}
+		if err := h.SetAvailable(c, false); err != nil {
+			rt.Fatal(err)
 		}
-		h.InitIsolation(nil)
-		m := &model{t: rt, h: h, cpus: make([]modelCPU, n)}
-		m.check()
-		cpu := rapid.IntRange(0, n-1)
-		steps := rapid.IntRange(50, 400).Draw(rt, "steps")
-		for i := 0; i < steps; i++ {
-			switch op := rapid.IntRange(0, 9).Draw(rt, "op"); op {
-			case 0, 1:
-				c := cpu.Draw(rt, "cpu")
-				m.arm(c, m.now+int64(rapid.IntRange(2, 40).Draw(rt, "ticks"))*tick)
-			case 2, 3:
-				m.goIdle(cpu.Draw(rt, "cpu"))
-			case 4:
-				m.wake(cpu.Draw(rt, "cpu"))
-			case 5, 6, 7:
-				m.advance()
-			case 8:
-				// Everything idle that can be: the last-CPU case.
-				for c := range m.cpus {
-					m.goIdle(c)
-				}
-			case 9:
-				if exclude {
-					var s cpumask.Mask
-					for c := 0; c < n; c++ {
-						if rapid.IntRange(0, 4).Draw(rt, fmt.Sprint("iso", c)) == 0 {
-							s.Set(c)
-						}
-					}
-					if s.Weight() < n { // keep a housekeeping CPU
-						m.isolate(s)
-					}
-				}
-			}
-			m.check()
-		}
-		// Drain: let time run until every timer has run.
-		for i := 0; i < 50; i++ {
+	}
+	h.InitIsolation(nil)
+	m := &model{t: rt, h: h, cpus: make([]modelCPU, n)}
+	m.check()
+	cpu := rapid.IntRange(0, n-1)
+	steps := rapid.IntRange(50, 400).Draw(rt, "steps")
+	for i := 0; i < steps; i++ {
+		switch op := rapid.IntRange(0, 9).Draw(rt, "op"); op {
+		case 0, 1:
+			c := cpu.Draw(rt, "cpu")
+			m.arm(c, m.now+int64(rapid.IntRange(2, 40).Draw(rt, "ticks"))*tick)
+		case 2, 3:
+			m.goIdle(cpu.Draw(rt, "cpu"))
+		case 4:
+			m.wake(cpu.Draw(rt, "cpu"))
+		case 5, 6, 7:
 			m.advance()
-			m.check()
+		case 8:
+			// Everything idle that can be: the last-CPU case.
+			for c := range m.cpus {
+				m.goIdle(c)
+			}
+		case 9:
+			if exclude {
+				var s cpumask.Mask
+				for c := 0; c < n; c++ {
+					if rapid.IntRange(0, 4).Draw(rt, fmt.Sprint("iso", c)) == 0 {
+						s.Set(c)
+					}
+				}
+				if s.Weight() < n { // keep a housekeeping CPU
+					m.isolate(s)
+				}
+			}
 		}
-	})
+		m.check()
+		*ops++
+	}
+	// Drain: let time run until every timer has run.
+	for i := 0; i < 50; i++ {
+		m.advance()
+		m.check()
+	}
 }
 
 func seq(n int) []int {

@@ -9,7 +9,7 @@ import "fmt"
 // nothing (only the first online attempt sets up). Groups are created on
 // demand and never destroyed; when a new top level is needed the old top
 // group is connected below the new one and, if it is active, its activity
-// is propagated up (§2.3). On a uniprocessor Prepare does nothing.
+// is propagated up (docs/hierarchy.md T3). On a uniprocessor Prepare does nothing.
 //
 // Prepare must happen before any other call for cpu. It fails, leaving the
 // hierarchy unchanged, when the hierarchy sized by New cannot hold the CPU
@@ -97,7 +97,7 @@ func (h *Hierarchy) getGroup(node, lvl int) *group {
 // stopClimb is the exit test of the setup loop: stop at a group that already
 // has a parent, or when the level holds a single group, except that on a
 // node mismatch the chain is unfolded up to the crossnode level so the tree
-// stays node-balanced ([NUMA-FIX]).
+// stays node-balanced (5eb579dfd46b, docs/hierarchy.md T3).
 func (h *Hierarchy) stopClimb(g *group, levelLen, lvl int, rootMismatch bool) bool {
 	if g != nil && g.parent.Load() != nil {
 		return true

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tmigr/tmigr/internal/soak"
 )
 
 var stressFor = flag.Duration("hier.stress", 0, "run TestStress for this long instead of a few hundred rounds (e.g. -hier.stress=1m)")
@@ -156,8 +158,8 @@ func (s *stress) step(i int, quiet bool) {
 	}
 }
 
-// quiescent checks, with every goroutine parked: Check, and §8 invariants
-// 7 and 8 against the CPUs' timers.
+// quiescent checks, with every goroutine parked: Check, and invariants
+// I7 and I8 of docs/hierarchy.md against the CPUs' timers.
 func (s *stress) quiescent(t *testing.T) {
 	t.Helper()
 	if w := s.h.Warnings(); w != 0 {
@@ -214,12 +216,14 @@ func (s *stress) quiescent(t *testing.T) {
 // goroutine through random timers, ticks, remote expiries and idle
 // transitions, concurrently, round after round on a shared fake clock.
 // Between rounds, with all goroutines parked, it checks the invariants: no
-// idle CPU's global timer is unpublished (§8 7) and, when every CPU is
-// idle, some CPU is armed for the earliest timer (§8 8). The exceptions
+// idle CPU's global timer is unpublished (I7 of docs/hierarchy.md) and, when every CPU is
+// idle, some CPU is armed for the earliest timer (I8). The exceptions
 // are the kernel's own two races (package doc, "Races the kernel loses"),
 // each recognised by its test hook where it happens and counted; nothing
 // else is forgiven.
-// Run it with -race; -hier.stress=DURATION runs it longer.
+// Run it with -race; -hier.stress=DURATION runs it longer, TMIGR_SOAK=N
+// (package internal/soak) for N steps (each a CPU's timer, tick, remote
+// expiry or idle transition).
 func TestStress(t *testing.T) {
 	const n = 24 // 2 nodes of 12: three levels
 	h := newPrepared(t, n, 2, Options{})
@@ -238,6 +242,15 @@ func TestStress(t *testing.T) {
 		rounds = 300
 	}
 	deadline := time.Now().Add(*stressFor)
+	// TMIGR_SOAK=N: as many rounds as make N steps (n CPUs × steps each).
+	if want := soak.Ops(t); want > 0 {
+		rounds = int((want + int64(n*steps) - 1) / int64(n*steps))
+		deadline = time.Time{}
+		start := time.Now()
+		defer func() {
+			t.Logf("soak: %d operations in %d rounds, %v", rounds*n*steps, rounds, time.Since(start).Round(time.Millisecond))
+		}()
+	}
 	for r := 0; r < rounds || time.Now().Before(deadline); r++ {
 		var wg sync.WaitGroup
 		for i := range s.cpus {

@@ -25,7 +25,7 @@ func kernelLevels(cpus, nodes int) (levels, crossnode int) {
 
 func TestSizing(t *testing.T) {
 	for _, tc := range []struct{ cpus, nodes, levels, crossnode int }{
-		// The spec's worked examples.
+		// The worked examples of docs/hierarchy.md T1.
 		{48, 2, 3, 2}, {8, 1, 1, 1}, {40, 1, 2, 2}, {128, 1, 3, 3}, {128, 4, 3, 2},
 		{2, 1, 1, 1}, {9, 1, 2, 2}, {16, 2, 2, 1}, {12, 1, 2, 2}, {18, 2, 3, 2},
 		{4096, 8, 4, 3}, {8192, 1, 5, 5}, {8192, 64, 5, 3}, {64, 64, 2, 0}, {1, 1, 0, 0},

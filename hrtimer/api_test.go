@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestSleeperRule is B.9-10 for every policy, kernel and rule: which
+// TestSleeperRule is HI10 of docs/hrtimer.md for every policy, kernel and rule: which
 // sleepers expire hard, the mode their start carries, and their slack.
 func TestSleeperRule(t *testing.T) {
 	policies := []Policy{SchedOther, SchedFIFO, SchedRR, SchedBatch, SchedIdle, SchedDeadline}
@@ -146,7 +146,7 @@ func TestPassMisuse(t *testing.T) {
 }
 
 // TestCancelWaits: hrtimer_cancel waits for a running callback to finish,
-// then reports whether it removed the timer (B.9-6): after it the timer is
+// then reports whether it removed the timer (HI6): after it the timer is
 // inactive.
 func TestCancelWaits(t *testing.T) {
 	b, _ := NewCPUBase(0, Config{})
@@ -178,7 +178,7 @@ func TestCancelWaits(t *testing.T) {
 
 // TestConcurrentRestartDuringCallback: a restart from another goroutine
 // while the callback runs leaves exactly one enqueue, on the timer's own
-// CPU, whatever the callback returns (B.9-7, B.9-8).
+// CPU, whatever the callback returns (HI7, HI8).
 func TestConcurrentRestartDuringCallback(t *testing.T) {
 	for _, act := range []Action{NoRestart, Restart} {
 		b0, _ := NewCPUBase(0, Config{})

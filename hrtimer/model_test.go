@@ -4,14 +4,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tmigr/tmigr/internal/soak"
 	"pgregory.net/rapid"
 )
 
 // The reference model of one CPU base: each timer's state in plain fields,
 // queues as sorted lists, and the kernel's rules for a pass written out
-// directly on those lists. The model tracks the facts of B.9 (which timers
-// are queued, their expiries and enqueue order, softirq_activated, the hang
-// statistics) but not the implementation's cached pointers (next_timer and
+// directly on those lists. The model tracks the facts of docs/hrtimer.md
+// HI1–HI11 (which timers are queued, their expiries and enqueue order,
+// softirq_activated, the hang statistics) but not the implementation's cached pointers (next_timer and
 // friends): those are what it checks.
 
 type mTimer struct {
@@ -78,7 +79,7 @@ func (m *model) minExp(mask uint8) int64 {
 	return max(exp, 0)
 }
 
-// nextEvent is what expires_next must be outside a pass (B.9-4).
+// nextEvent is what expires_next must be outside a pass (HI4).
 func (m *model) nextEvent() int64 {
 	if m.activated {
 		return m.minExp(activeHard)
@@ -399,66 +400,77 @@ func (m *model) callback(rt *rapid.T, x *mTimer, quiet bool) {
 	}
 }
 
+// TestModel drives a CPU base and the model with random sequences of
+// starts, cancels, clock advances and hard and soft passes, comparing them
+// after every step. TMIGR_SOAK=N (package internal/soak) runs batches of
+// cases until N steps have been checked.
 func TestModel(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		cfg := Config{PreemptRT: rapid.Bool().Draw(rt, "rt")}
-		lowres := rapid.Bool().Draw(rt, "lowres")
-		if lowres {
-			cfg.LowRes, cfg.HZ = true, 1_000_000 // 1 µs ticks keep the numbers small
-		}
-		b, err := NewCPUBase(0, cfg)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		m := &model{b: b, lowres: lowres}
-		o := [3]int64{}
-		for i := range o {
-			o[i] = rapid.Int64Range(-1000, 1000).Draw(rt, "offset")
-		}
-		b.SetOffsets(o[0], o[1], o[2])
-		for c := 1; c < 4; c++ {
-			m.offs[c], m.offs[c+softShift] = o[c-1], o[c-1]
-		}
-		n := rapid.IntRange(1, 8).Draw(rt, "timers")
-		for i := range n {
-			x := &mTimer{t: &Timer{}}
-			clock := Clock(rapid.IntRange(0, 3).Draw(rt, "clock"))
-			mode := rapid.SampledFrom([]Mode{ModeAbs, ModeSoft, ModeHard}).Draw(rt, "mode")
-			if err := b.Setup(x.t, clock, mode); err != nil {
-				rt.Fatal(err)
-			}
-			x.base = int(clock)
-			if mode&ModeSoft != 0 || (cfg.PreemptRT && mode&ModeHard == 0) {
-				x.base += softShift
-			}
-			if got := x.t.IsSoft(); got != (x.base >= softShift) {
-				rt.Fatalf("timer %d soft=%v", i, got)
-			}
-			m.timers = append(m.timers, x)
-		}
-		m.check(rt)
-		for range rapid.IntRange(1, 60).Draw(rt, "steps") {
-			x := m.timers[rapid.IntRange(0, n-1).Draw(rt, "timer")]
-			switch rapid.IntRange(0, 5).Draw(rt, "op") {
-			case 0, 1:
-				m.start(rt, x, "")
-			case 2:
-				m.cancel(rt, x)
-			case 3:
-				m.now += rapid.Int64Range(0, 2000).Draw(rt, "advance")
-			case 4:
-				m.pass(rt, false)
-			case 5:
-				if m.activated {
-					m.pass(rt, true)
-				}
-			}
-			m.check(rt)
-		}
+	var steps int64
+	soak.Run(t, func() int64 { return steps }, func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) { modelCase(rt, &steps) })
 	})
 }
 
-// TestForward checks hrtimer_forward (B.4, B.9-5) against stepping the
+// modelCase is one case of TestModel; it adds the steps it ran to *ops.
+func modelCase(rt *rapid.T, ops *int64) {
+	cfg := Config{PreemptRT: rapid.Bool().Draw(rt, "rt")}
+	lowres := rapid.Bool().Draw(rt, "lowres")
+	if lowres {
+		cfg.LowRes, cfg.HZ = true, 1_000_000 // 1 µs ticks keep the numbers small
+	}
+	b, err := NewCPUBase(0, cfg)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	m := &model{b: b, lowres: lowres}
+	o := [3]int64{}
+	for i := range o {
+		o[i] = rapid.Int64Range(-1000, 1000).Draw(rt, "offset")
+	}
+	b.SetOffsets(o[0], o[1], o[2])
+	for c := 1; c < 4; c++ {
+		m.offs[c], m.offs[c+softShift] = o[c-1], o[c-1]
+	}
+	n := rapid.IntRange(1, 8).Draw(rt, "timers")
+	for i := range n {
+		x := &mTimer{t: &Timer{}}
+		clock := Clock(rapid.IntRange(0, 3).Draw(rt, "clock"))
+		mode := rapid.SampledFrom([]Mode{ModeAbs, ModeSoft, ModeHard}).Draw(rt, "mode")
+		if err := b.Setup(x.t, clock, mode); err != nil {
+			rt.Fatal(err)
+		}
+		x.base = int(clock)
+		if mode&ModeSoft != 0 || (cfg.PreemptRT && mode&ModeHard == 0) {
+			x.base += softShift
+		}
+		if got := x.t.IsSoft(); got != (x.base >= softShift) {
+			rt.Fatalf("timer %d soft=%v", i, got)
+		}
+		m.timers = append(m.timers, x)
+	}
+	m.check(rt)
+	for range rapid.IntRange(1, 60).Draw(rt, "steps") {
+		x := m.timers[rapid.IntRange(0, n-1).Draw(rt, "timer")]
+		switch rapid.IntRange(0, 5).Draw(rt, "op") {
+		case 0, 1:
+			m.start(rt, x, "")
+		case 2:
+			m.cancel(rt, x)
+		case 3:
+			m.now += rapid.Int64Range(0, 2000).Draw(rt, "advance")
+		case 4:
+			m.pass(rt, false)
+		case 5:
+			if m.activated {
+				m.pass(rt, true)
+			}
+		}
+		m.check(rt)
+		*ops++
+	}
+}
+
+// TestForward checks hrtimer_forward (docs/hrtimer.md H4, HI5) against stepping the
 // expiry one interval at a time.
 func TestForward(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -501,13 +513,13 @@ func TestForward(t *testing.T) {
 			rt.Fatalf("forward(%d, %d): k=%d [%d,%d], want k=%d hard=%d slack=%d", now, iv, k, tm.SoftExpires(), tm.Expires(), want, hard, slack)
 		}
 		if !(tm.Expires() > now && now >= tm.Expires()-step) {
-			rt.Fatalf("B.9-5 violated: new=%d now=%d interval'=%d", tm.Expires(), now, step)
+			rt.Fatalf("HI5 violated: new=%d now=%d interval'=%d", tm.Expires(), now, step)
 		}
 	})
 }
 
 // TestHang drives interrupts whose callbacks keep the next timer overdue
-// (B.9-9): exactly three passes, then hang_detected, nr_hangs + 1, the
+// (HI9): exactly three passes, then hang_detected, nr_hangs + 1, the
 // device at now + min(delta, 100 ms), max_hang_time never decreasing; and
 // the first interrupt that can program its event clears hang_detected.
 func TestHang(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tmigr/tmigr/internal/soak"
 )
 
 // TestStress runs the runtime's situation under the race detector: one
@@ -17,13 +19,29 @@ import (
 // or be cancelled by a try_to_cancel that returned 1; try_to_cancel must
 // tell the truth (1: an unfired arm was queued; 0: none was; -1: one is
 // firing). A second set of timers is cancelled with the blocking Cancel,
-// after which the timer must be inactive (B.9-6).
+// after which the timer must be inactive (docs/hrtimer.md HI6).
+//
+// TMIGR_SOAK=N (package internal/soak) runs the whole test again and again
+// until N operations (starts, restarts and cancels by the workers) have
+// been checked.
 func TestStress(t *testing.T) {
-	const ncpu, ntimers, nowned, nworkers = 4, 48, 8, 6
 	ops := 3000
 	if testing.Short() {
 		ops = 500
 	}
+	var total int64
+	soak.Run(t, func() int64 { return total }, func(t *testing.T) {
+		stress(t, ops)
+		total += int64(stressWorkers * ops)
+	})
+}
+
+// stressWorkers is how many goroutines start and cancel timers in TestStress.
+const stressWorkers = 6
+
+// stress is one run of TestStress: each worker makes ops operations.
+func stress(t *testing.T, ops int) {
+	const ncpu, ntimers, nowned, nworkers = 4, 48, 8, stressWorkers
 	var clock atomic.Int64
 	clock.Store(1_000_000)
 	bases := make([]*CPUBase, ncpu)

@@ -40,7 +40,7 @@ func labTraces(t *testing.T) []string {
 	return files
 }
 
-// bootLine is tmigr_init's sizing, as the spec gives it: levels for the
+// bootLine is tmigr_init's sizing, as docs/hierarchy.md T1 gives it: levels for the
 // CPUs of a node (rounded up), in steps of 8 (3 bits), plus levels for
 // the nodes; the crossnode level is the first above the per-node ones.
 func bootLine(cpus, nodes int) ftrace.Hierarchy {
@@ -129,7 +129,7 @@ func TestLabTraces(t *testing.T) {
 
 // TestLabTraceRTSleepers: on PREEMPT_RT the kernel arms a SCHED_FIFO task's
 // sleep timer for hard interrupt expiry and any other task's for the
-// softirq (wheel-hrtimer-spec B.7). The trace shows the soft ones without
+// softirq (docs/hrtimer.md H7). The trace shows the soft ones without
 // a SOFT bit: on RT, a mode without HARD is what makes an hrtimer soft.
 func TestLabTraceRTSleepers(t *testing.T) {
 	found := false

@@ -167,6 +167,15 @@ func Run(t *Trace, o Options) (*Result, error) {
 	if err != nil && o.Tmigr {
 		return nil, err
 	}
+	if err == nil {
+		// An event of a CPU the machine does not have would be dropped
+		// by the checks without a word.
+		for _, ev := range t.Events {
+			if ev.CPU >= s.CPUs {
+				return nil, fmt.Errorf("line %d: an event of CPU %d, beyond the machine's CPUs 0-%d: give its possible CPUs with --cpus", ev.Line, ev.CPU, s.CPUs-1)
+			}
+		}
+	}
 	if s.HZ <= 0 {
 		return nil, errors.New("the trace has no \"# machine:\" line naming its HZ; give it with --hz")
 	}

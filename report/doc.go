@@ -8,6 +8,9 @@
 //     histogram block with "# Max Latencies:".
 //   - Run and WriteMigrationSummary: the JSON object of a simulation run
 //     and the per-CPU migration summary printed after a tool's report.
+//   - Summary, Summarize and WriteSummary: the answer printed before a
+//     tool's report — who ran whose timers, the isolated CPUs that ran
+//     other CPUs' timers, the worst latency — and the run's "summary".
 //
 // The formats are those of rt-tests' src/oslat/oslat.c,
 // src/cyclictest/cyclictest.c and src/lib/histogram.c, read from source

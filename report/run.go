@@ -89,14 +89,18 @@ type CPU struct {
 // Run is the JSON of one simulation run. Every field but WallS is a pure
 // function of the inputs and the seed.
 type Run struct {
-	Machine   Machine `json:"machine"`
-	Policy    string  `json:"policy"`
-	DurationS float64 `json:"duration_s"`
-	Seed      uint64  `json:"seed"`
-	Events    uint64  `json:"events"`
-	WallS     float64 `json:"wall_s"`
-	CPUs      []CPU   `json:"cpus"`
-	Workload  any     `json:"workload,omitempty"`
+	// Summary is the answer first: who ran whose timers, the isolated
+	// CPUs among them, the worst latency (see Summarize). Set by the
+	// caller; nil leaves it out.
+	Summary   *Summary `json:"summary,omitempty"`
+	Machine   Machine  `json:"machine"`
+	Policy    string   `json:"policy"`
+	DurationS float64  `json:"duration_s"`
+	Seed      uint64   `json:"seed"`
+	Events    uint64   `json:"events"`
+	WallS     float64  `json:"wall_s"`
+	CPUs      []CPU    `json:"cpus"`
+	Workload  any      `json:"workload,omitempty"`
 }
 
 // Round rounds v to the given number of decimals, for JSON values that

@@ -179,6 +179,10 @@ func (c *Config) Validate() error {
 		default:
 			return fmt.Errorf("unknown action kind %d", a.Kind)
 		}
+		if end := c.Warmup + c.Duration; a.At >= end {
+			// The run stops at its end: a later action would never happen.
+			return fmt.Errorf("action %q: at or after the run's end at %v (warm-up %v + duration %v)", a, end, c.Warmup, c.Duration)
+		}
 	}
 	return nil
 }

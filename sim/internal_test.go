@@ -92,6 +92,7 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Costs.IRQOffShare = 2 }, "probability"},
 		{func(c *Config) { c.Actions = []Action{{At: time.Second, Kind: Offline, CPU: 8}} }, "out of range"},
 		{func(c *Config) { c.Actions = []Action{{Kind: SetPartition, Mask: cpumask.MustParse("0-7")}} }, "no housekeeping CPU"},
+		{func(c *Config) { c.Actions = []Action{{At: time.Second, Kind: Online, CPU: 1}} }, `action "1s online 1": at or after the run's end at 1s`},
 	} {
 		cfg := base
 		c.mod(&cfg)

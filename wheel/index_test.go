@@ -22,7 +22,7 @@ var indexClocks = []uint64{
 	math.MaxUint64,
 }
 
-// TestIndexWorkedExamples replays the worked examples of spec A.4.
+// TestIndexWorkedExamples replays the worked examples of docs/wheel.md W4.
 func TestIndexWorkedExamples(t *testing.T) {
 	for _, depth := range []int{8, 9} {
 		for _, tc := range []struct {
@@ -52,9 +52,9 @@ func TestIndexWorkedExamples(t *testing.T) {
 }
 
 // TestGeometry checks the package's constants against the numbers of the
-// spec's A.2 tables, typed in from the spec.
+// level table of docs/wheel.md W2, typed in from it.
 func TestGeometry(t *testing.T) {
-	// First timeout of each level (A.2 derived table).
+	// First timeout of each level (W2 derived table).
 	starts := []uint64{0, 63, 504, 4032, 32256, 258048, 2064384, 16515072, 132120576}
 	grans := []uint64{1, 8, 64, 512, 4096, 32768, 262144, 2097152, 16777216}
 	for n := 1; n < len(starts); n++ {
@@ -126,7 +126,7 @@ func TestIndexLevelBoundaries(t *testing.T) {
 	}
 }
 
-// checkRoundUp checks A.15.3 for an unclamped, unexpired placement: the
+// checkRoundUp checks WI3 for an unclamped, unexpired placement: the
 // bucket expiry is a multiple of the level's granularity in
 // (expires, expires+gran], and the slot is that multiple's level clock.
 func checkRoundUp(t *testing.T, name string, expires uint64, idx int, bucket uint64) {
@@ -141,7 +141,7 @@ func checkRoundUp(t *testing.T, name string, expires uint64, idx int, bucket uin
 	}
 }
 
-// TestIndexCapacity checks the clamp of spec A.4: a timeout of CUTOFF or
+// TestIndexCapacity checks the clamp of docs/wheel.md W4: a timeout of CUTOFF or
 // more fires in (clk+MAX, clk+CUTOFF], before it was asked to; CUTOFF−1
 // still fits and is placed normally in the last level.
 func TestIndexCapacity(t *testing.T) {
@@ -205,7 +205,7 @@ func TestIndexExpired(t *testing.T) {
 }
 
 // TestIndexLevelRanges checks the level table of the package comment and
-// spec A.2 end to end: each level's first and last timeout.
+// docs/wheel.md W2 end to end: each level's first and last timeout.
 func TestIndexLevelRanges(t *testing.T) {
 	ranges := [][2]uint64{
 		{0, 62}, {63, 503}, {504, 4031}, {4032, 32255}, {32256, 258047},
@@ -293,9 +293,9 @@ func drawClock(t *rapid.T, label string) uint64 {
 	}
 }
 
-// TestIndexMatchesSpecProse cross-checks Index against refPlaceOf, the
+// TestIndexMatchesDocProse cross-checks Index against refPlaceOf, the
 // independent implementation in ref_test.go, for random (expires, clk).
-func TestIndexMatchesSpecProse(t *testing.T) {
+func TestIndexMatchesDocProse(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		depth := rapid.SampledFrom([]int{8, 9}).Draw(t, "depth")
 		clk := drawClock(t, "clk")
@@ -308,10 +308,10 @@ func checkIndexAgainstRef(t interface{ Fatalf(string, ...any) }, expires, clk ui
 	idx, bucket := Index(expires, clk, depth)
 	p := refPlaceOf(expires, clk, depth)
 	if idx != p.idx || bucket != p.bucket {
-		t.Fatalf("depth %d: Index(%d, clk %d) = (%d, %d); the spec's prose gives (%d, %d) (lvl %d, expired %v, clamped %v)",
+		t.Fatalf("depth %d: Index(%d, clk %d) = (%d, %d); docs/wheel.md's prose gives (%d, %d) (lvl %d, expired %v, clamped %v)",
 			depth, expires, clk, idx, bucket, p.idx, p.bucket, p.lvl, p.expired, p.clamped)
 	}
-	// Never early (A.15.1/3) unless clamped (A.15.4).
+	// Never early (WI1/WI3) unless clamped (WI4).
 	switch {
 	case p.expired:
 		if bucket != clk {
@@ -352,7 +352,7 @@ func FuzzIndex(f *testing.F) {
 	})
 }
 
-// TestTimerFlags checks the flag word's layout against spec A.3 and that
+// TestTimerFlags checks the flag word's layout against docs/wheel.md W3 and that
 // the flag setters leave the bucket index alone, even on a pending timer.
 func TestTimerFlags(t *testing.T) {
 	for _, c := range []struct {

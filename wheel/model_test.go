@@ -2,21 +2,22 @@ package wheel
 
 import (
 	"cmp"
-	"flag"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
 
+	"github.com/tmigr/tmigr/internal/soak"
 	"pgregory.net/rapid"
 )
 
 // The reference model of a pair of wheel bases (two CPUs sharing one
-// jiffies counter). It keeps what the spec calls the timer state, a plain
+// jiffies counter). It keeps the timer state, a plain
 // list of (timer, expires, armed-at clock) plus the bucket that ref_test.go
 // computes for it, and the base's scalar bookkeeping (clk, next_expiry and
-// the lazy-recalc flag) updated by the rules of spec A.5–A.9, with every
+// the lazy-recalc flag) updated by the rules of docs/wheel.md W5–W9, with every
 // "earliest bucket" found by brute force over the list instead of the
 // bitmap scan. The expiry order at one clock value (higher levels first,
 // newest first within a bucket) is a sort of that list, and the migration
@@ -97,7 +98,7 @@ type model struct {
 // once the clock has moved on since) leaves timers_pending false with a
 // timer queued. next_timer_interrupt then treats the base as empty and
 // moves next_expiry to basej+NEXT_TIMER_MAX_DELTA, possibly past the bucket,
-// and the timer runs late. Spec A.15.6's "equality when
+// and the timer runs late. docs/wheel.md's WI6 "equality when
 // next_expiry_recalc is false" does not hold in that state; quirkStates
 // and quirkLate count how often the random runs reach it. Worse, once
 // next_expiry is past the bucket, __run_timers (or a forward) moves clk to
@@ -106,9 +107,8 @@ type model struct {
 // quirkPassed counts those.
 var quirkStates, quirkLate, quirkPassed int
 
-// coverage counts what the random runs exercised, so that a generator that
-// stops reaching a path shows in the test log, and fails the test for the
-// paths every run of 100 cases reaches many times over.
+// coverage counts what the model test's cases exercised: the log shows it,
+// and TestWheelModelCoverage asserts it for its fixed cases.
 var coverage = map[string]int{}
 
 // rollPassed moves the buckets of the lost timers the clock has jumped
@@ -190,7 +190,7 @@ func (m *model) bruteNext(b *mbase) (uint64, bool) {
 	return min, found
 }
 
-// recalcNow is timer_recalc_next_expiry (A.8) by brute force. As in the
+// recalcNow is timer_recalc_next_expiry (W8) by brute force. As in the
 // kernel, the result starts at the sentinel clk+NEXT_TIMER_MAX_DELTA and
 // only an earlier bucket replaces it, and timers_pending is "the result is
 // not the sentinel", so a lone bucket exactly at the sentinel (a timeout of
@@ -204,7 +204,7 @@ func (m *model) recalcNow(b *mbase) {
 	b.recalc = false
 }
 
-// forward is __forward_timer_base (A.6).
+// forward is __forward_timer_base (W6).
 func (m *model) forward(b *mbase, basej uint64) {
 	if !refAfter(basej, b.clk) {
 		return
@@ -220,7 +220,7 @@ func (m *model) forward(b *mbase, basej uint64) {
 	m.rollPassed(b)
 }
 
-// enqueue is internal_add_timer (A.4, A.5); it reports "first".
+// enqueue is internal_add_timer (W4, W5); it reports "first".
 func (m *model) enqueue(b *mbase, tm *mtimer, expires uint64) bool {
 	tm.base = m.baseIndex(b)
 	tm.state = mInWheel
@@ -252,7 +252,7 @@ func (m *model) enqueue(b *mbase, tm *mtimer, expires uint64) bool {
 	return false
 }
 
-// detach is detach_if_pending (A.13): emptying a bucket marks next_expiry
+// detach is detach_if_pending (W10): emptying a bucket marks next_expiry
 // stale. A collected timer is only dropped from its round.
 func (m *model) detach(tm *mtimer) bool {
 	switch tm.state {
@@ -275,7 +275,7 @@ func (m *model) detach(tm *mtimer) bool {
 	return true
 }
 
-// collect is one round of __run_timers (A.7): the timers whose bucket is
+// collect is one round of __run_timers (W7): the timers whose bucket is
 // due at next_expiry, ordered by level (high first) and, within a bucket,
 // newest first.
 func (m *model) collect(b *mbase, j uint64) bool {
@@ -311,7 +311,7 @@ func (m *model) collect(b *mbase, j uint64) bool {
 	return true
 }
 
-// nextInterrupt is next_timer_interrupt (A.9).
+// nextInterrupt is next_timer_interrupt (W9).
 func (m *model) nextInterrupt(b *mbase, basej uint64) uint64 {
 	if b.recalc {
 		m.recalcNow(b)
@@ -475,7 +475,7 @@ func (m *model) nameOf(tm *mtimer) string {
 	return fmt.Sprintf("t%d", tm.id)
 }
 
-// fire checks the spec's per-timer guarantees (A.15.1–4) as the timer is
+// fire checks the per-timer guarantees WI1–WI4 of docs/wheel.md as the timer is
 // handed out at clock value c, jiffies j.
 func (m *model) fire(tm *mtimer, b *mbase, c, j uint64) {
 	key := [2]int{tm.id, tm.gen}
@@ -520,7 +520,7 @@ func (m *model) fire(tm *mtimer, b *mbase, c, j uint64) {
 	}
 	switch {
 	case p.clamped:
-		// A.15.4: early, within (armClk+MAX, armClk+CUTOFF].
+		// WI4: early, within (armClk+MAX, armClk+CUTOFF].
 		if d := c - tm.armClk; d <= refMax(m.depth) || d > refCutoff(m.depth) {
 			m.fatalf("clamped t%d ran at armed clk+%d, want in (%d, %d]", tm.id, d, refMax(m.depth), refCutoff(m.depth))
 		}
@@ -529,7 +529,7 @@ func (m *model) fire(tm *mtimer, b *mbase, c, j uint64) {
 			m.fatalf("expired t%d (expires %d) ran at %d, armed at clk %d", tm.id, tm.expires, c, tm.armClk)
 		}
 	default:
-		// A.15.1–3: never early; at most one granule late.
+		// WI1–WI3: never early; at most one granule late.
 		if !refAfter(c, tm.expires) {
 			m.fatalf("t%d ran early: clk %d, expires %d", tm.id, c, tm.expires)
 		}
@@ -672,7 +672,7 @@ func (m *model) migrate(src, dst *mbase) {
 // --- checks -------------------------------------------------------------
 
 // checkScalars compares the base's clock and next-expiry bookkeeping with
-// the model, and checks the clock and next-expiry invariants (A.15.6–7).
+// the model, and checks the clock and next-expiry invariants (WI6–WI7).
 func (m *model) checkScalars(b *mbase, after string) {
 	w := b.w
 	if w.Clk() != b.clk || w.NextExpiry() != b.ne || w.NeedsRecalc() != b.recalc {
@@ -710,7 +710,7 @@ func (m *model) checkScalars(b *mbase, after string) {
 }
 
 // checkAll compares everything observable with the model, bucket by
-// bucket and timer by timer (A.15.5–8).
+// bucket and timer by timer (WI5–WI8).
 func (m *model) checkAll() {
 	for bi, b := range m.bases {
 		m.checkScalars(b, "op")
@@ -733,7 +733,7 @@ func (m *model) checkAll() {
 			}
 			n += len(want)
 			for _, tm := range want {
-				// A.15.7: the clock never passed a pending bucket.
+				// WI7: the clock never passed a pending bucket.
 				if refAfter(b.w.Clk(), m.timerOf(tm).place.bucket) {
 					m.fatalf("cpu%d clk %d passed t%d's bucket %d", b.cpu, b.w.Clk(), m.timerOf(tm).id, m.timerOf(tm).place.bucket)
 				}
@@ -754,7 +754,7 @@ func (m *model) checkAll() {
 	}
 }
 
-// checkRan checks A.15.8 after both bases ran at the current jiffies: no
+// checkRan checks WI8 after both bases ran at the current jiffies: no
 // bucket that is due is left behind.
 func (m *model) checkRan() {
 	for _, tm := range m.timers {
@@ -844,79 +844,144 @@ func (m *model) ladder() {
 	}
 }
 
-// TestWheelAgainstModel drives two bases and the model with random
-// sequences of arm / re-arm / cancel / tick / idle / next-event / recalc /
-// migrate operations, comparing everything after each step.
-func TestWheelAgainstModel(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		m := newModel(t)
-		steps := rapid.IntRange(20, 200).Draw(t, "steps")
-		for range steps {
-			switch op := rapid.IntRange(0, 13).Draw(t, "op"); op {
-			case 0, 1, 2: // arm or re-arm (detach + add)
-				m.arm(m.pickTimer("timer"), m.pickBase("base"))
-			case 3: // several timers at one expiry: LIFO within a bucket
-				b := m.pickBase("base")
-				m.forward(b, m.jiffies)
-				b.w.Forward(m.jiffies)
-				expires := m.jiffies + m.drawTimeout("timeout")
-				for range rapid.IntRange(2, 5).Draw(t, "burst") {
-					tm := m.pickTimer("timer")
-					if tm.state != mIdle {
+// wheelModel is one case of the model test: two bases and the model driven
+// by a random sequence of arm / re-arm / cancel / tick / idle / next-event /
+// recalc / migrate operations, comparing everything after each step. It
+// adds the steps it ran to modelSteps.
+func wheelModel(t *rapid.T) {
+	m := newModel(t)
+	steps := rapid.IntRange(20, 200).Draw(t, "steps")
+	for range steps {
+		switch op := rapid.IntRange(0, 13).Draw(t, "op"); op {
+		case 0, 1, 2: // arm or re-arm (detach + add)
+			m.arm(m.pickTimer("timer"), m.pickBase("base"))
+		case 3: // several timers at one expiry: LIFO within a bucket
+			b := m.pickBase("base")
+			m.forward(b, m.jiffies)
+			b.w.Forward(m.jiffies)
+			expires := m.jiffies + m.drawTimeout("timeout")
+			for range rapid.IntRange(2, 5).Draw(t, "burst") {
+				tm := m.pickTimer("timer")
+				if tm.state != mIdle {
+					m.cancel(tm)
+				}
+				m.armAt(tm, b, expires)
+			}
+		case 4: // cancel
+			m.cancel(m.pickTimer("timer"))
+		case 5: // cancel a base's first timer: the lazy recalc
+			b := m.pickBase("base")
+			if min, ok := m.bruteNext(b); ok {
+				for _, tm := range m.timers {
+					if tm.state == mInWheel && m.bases[tm.base] == b && tm.place.bucket == min {
 						m.cancel(tm)
 					}
-					m.armAt(tm, b, expires)
 				}
-			case 4: // cancel
-				m.cancel(m.pickTimer("timer"))
-			case 5: // cancel a base's first timer: the lazy recalc
-				b := m.pickBase("base")
-				if min, ok := m.bruteNext(b); ok {
-					for _, tm := range m.timers {
-						if tm.state == mInWheel && m.bases[tm.base] == b && tm.place.bucket == min {
-							m.cancel(tm)
-						}
-					}
-				}
-			case 6, 7: // run every tick for a while
-				m.tick(rapid.Uint64Range(1, 2000).Draw(t, "ticks"))
-				m.checkRan()
-			case 8: // idle, then one run
-				m.idle()
-				m.checkRan()
-			case 9: // recalc, then the next event
-				b := m.pickBase("base")
-				if b.recalc {
-					m.recalcNow(b)
-				}
-				b.w.Recalc()
-				m.checkScalars(b, "recalc")
-				want := m.nextInterrupt(b, m.jiffies)
-				if got := b.w.NextTimerInterrupt(m.jiffies); got != want {
-					m.fatalf("cpu%d: NextTimerInterrupt = %d, want %d", b.cpu, got, want)
-				}
-				if min, ok := m.bruteNext(b); ok && !m.inQuirk(b) && want != min {
-					m.fatalf("cpu%d: NextTimerInterrupt = %d, brute force says %d", b.cpu, want, min)
-				}
-			case 10: // CPU offline: migrate its timers to the other
-				src := m.pickBase("src")
-				dst := m.bases[1-m.baseIndex(src)]
-				m.migrate(src, dst)
-			case 11: // an empty base comes (back) online
-				b := m.pickBase("base")
-				if b.w.Len() == 0 {
-					b.w.Init(m.depth, m.jiffies)
-					b.clk, b.ne, b.recalc, b.pending = m.jiffies, m.jiffies+NextTimerMaxDelta, false, false
-					b.prevClk = m.jiffies
-				}
-			case 12: // timers on several levels sharing one bucket expiry
-				m.aimedArm(m.pickTimer("timer"), m.pickBase("base"))
-			case 13:
-				m.ladder()
 			}
-			m.checkAll()
+		case 6, 7: // run every tick for a while
+			m.tick(rapid.Uint64Range(1, 2000).Draw(t, "ticks"))
+			m.checkRan()
+		case 8: // idle, then one run
+			m.idle()
+			m.checkRan()
+		case 9: // recalc, then the next event
+			b := m.pickBase("base")
+			if b.recalc {
+				m.recalcNow(b)
+			}
+			b.w.Recalc()
+			m.checkScalars(b, "recalc")
+			want := m.nextInterrupt(b, m.jiffies)
+			if got := b.w.NextTimerInterrupt(m.jiffies); got != want {
+				m.fatalf("cpu%d: NextTimerInterrupt = %d, want %d", b.cpu, got, want)
+			}
+			if min, ok := m.bruteNext(b); ok && !m.inQuirk(b) && want != min {
+				m.fatalf("cpu%d: NextTimerInterrupt = %d, brute force says %d", b.cpu, want, min)
+			}
+		case 10: // CPU offline: migrate its timers to the other
+			src := m.pickBase("src")
+			dst := m.bases[1-m.baseIndex(src)]
+			m.migrate(src, dst)
+		case 11: // an empty base comes (back) online
+			b := m.pickBase("base")
+			if b.w.Len() == 0 {
+				b.w.Init(m.depth, m.jiffies)
+				b.clk, b.ne, b.recalc, b.pending = m.jiffies, m.jiffies+NextTimerMaxDelta, false, false
+				b.prevClk = m.jiffies
+			}
+		case 12: // timers on several levels sharing one bucket expiry
+			m.aimedArm(m.pickTimer("timer"), m.pickBase("base"))
+		case 13:
+			m.ladder()
 		}
-	})
+		m.checkAll()
+		modelSteps++
+	}
+}
+
+// modelSteps counts the steps wheelModel ran: the operations of the soak
+// knob.
+var modelSteps int64
+
+// TestWheelAgainstModel runs wheelModel on random cases (rapid's seed,
+// -rapid.checks of them, a fifth under -short) and logs what the cases
+// reached. TMIGR_SOAK=N (package internal/soak) runs batches of cases until
+// N steps have been checked. Which paths the generator reaches is asserted
+// by TestWheelModelCoverage, on fixed cases.
+func TestWheelAgainstModel(t *testing.T) {
+	clear(coverage)
+	modelSteps = 0
+	soak.Run(t, func() int64 { return modelSteps }, func(t *testing.T) { rapid.Check(t, wheelModel) })
+	logCoverage(t)
+}
+
+// coverageClasses are the paths the model test must reach: every one is
+// reached, many times, by the fixed cases of TestWheelModelCoverage.
+var coverageClasses = []string{
+	"fired on level 0", "fired on level 1", "fired clamped", "fired expired",
+	"fired across the 64-bit wrap", "fired, run every tick", "fired with more of its round to come",
+	"detached while collected", "detach emptied a bucket", "empty round",
+	"round over several levels", "round with a shared bucket", "migrated several",
+}
+
+// coverageCases is how many fixed cases TestWheelModelCoverage runs, and
+// coverageWords how many random words each case's input holds (more than a
+// case can draw: a case that ran out would be skipped, and the test fails).
+const coverageCases, coverageWords = 40, 1 << 15
+
+// TestWheelModelCoverage runs wheelModel on fixed cases — inputs drawn from
+// a PRNG with a fixed seed and replayed through rapid.MakeFuzz, so the same
+// cases run every time whatever the flags (-short, -rapid.checks,
+// -rapid.seed) — and asserts that they reach every coverage class. It
+// cannot pass or fail by luck: a change to the generator or to the wheel
+// that stops some class from being reached fails it every time.
+func TestWheelModelCoverage(t *testing.T) {
+	clear(coverage)
+	run := rapid.MakeFuzz(wheelModel)
+	r := rand.New(rand.NewPCG(2026, 14))
+	input := make([]byte, 8*coverageWords)
+	for i := range coverageCases {
+		for j := 0; j < len(input); j += 8 {
+			binary.LittleEndian.PutUint64(input[j:], r.Uint64())
+		}
+		done := false
+		if !t.Run(fmt.Sprintf("case%d", i), func(t *testing.T) { run(t, input); done = true }) {
+			return
+		}
+		if !done {
+			t.Fatalf("case %d drew more than its %d words and was skipped", i, coverageWords)
+		}
+	}
+	logCoverage(t)
+	for _, k := range coverageClasses {
+		if coverage[k] == 0 {
+			t.Errorf("the fixed cases never reached %q", k)
+		}
+	}
+}
+
+// logCoverage logs the coverage counts and the sentinel quirk's.
+func logCoverage(t *testing.T) {
 	keys := make([]string, 0, len(coverage))
 	for k := range coverage {
 		keys = append(keys, k)
@@ -924,18 +989,6 @@ func TestWheelAgainstModel(t *testing.T) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		t.Logf("%-40s %d", k, coverage[k])
-	}
-	if checks, err := strconv.Atoi(flag.Lookup("rapid.checks").Value.String()); err == nil && checks >= 100 {
-		for _, k := range []string{
-			"fired on level 0", "fired on level 1", "fired clamped", "fired expired",
-			"fired across the 64-bit wrap", "fired, run every tick", "fired with more of its round to come",
-			"detached while collected", "detach emptied a bucket", "empty round",
-			"round over several levels", "round with a shared bucket", "migrated several",
-		} {
-			if coverage[k] == 0 {
-				t.Errorf("the generator never reached %q", k)
-			}
-		}
 	}
 	t.Logf("sentinel quirk: %d checks in the state, %d timers made late by it, %d overtaken by the clock", quirkStates, quirkLate, quirkPassed)
 }

@@ -1,7 +1,7 @@
 package wheel
 
 // An independent re-derivation of the wheel's arithmetic, written from the
-// prose of the spec (wheel-hrtimer-spec.md A.2 and A.4) rather than from
+// prose of docs/wheel.md (W2 and W4) rather than from
 // wheel.go: powers and divisions instead of shifts and masks, level ranges
 // from "level n holds the timeouts in [63·8^(n-1), 63·8^n)", the round-up as
 // "the next multiple of the granularity strictly after the expiry". The
@@ -27,7 +27,7 @@ func refCutoff(depth int) uint64 { return refLevelEnd(depth - 1) }
 // granule of the last level.
 func refMax(depth int) uint64 { return refCutoff(depth) - refPow8(depth-1) }
 
-// refPlace is where the spec puts a timer.
+// refPlace is where docs/wheel.md W4 puts a timer.
 type refPlace struct {
 	lvl     int
 	idx     int    // 64·lvl + slot
@@ -62,6 +62,6 @@ func refPlaceOf(expires, clk uint64, depth int) refPlace {
 	return p
 }
 
-// refAfter is time_after written as the spec states it: a is after b when
+// refAfter is time_after written as docs/wheel.md W1 states it: a is after b when
 // the signed difference b−a is negative.
 func refAfter(a, b uint64) bool { return int64(b-a) < 0 }

@@ -11,8 +11,8 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-// TestScenarios replays the files in testdata/ (the spec's worked
-// examples, step by step). Commands, each on a base named cpu=N (default 0):
+// TestScenarios replays the files in testdata/ (the worked
+// examples of docs/wheel.md, step by step). Commands, each on a base named cpu=N (default 0):
 //
 //	init    [cpu=N] (depth=D | hz=HZ) clk=V
 //	add     [cpu=N] t=NAME expires=V [now=J] [pinned]
@@ -33,7 +33,7 @@ import (
 // before the 64-bit wrap); values within 2^32 of the wrap print that way.
 //
 // Regenerate with -rewrite after a deliberate change, then read the diff:
-// every number in these files was checked by hand against the spec.
+// every number in these files was checked by hand against docs/wheel.md.
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if !strings.HasSuffix(path, ".txt") {

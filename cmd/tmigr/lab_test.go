@@ -22,8 +22,8 @@ func TestLabDispatch(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "record") || !strings.Contains(stderr, "subcommands:") {
 		t.Errorf("tmigr lab: %d %q", code, stderr)
 	}
-	if code, _, stderr := runLabCmd("help"); code != 0 || !strings.Contains(stderr, "record") {
-		t.Errorf("tmigr lab help: %d %q", code, stderr)
+	if code, stdout, _ := runLabCmd("help"); code != 0 || !strings.Contains(stdout, "record") {
+		t.Errorf("tmigr lab help: %d %q", code, stdout)
 	}
 	code, _, stderr = runLabCmd("frob")
 	if code != 2 || !strings.Contains(stderr, `unknown subcommand "frob"`) {
@@ -46,8 +46,8 @@ func TestLabTableExtends(t *testing.T) {
 	if code != 7 || stdout != "extra a,b" {
 		t.Errorf("dispatch: %d %q", code, stdout)
 	}
-	if _, _, stderr := runLabCmd("help"); !strings.Contains(stderr, "test-extra") {
-		t.Errorf("the usage does not list the new subcommand: %q", stderr)
+	if _, stdout, _ := runLabCmd("help"); !strings.Contains(stdout, "test-extra") {
+		t.Errorf("the usage does not list the new subcommand: %q", stdout)
 	}
 	defer func() {
 		if recover() == nil {

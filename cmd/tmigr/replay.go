@@ -2,14 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/replay"
+	"github.com/tmigr/tmigr/viz"
 )
 
 func init() {
@@ -43,8 +42,7 @@ flags:
 `
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("tmigr replay", replayUsage, stdout, stderr)
 	wheel := fs.Bool("wheel", false, "check the timer wheel (default: every check)")
 	tmigr := fs.Bool("tmigr", false, "check the migration hierarchy (default: every check)")
 	hrt := fs.Bool("hrtimer", false, "check the sleepers' hard/soft modes (default: every check)")
@@ -56,36 +54,37 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
 	kernel := fs.String("kernel", "", "kernel release (e.g. 6.12.117); 6.19 and later exclude isolated CPUs")
 	maxShow := fs.Int("show", 5, "mismatches to print per file and check")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, replayUsage)
-		fs.PrintDefaults()
+	var pics viz.Pictures
+	fs.StringVar(&pics.Perfetto, "perfetto", "", "write the recording as Perfetto / Chrome trace-event JSON to FILE (one trace file only)")
+	fs.StringVar(&pics.HTML, "html", "", "write a self-contained HTML page of the recording to FILE (one trace file only)")
+	fs.files("perfetto", "html")
+	fs.operands("FILE", 1, -1, completion{kind: completeFile})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
+	if pics.Any() && fs.NArg() != 1 {
+		return fs.failf("--perfetto and --html picture one trace file, not %d", fs.NArg())
 	}
 	all := !*wheel && !*tmigr && !*hrt
 	opts := replay.Options{Wheel: *wheel || all, Tmigr: *tmigr || all, Hrtimer: *hrt || all, HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Check: *check}
-	if *hz < 0 || *cpus < 0 || *nodes < 0 {
-		fmt.Fprintln(stderr, "tmigr replay: --hz, --cpus and --nodes must not be negative")
-		return 2
+	// 0 means "from the trace": given on the command line it is a
+	// mistake, not a request for the trace's value.
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"hz", *hz}, {"cpus", *cpus}, {"nodes", *nodes}} {
+		if n.v < 0 || n.v == 0 && fs.isSet(n.name) {
+			return fs.failf("--%s must be at least 1 (got %d)", n.name, n.v)
+		}
 	}
 	if *nodeCPUs != "" {
 		if *nodes != 0 {
-			fmt.Fprintln(stderr, "tmigr replay: give either --nodes or --node-cpus, not both")
-			return 2
+			return fs.failf("give either --nodes or --node-cpus, not both")
 		}
 		for i, l := range strings.Split(*nodeCPUs, ";") {
 			m, err := cpumask.Parse(strings.TrimSpace(l))
 			if err != nil {
-				fmt.Fprintf(stderr, "tmigr replay: --node-cpus: node %d: %v\n", i, err)
-				return 2
+				return fs.failf("--node-cpus: node %d: %v", i, err)
 			}
 			opts.NodeCPUs = append(opts.NodeCPUs, m)
 		}
@@ -97,6 +96,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr replay: %v\n", err)
 			return 2
+		}
+		if pics.Any() {
+			if err := pics.FromTrace(tr.Header, tr.Events, f); err != nil {
+				fmt.Fprintf(stderr, "tmigr replay: %s: %v\n", f, err)
+				return 2
+			}
 		}
 		r, err := replay.Run(tr, opts)
 		if err != nil {

@@ -2,10 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/tmigr/tmigr/sim/repro"
@@ -25,8 +24,15 @@ Experiments:
 `
 
 func runRepro(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var b strings.Builder
+	b.WriteString(reproUsage)
+	var names []string
+	for _, e := range repro.Experiments() {
+		fmt.Fprintf(&b, "  %-13s seed posts %-8s %s\n", e.Name, e.Seeds, e.Title)
+		names = append(names, e.Name)
+	}
+	b.WriteString("\nflags:\n")
+	fs := newFlagSet("tmigr repro", b.String(), stdout, stderr)
 	asJSON := fs.Bool("json", false, `print {"experiment":NAME,"runs":[the sim JSON of each run]}`)
 	seed := fs.Uint64("seed", 1, "random seed")
 	duration := fs.String("duration", "", "measured time per run instead of the post's (kernbench always builds to the end)")
@@ -36,53 +42,23 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	var set repeated
 	fs.Var(&set, "set", "override a parameter in every run, NAME=VALUE (repeatable; see tmigr sim --explain)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, reproUsage)
-		for _, e := range repro.Experiments() {
-			fmt.Fprintf(stderr, "  %-13s seed posts %-8s %s\n", e.Name, e.Seeds, e.Title)
-		}
-		fmt.Fprintln(stderr, "\nflags:")
-		fs.PrintDefaults()
-	}
 	// The experiment's name may come before or after the flags.
-	var name string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		name, args = args[0], args[1:]
+	fs.operands("the experiment's NAME", 1, 1, completion{kind: completeWords, words: names})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return 2
-		}
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tmigr repro: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	if name == "" {
-		fs.Usage()
-		return 2
-	}
+	name := fs.Arg(0)
 	e, err := repro.Lookup(name)
 	if err != nil {
-		fmt.Fprintf(stderr, "tmigr repro: %v\n", err)
-		return 2
+		return fs.fail(err)
 	}
 	o := repro.Options{Seed: *seed, Short: *short, Check: *check, Full: *full, Set: set}
 	if *duration != "" {
 		if o.Duration, err = parseSeconds("--duration", *duration); err != nil {
-			fmt.Fprintf(stderr, "tmigr repro: %v\n", err)
-			return 2
+			return fs.fail(err)
 		}
 		if o.Duration <= 0 {
-			fmt.Fprintf(stderr, "tmigr repro: --duration must be positive\n")
-			return 2
+			return fs.failf("--duration must be positive (got %v)", o.Duration)
 		}
 	}
 	if !*quiet {

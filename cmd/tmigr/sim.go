@@ -1,12 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -14,8 +14,10 @@ import (
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/report"
 	"github.com/tmigr/tmigr/sim"
 	"github.com/tmigr/tmigr/sim/workload"
+	"github.com/tmigr/tmigr/viz"
 )
 
 func init() {
@@ -28,8 +30,10 @@ const simUsage = `usage: tmigr sim --cpus N [--nodes K] [--hz 250] [--isolcpus L
 
 Simulates an N-CPU Linux machine on a virtual clock, running the real
 timer core (wheels, migration hierarchy, hrtimers) under a workload, and
-prints the report the real tool would print (oslat's, cyclictest's) and a
-per-CPU migration summary: ticks, idle wakeups, busy share, and the timers
+prints the answer first, who ran whose timers (the CPUs that ran other
+CPUs' timers, the isolated ones among them, the worst latency), then the
+report the real tool would print (oslat's, cyclictest's) and a per-CPU
+migration summary: ticks, idle wakeups, busy share, and the timers
 of other CPUs each CPU expired. The housekeeping timer mix (vmstat,
 writeback, watchdogs, TCP, driver work, ...) runs on the housekeeping
 CPUs in every run; --set hk.CLASS.enabled=false switches a class off.
@@ -62,8 +66,7 @@ type simFlags struct {
 }
 
 func runSim(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("tmigr sim", fmt.Sprintf(simUsage, indent(workload.Usage, "  ")), stdout, stderr)
 	cpus := fs.Int("cpus", 0, "number of CPUs (1-8192)")
 	nodes := fs.Int("nodes", 1, "number of NUMA nodes, CPUs in contiguous blocks")
 	hz := fs.Int("hz", 250, "tick rate")
@@ -81,62 +84,57 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	explain := fs.Bool("explain", false, "print the cost model and every parameter, then exit")
 	preemptRT := fs.Bool("preempt-rt", false, "model a PREEMPT_RT kernel (softirqs in the ktimers thread)")
 	sleepers := fs.String("sleepers", "by-policy", "PREEMPT_RT sleepers: by-policy (RT tasks hard, others soft; since 2017) or all-hard")
-	trace := fs.String("trace", "", "write the hierarchy's tracepoints to FILE as ftrace lines")
+	trace := fs.String("trace", "", "write the hierarchy's tracepoints to FILE as ftrace lines (replaced only when the run succeeds)")
+	var pics viz.Pictures
+	fs.StringVar(&pics.Perfetto, "perfetto", "", "write the run as Perfetto / Chrome trace-event JSON to FILE (ui.perfetto.dev opens it)")
+	fs.StringVar(&pics.HTML, "html", "", "write a self-contained HTML page of the run to FILE: hierarchy, migrators, who ran whose timers, latency")
 	var at repeated
-	fs.Var(&at, "at", "change the machine while it runs: 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST|none',\nTIME counted from boot, the warm-up included (repeatable)")
+	fs.Var(&at, "at", "change the machine while it runs: 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST|none',\nTIME counted from boot, the warm-up included, before the run's end (repeatable)")
 	var sf simFlags
 	sf.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, simUsage, indent(workload.Usage, "  "))
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tmigr sim: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
-		return 2
+	fs.files("trace", "perfetto", "html")
+	fs.words("policy", "pull-isolated", "pull", "push", "none")
+	fs.words("sleepers", "by-policy", "all-hard")
+	fs.words("workload", "oslat", "cyclictest", "idle", "kernbench:", "panic:")
+	fs.operands("", 0, 0, completion{})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
 	}
 	hk := workload.NewHousekeeping()
 	wopts := workload.DefaultOptions()
 	costs, ps, err := sf.costs(hk, &wopts)
 	if err != nil {
-		return fail(err)
+		return fs.fail(err)
 	}
 	if *explain {
 		return explainParams(stdout, sf.platform, ps)
 	}
+	if *nodes < 1 {
+		// sim.Config reads 0 as 1 (the zero value); on the command line
+		// it is a mistake like any other count below one.
+		return fs.failf("--nodes must be at least 1 (got %d)", *nodes)
+	}
 	cfg := sim.Config{CPUs: *cpus, Nodes: *nodes, HZ: *hz, Seed: *seed, Check: *check,
 		PreemptRT: *preemptRT, Platform: sf.platform, Costs: costs}
 	if cfg.Duration, err = parseSeconds("--duration", *duration); err != nil {
-		return fail(err)
+		return fs.fail(err)
 	}
 	if cfg.Warmup, err = parseSeconds("--warmup", *warmup); err != nil {
-		return fail(err)
+		return fs.fail(err)
 	}
 	if *cpus < 1 || *cpus > cpumask.MaxCPUs {
-		return fail(fmt.Errorf("--cpus must be 1 to %d (got %d)", cpumask.MaxCPUs, *cpus))
+		return fs.failf("--cpus must be 1 to %d (got %d)", cpumask.MaxCPUs, *cpus)
 	}
 	for _, l := range []struct {
 		flag, val string
 		dst       *cpumask.Mask
 	}{{"--isolcpus", *isolcpus, &cfg.Isolcpus}, {"--nohz-full", *nohzFull, &cfg.NohzFull}, {"--isolated-partition", *partition, &cfg.Partition}} {
-		if l.val == "" {
-			continue
-		}
-		if *l.dst, err = cpumask.ParseFor(l.val, *cpus); err != nil {
-			return fail(fmt.Errorf("%s: %v", l.flag, err))
+		if *l.dst, err = parseCPUList(l.flag, l.val, *cpus); err != nil {
+			return fs.fail(err)
 		}
 	}
 	if cfg.Policy, err = cpu.ParsePolicy(*policy); err != nil {
-		return fail(fmt.Errorf("--policy: %v", err))
+		return fs.failf("--policy: %v", err)
 	}
 	switch *sleepers {
 	case "by-policy":
@@ -144,43 +142,75 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	case "all-hard":
 		cfg.Sleepers = hrtimer.SleepersAllHard
 	default:
-		return fail(fmt.Errorf("--sleepers: unknown rule %q (want by-policy or all-hard)", *sleepers))
+		return fs.failf("--sleepers: unknown rule %q (want by-policy or all-hard)", *sleepers)
 	}
 	for _, a := range at {
 		act, err := parseAction(a, *cpus)
 		if err != nil {
-			return fail(err)
+			return fs.fail(err)
 		}
 		cfg.Actions = append(cfg.Actions, act)
 	}
 	if *wl == "" {
-		return fail(errors.New("--workload is required (oslat, cyclictest, kernbench:JOBS, idle or panic:CPU)"))
+		return fs.fail(errors.New("--workload is required (oslat, cyclictest, kernbench:JOBS, idle or panic:CPU)"))
 	}
 	if err := cfg.Validate(); err != nil {
-		return fail(err)
+		return fs.fail(err)
 	}
 	w, err := workload.Parse(*wl, &cfg, &wopts)
 	if err != nil {
-		return fail(err)
+		return fs.fail(err)
 	}
 	if !*quiet {
 		cfg.Progress = stderr
 	}
+	var out *outputFile
 	if *trace != "" {
-		f, err := os.Create(*trace)
-		if err != nil {
-			return fail(err)
+		// The trace is written at the end of the run, into a temporary
+		// file that replaces FILE only if the run succeeds.
+		if out, err = createOutput(*trace); err != nil {
+			return fs.failf("--trace: %v", err)
 		}
-		defer f.Close()
-		cfg.Trace = f
+		defer out.abort()
+		cfg.Trace = out
+	}
+	var picTrace bytes.Buffer // the pictures are drawn from the run's trace
+	if pics.Any() {
+		if cfg.Trace != nil {
+			cfg.Trace = io.MultiWriter(cfg.Trace, &picTrace)
+		} else {
+			cfg.Trace = &picTrace
+		}
 	}
 	res, err := sim.Run(cfg, hk, w)
 	if err != nil {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
 	}
-	if *asJSON {
-		b, err := json.Marshal(res.Report())
+	if out != nil {
+		if err := out.commit(); err != nil {
+			fmt.Fprintf(stderr, "tmigr sim: --trace: %v\n", err)
+			return 1
+		}
+	}
+	run := res.Report()
+	if run.Summary, err = report.Summarize(run); err != nil {
+		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+		return 1
+	}
+	if pics.Any() {
+		if err := pics.FromSim(res, picTrace.Bytes(), "tmigr sim "+strings.Join(args, " ")); err != nil {
+			fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+			return 1
+		}
+	}
+	return printSim(res, run, *asJSON, stdout, stderr)
+}
+
+// printSim prints a run's summary and report, or its JSON.
+func printSim(res *sim.Result, run *report.Run, asJSON bool, stdout, stderr io.Writer) int {
+	if asJSON {
+		b, err := json.Marshal(run)
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 			return 1
@@ -188,6 +218,11 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n", b)
 		return 0
 	}
+	if err := report.WriteSummary(stdout, run.Summary); err != nil {
+		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout)
 	if err := res.WriteText(stdout); err != nil {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
@@ -195,10 +230,33 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func (sf *simFlags) register(fs *flag.FlagSet) {
+// parseCPUList reads a cpulist flag of a machine of n CPUs. "" is no CPU;
+// a list that is not empty but selects no CPU ("0-7:0/2") is refused, as
+// the user meant some.
+func parseCPUList(flagName, s string, n int) (cpumask.Mask, error) {
+	if s == "" {
+		return cpumask.Mask{}, nil
+	}
+	m, err := cpumask.ParseFor(s, n)
+	if err != nil {
+		return m, fmt.Errorf("%s: %v", flagName, err)
+	}
+	if m.Empty() {
+		return m, fmt.Errorf("%s: %q selects no CPU (leave the flag out for none)", flagName, s)
+	}
+	return m, nil
+}
+
+func (sf *simFlags) register(fs *flagSet) {
 	fs.StringVar(&sf.platform, "platform", "server", "cost model: server, atom-e3825, zynq-7020, kvm-guest")
 	fs.Var(&sf.set, "set", "override a parameter, NAME=VALUE (repeatable; see --explain)")
 	fs.StringVar(&sf.params, "params", "", "read parameter overrides from FILE (NAME = VALUE lines)")
+	fs.files("params")
+	var names []string
+	for _, p := range sim.Platforms() {
+		names = append(names, p.Name)
+	}
+	fs.words("platform", names...)
 }
 
 // costs returns the platform's costs with the overrides applied, and the
@@ -246,6 +304,9 @@ func explainParams(w io.Writer, platform string, ps *sim.Params) int {
 // oslat's -D reads "62").
 func parseSeconds(flagName, s string) (time.Duration, error) {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) {
+			return 0, fmt.Errorf("%s: %q is not a number of seconds", flagName, s)
+		}
 		if f < 0 || f > 1e7 {
 			return 0, fmt.Errorf("%s: %q out of range", flagName, s)
 		}

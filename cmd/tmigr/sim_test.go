@@ -39,6 +39,15 @@ func TestSimErrors(t *testing.T) {
 		{"workload list out of range", []string{"--cpus", "4", "--workload", "oslat:2-5"}, "beyond the last CPU 3"},
 		{"missing params file", []string{"--cpus", "4", "--params", "no-such-file", "--workload", "idle"}, "--params: "},
 		{"stray argument", []string{"--cpus", "4", "--workload", "idle", "extra"}, `unexpected argument "extra"`},
+		// Each of these was taken without a word, or with a wrong one.
+		{"NaN duration", []string{"--cpus", "4", "--duration", "NaN", "--workload", "idle"}, `--duration: "NaN" is not a number of seconds`},
+		{"NaN warm-up", []string{"--cpus", "4", "--warmup", "nan", "--workload", "idle"}, `--warmup: "nan" is not a number of seconds`},
+		{"action after the end", []string{"--cpus", "4", "--at", "5s offline 3", "--workload", "idle"}, `action "5s offline 3": at or after the run's end at 1.1s`},
+		{"action at the end", []string{"--cpus", "4", "--at", "1.1 offline 3", "--workload", "idle"}, "at or after the run's end"},
+		{"no nodes", []string{"--cpus", "4", "--nodes", "0", "--workload", "idle"}, "--nodes must be at least 1 (got 0)"},
+		{"negative nodes", []string{"--cpus", "4", "--nodes", "-1", "--workload", "idle"}, "--nodes must be at least 1 (got -1)"},
+		{"empty oslat list", []string{"--cpus", "8", "--workload", "oslat:"}, "selects no CPU"},
+		{"isolcpus selecting none", []string{"--cpus", "8", "--isolcpus", "0-7:0/2", "--workload", "idle"}, `--isolcpus: "0-7:0/2" selects no CPU`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runCmd(append(base, tc.args...)...)
@@ -182,9 +191,44 @@ func TestParseSeconds(t *testing.T) {
 			t.Errorf("parseSeconds(%q) = %v, %v; want %v s", in, d, err, want)
 		}
 	}
-	for _, bad := range []string{"", "-1", "1e9", "soon", "-2s"} {
+	for _, bad := range []string{"", "-1", "1e9", "soon", "-2s", "NaN", "nan", "Inf", "-Inf", "+Inf"} {
 		if _, err := parseSeconds("--duration", bad); err == nil {
 			t.Errorf("parseSeconds(%q) accepted", bad)
 		}
+	}
+}
+
+// A run that fails leaves the file --trace names as it was: the trace is
+// written to a temporary file and renamed over it only on success.
+func TestSimTraceKeptOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.txt")
+	if err := os.WriteFile(trace, []byte("a good trace\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Taking the only housekeeping CPU offline fails the run at 0.5 s.
+	code, _, errs := runCmd("sim", "--quiet", "--cpus", "1", "--workload", "idle", "--duration", "1", "--at", "0.5 offline 0", "--trace", trace)
+	if code != 1 || !strings.Contains(errs, "offline 0") {
+		t.Fatalf("exit %d, %q; want the run to fail", code, errs)
+	}
+	if b, _ := os.ReadFile(trace); string(b) != "a good trace\n" {
+		t.Errorf("the failed run left %q in the trace file", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+	// A run that succeeds replaces it, keeping its permissions.
+	if code, _, errs := runCmd("sim", "--quiet", "--cpus", "2", "--workload", "idle", "--duration", "0.2", "--trace", trace); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, _ := os.ReadFile(trace)
+	st, _ := os.Stat(trace)
+	if !strings.HasPrefix(string(b), "# machine: cpus=2 ") || st.Mode().Perm() != 0o600 {
+		t.Errorf("trace %v %.60q", st.Mode(), b)
+	}
+	// A trace that cannot be written is refused before the run.
+	code, _, errs = runCmd("sim", "--quiet", "--cpus", "2", "--workload", "idle", "--duration", "0.2", "--trace", filepath.Join(dir, "no", "such", "dir", "t.txt"))
+	if code != 2 || !strings.Contains(errs, "--trace: ") {
+		t.Errorf("exit %d, %q", code, errs)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -37,25 +36,17 @@ flags:
 
 // runTopo is the topo command.
 func runTopo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("topo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("tmigr topo", topoUsage, stdout, stderr)
 	cpus := fs.Int("cpus", 0, "number of possible CPUs (1-8192)")
 	nodes := fs.Int("nodes", 0, "number of NUMA nodes, CPUs in contiguous blocks (default 1)")
 	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
 	asJSON := fs.Bool("json", false, "print the hierarchy as JSON")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, topoUsage)
-		fs.PrintDefaults()
+	fs.operands("", 0, 0, completion{})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tmigr topo: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if *nodes == 0 && fs.isSet("nodes") {
+		return fs.failf("--nodes must be at least 1 (got 0)")
 	}
 	nodeOf, err := topoNodes(*cpus, *nodes, *nodeCPUs)
 	if err != nil {

@@ -231,8 +231,8 @@ func TestTopoErrors(t *testing.T) {
 			t.Errorf("%v: printed %q on stdout", tc.args, out)
 		}
 	}
-	if code, _, errs := runCmd("topo", "-h"); code != 0 || !strings.Contains(errs, "usage: tmigr topo") {
-		t.Errorf("topo -h: exit %d, %q", code, errs)
+	if code, out, errs := runCmd("topo", "-h"); code != 0 || !strings.Contains(out, "usage: tmigr topo") || errs != "" {
+		t.Errorf("topo -h: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/tmigr/tmigr/sim"
 )
 
-// Panic is the end of panic() on one CPU (seed 002, wheel-hrtimer-spec
-// part D): when the measurement starts, CPU panics; the other CPUs are
+// Panic is the end of panic() on one CPU (seed 002, docs/hrtimer.md
+// H9): when the measurement starts, CPU panics; the other CPUs are
 // stopped (crash_smp_send_stop: halted with interrupts off). The panicked
 // CPU then either busy-waits, as the kernel does (mdelay(PANIC_TIMER_STEP)
 // in a loop, interrupts on: it is always busy and takes its tick), or

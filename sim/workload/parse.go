@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ func (o *Options) Register(ps *sim.Params) {
 const Usage = `oslat[:LIST]        oslat on the CPUs of LIST (default: the isolated CPUs, or all CPUs)
 cyclictest[:OPTS]   cyclictest -m -S -p99 -i1000 -h400 on every CPU; OPTS, comma-separated:
                     stress=N (SCHED_OTHER threads sleeping 0-1 ms), cpus=LIST, interval=US,
-                    prio=P, hist=N
+                    prio=P, hist=N; LIST may hold commas: cyclictest:cpus=1,3,stress=2
 kernbench:JOBS      make -jJOBS of a kernel (compile jobs, then a serial link)
 idle                nothing but the housekeeping timers
 panic:CPU[:MODE]    CPU panics when the measurement starts; MODE busy (the kernel's
@@ -45,7 +46,7 @@ func Parse(spec string, cfg *sim.Config, o *Options) (sim.Workload, error) {
 	case "oslat":
 		list := arg
 		var cpus cpumask.Mask
-		if !hasArg || arg == "" {
+		if !hasArg {
 			cpus = cfg.Isolcpus.Or(cfg.NohzFull).Or(cfg.Partition)
 			if cpus.Empty() {
 				cpus = cpumask.Range(0, cfg.CPUs-1)
@@ -57,25 +58,26 @@ func Parse(spec string, cfg *sim.Config, o *Options) (sim.Workload, error) {
 				return nil, fmt.Errorf("workload %q: %v", spec, err)
 			}
 			if cpus.Empty() {
-				return nil, fmt.Errorf("workload %q: empty CPU list", spec)
+				return nil, fmt.Errorf("workload %q: the CPU list selects no CPU (write oslat alone for the default: the isolated CPUs, or all)", spec)
 			}
 		}
 		return NewOslat(cpus, list), nil
 	case "cyclictest":
 		c := NewCyclictest(cpumask.Range(0, cfg.CPUs-1), 0)
-		if arg != "" {
-			for _, kv := range strings.Split(arg, ",") {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return nil, fmt.Errorf("workload %q: option %q is not KEY=VALUE", spec, kv)
-				}
+		if hasArg {
+			opts, err := splitOptions(arg)
+			if err != nil {
+				return nil, fmt.Errorf("workload %q: %v", spec, err)
+			}
+			for _, kv := range opts {
+				k, v := kv[0], kv[1]
 				if k == "cpus" {
 					m, err := cpumask.ParseFor(v, cfg.CPUs)
 					if err != nil {
 						return nil, fmt.Errorf("workload %q: cpus: %v", spec, err)
 					}
 					if m.Empty() {
-						return nil, fmt.Errorf("workload %q: empty CPU list", spec)
+						return nil, fmt.Errorf("workload %q: cpus=%s selects no CPU", spec, v)
 					}
 					c.CPUs = m
 					continue
@@ -136,4 +138,27 @@ func Parse(spec string, cfg *sim.Config, o *Options) (sim.Workload, error) {
 		return p, nil
 	}
 	return nil, fmt.Errorf("unknown workload %q (want oslat, cyclictest, kernbench, idle or panic)", spec)
+}
+
+// splitOptions splits "k=v,k=v" into pairs. A cpulist value may itself
+// hold commas ("cpus=1,3,5,stress=2"): a piece without '=' after a cpus=
+// option continues its list, since no cpulist element holds an '='. Every
+// other piece must be KEY=VALUE.
+func splitOptions(s string) ([][2]string, error) {
+	if s == "" {
+		return nil, errors.New("no option after ':' (write the workload alone for its defaults)")
+	}
+	var out [][2]string
+	for _, piece := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(piece, "=")
+		if !ok {
+			if n := len(out); n > 0 && out[n-1][0] == "cpus" && piece != "" {
+				out[n-1][1] += "," + piece
+				continue
+			}
+			return nil, fmt.Errorf("option %q is not KEY=VALUE", piece)
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out, nil
 }

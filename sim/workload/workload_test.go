@@ -69,6 +69,34 @@ func TestParse(t *testing.T) {
 			}
 			return ""
 		}},
+		// A cpulist inside the options may hold commas; the old forms
+		// still read as they did.
+		{spec: "cyclictest:cpus=1,3", check: func(w sim.Workload) string {
+			if c := w.(*Cyclictest); c.CPUs.String() != "1,3" || c.Stress != 0 {
+				return "cpus " + c.CPUs.String()
+			}
+			return ""
+		}},
+		{spec: "cyclictest:stress=2,cpus=1,3,5-6,prio=70", check: func(w sim.Workload) string {
+			if c := w.(*Cyclictest); c.CPUs.String() != "1,3,5-6" || c.Stress != 2 || c.Prio != 70 {
+				return "options " + c.CPUs.String()
+			}
+			return ""
+		}},
+		{spec: "cyclictest:cpus=0-7:2/4,stress=1", check: func(w sim.Workload) string {
+			if c := w.(*Cyclictest); c.CPUs.String() != "0-1,4-5" || c.Stress != 1 {
+				return "group syntax " + c.CPUs.String()
+			}
+			return ""
+		}},
+		{spec: "cyclictest:stress=2,3", err: `option "3" is not KEY=VALUE`},
+		{spec: "cyclictest:cpus=1,,3", err: `option "" is not KEY=VALUE`},
+		{spec: "cyclictest:", err: "no option after ':'"},
+		{spec: "cyclictest:cpus=0-7:0/2", err: "selects no CPU"},
+		// An empty list is a mistake, as a list that selects no CPU is,
+		// not a request for the default (it read as every CPU).
+		{spec: "oslat:", err: "selects no CPU"},
+		{spec: "oslat:0-7:0/2", err: "selects no CPU"},
 		{spec: "oslat:1-99", err: "beyond the last CPU 15"},
 		{spec: "oslat:x", err: "oslat:x"},
 		{spec: "cyclictest:stress=-1", err: "non-negative"},
@@ -104,7 +132,7 @@ func TestParse(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"oslat", "oslat:1-3", "cyclictest:stress=4,cpus=0-1", "kernbench:2", "idle", "panic:1:halt", "panic::", "cyclictest:=", "oslat:"} {
+	for _, s := range []string{"oslat", "oslat:1-3", "cyclictest:stress=4,cpus=0-1", "kernbench:2", "idle", "panic:1:halt", "panic::", "cyclictest:=", "oslat:", "cyclictest:cpus=1,3,stress=2", "cyclictest:cpus=1,"} {
 		f.Add(s)
 	}
 	c := testConfig(8)

@@ -1,0 +1,474 @@
+package explain
+
+import (
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
+)
+
+// Groups.
+//
+// The kernel prints its groups as hashed pointers, stable within one boot.
+// What a pointer is follows from the lines themselves: a CPU's per-CPU
+// events name its level-0 group (parent=), its own walks name the groups
+// of its path level by level (tmigr_group_set_cpu_active/inactive with
+// their parent and childmask, tmigr_handle_remote with its lvl), and
+// tmigr_handle_remote_cpu names the target's level-0 group. groups learns
+// each CPU's path, each CPU's bit in its level-0 group and each group's
+// bit in its parent from them, over the whole recording (the hierarchy
+// only grows, and a pointer never names two groups within a boot).
+//
+// Names ("GRP0:1", the notation of the kernel's own comments) come from
+// the hierarchy package hier builds for the machine: the group at level l
+// of CPU c's path is the l-th of c's path there. The bits of CPUs that
+// never change state (a busy isolated CPU) come from there too. When the
+// kernel's lines contradict that tree (another node layout than the one
+// assumed, say), the tree is dropped and groups are named by their
+// pointers; the bits then come from the lines alone.
+//
+// This is the minimum the explanation needs of what package replay does
+// in groups.go (mapGroups), which replay does not export; exported there,
+// as GroupNames(*Trace, Shape) (map[uint64]hier.GroupID, *Mismatch), it
+// would replace the binding below.
+type groups struct {
+	topo *topology // nil: no tree (none could be built, or the kernel's differs)
+	// why the tree was dropped, "" when it was not
+	dropped string
+
+	lvl      map[uint64]int
+	parent   map[uint64]uint64 // a group's parent (0 at the top)
+	path     []map[int]uint64  // per CPU: level -> group
+	cpuBit   []uint8           // a CPU's bit in its level-0 group, 0 unknown
+	groupBit map[uint64]uint8  // a group's bit in its parent
+	numa     map[uint64]int    // a group's node as printed (numa=)
+	numaLine map[uint64]int
+	toID     map[uint64]hier.GroupID
+	toPtr    map[hier.GroupID]uint64
+}
+
+// topology is the tree hier builds for the machine.
+type topology struct {
+	boot ftrace.Hierarchy // the kernel's boot line for this tree
+	path [][]hier.GroupID // per CPU, level 0 first
+	bit  []uint8          // a CPU's bit in its level-0 group
+	info map[hier.GroupID]*tgroup
+}
+
+type tgroup struct {
+	id     hier.GroupID
+	parent hier.GroupID
+	node   int   // hier.NoNode at and above the crossnode level
+	bit    uint8 // in the parent
+	cpus   cpumask.Mask
+	kids   map[uint8]hier.GroupID // level > 0: child groups by bit
+	cpuOf  map[uint8]int          // level 0: CPUs by bit
+}
+
+// maxLevel is the highest group level a line may name: 8192 CPUs in
+// groups of 8 need 5 levels, 64 nodes 2 more.
+const maxLevel = 15
+
+func newTopology(nodeOf []int) (*topology, error) {
+	h, err := hier.New(hier.Options{NodeOf: nodeOf})
+	if err != nil {
+		return nil, err
+	}
+	n := len(nodeOf)
+	for c := 0; c < n; c++ {
+		if err := h.Prepare(c); err != nil {
+			return nil, err
+		}
+	}
+	t := &topology{boot: ftrace.Hierarchy{Levels: h.Levels(), ChildrenPerGroup: 8, CrossnodeLevel: h.CrossnodeLevel()},
+		path: make([][]hier.GroupID, n), bit: make([]uint8, n), info: map[hier.GroupID]*tgroup{}}
+	byName := map[string]hier.GroupID{}
+	gis := h.Groups()
+	for _, gi := range gis {
+		byName[gi.Name] = gi.ID
+	}
+	for _, gi := range gis {
+		g := &tgroup{id: gi.ID, parent: hier.NoGroup, node: gi.Node, bit: gi.Groupmask, kids: map[uint8]hier.GroupID{}, cpuOf: map[uint8]int{}}
+		if gi.Parent != "" {
+			g.parent = byName[gi.Parent]
+		}
+		t.info[gi.ID] = g
+	}
+	for _, gi := range gis {
+		if p := t.info[gi.ID].parent; p != hier.NoGroup {
+			t.info[p].kids[gi.Groupmask] = gi.ID
+		}
+	}
+	for c := 0; c < n; c++ {
+		ci := h.CPU(c)
+		if ci.Group == hier.NoGroup {
+			return nil, fmt.Errorf("CPU %d is in no group", c)
+		}
+		t.bit[c] = ci.Groupmask
+		t.info[ci.Group].cpuOf[ci.Groupmask] = c
+		for g := ci.Group; g != hier.NoGroup; g = t.info[g].parent {
+			t.path[c] = append(t.path[c], g)
+			t.info[g].cpus.Set(c)
+		}
+	}
+	return t, nil
+}
+
+func newGroups(ncpus int, topo *topology) *groups {
+	g := &groups{topo: topo, lvl: map[uint64]int{}, parent: map[uint64]uint64{},
+		path: make([]map[int]uint64, ncpus), cpuBit: make([]uint8, ncpus), groupBit: map[uint64]uint8{},
+		numa: map[uint64]int{}, numaLine: map[uint64]int{}, toID: map[uint64]hier.GroupID{}, toPtr: map[hier.GroupID]uint64{}}
+	for c := range g.path {
+		g.path[c] = map[int]uint64{}
+	}
+	return g
+}
+
+// learn takes in what every line says about the groups. A contradiction
+// among the lines themselves is an error: the recording mixes two boots, or
+// is not what it claims.
+func (g *groups) learn(evs []ftrace.Event) error {
+	for _, e := range evs {
+		if err := g.learnOne(e); err != nil {
+			return &ftrace.LineError{Line: e.Line, Err: err}
+		}
+	}
+	return nil
+}
+
+func (g *groups) learnOne(e ftrace.Event) error {
+	switch p := e.Data.(type) {
+	case ftrace.TmigrGroupSetCPUActive:
+		return g.transition(e, ftrace.TmigrGroupAndCPU(p))
+	case ftrace.TmigrGroupSetCPUInactive:
+		return g.transition(e, ftrace.TmigrGroupAndCPU(p))
+	case ftrace.TmigrHandleRemote:
+		return g.onPath(e.CPU, p.Lvl, p.Group)
+	case ftrace.TmigrHandleRemoteCPU:
+		return g.onPath(p.CPU, 0, p.Parent)
+	case ftrace.TmigrConnectCPUParent:
+		if err := g.onPath(p.CPU, p.Lvl, p.Parent); err != nil {
+			return err
+		}
+		if p.Groupmask > 0xff {
+			return fmt.Errorf("groupmask=%x is beyond a group's 8 children", p.Groupmask)
+		}
+		return g.setCPUBit(p.CPU, uint8(p.Groupmask))
+	case ftrace.TmigrConnectChildParent:
+		if err := g.link(p.Group, p.Parent, p.Lvl-1); err != nil {
+			return err
+		}
+		if p.Groupmask > 0xff {
+			return fmt.Errorf("groupmask=%x is beyond a group's 8 children", p.Groupmask)
+		}
+		return g.setGroupBit(p.Group, uint8(p.Groupmask))
+	case ftrace.TmigrUpdateEvents:
+		if err := g.setLevel(p.Group, p.GroupLvl); err != nil {
+			return err
+		}
+		if p.Child != 0 {
+			return g.link(p.Child, p.Group, p.GroupLvl-1)
+		}
+	default:
+		if cg, ok := perCPU(p); ok {
+			return g.onPath(cg.CPU, 0, cg.Parent)
+		}
+	}
+	return nil
+}
+
+// perCPU returns the cpu and level-0 group of a per-CPU tmigr event.
+func perCPU(p ftrace.Payload) (ftrace.TmigrCPUGroup, bool) {
+	switch p := p.(type) {
+	case ftrace.TmigrCPUActive:
+		return ftrace.TmigrCPUGroup(p), true
+	case ftrace.TmigrCPUNewTimer:
+		return ftrace.TmigrCPUGroup(p), true
+	case ftrace.TmigrCPUAvailable:
+		return ftrace.TmigrCPUGroup(p), true
+	case ftrace.TmigrCPUUnavailable:
+		return ftrace.TmigrCPUGroup(p), true
+	case ftrace.TmigrCPUOnline:
+		return ftrace.TmigrCPUGroup(p), true
+	case ftrace.TmigrCPUOffline:
+		return ftrace.TmigrCPUGroup(p), true
+	case ftrace.TmigrCPUIdle:
+		return ftrace.TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
+	case ftrace.TmigrCPUNewTimerIdle:
+		return ftrace.TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
+	}
+	return ftrace.TmigrCPUGroup{}, false
+}
+
+func (g *groups) transition(e ftrace.Event, t ftrace.TmigrGroupAndCPU) error {
+	cpu := e.CPU
+	if _, ok := g.numa[t.Group]; !ok {
+		g.numa[t.Group], g.numaLine[t.Group] = t.Numa, e.Line
+	}
+	if err := g.onPath(cpu, t.Lvl, t.Group); err != nil {
+		return err
+	}
+	if t.Childmask == 0 || t.Childmask > 0xff || t.Childmask&(t.Childmask-1) != 0 {
+		return fmt.Errorf("childmask=%x is not one child's bit", t.Childmask)
+	}
+	if t.Migrator != 0xff && t.Migrator&(t.Migrator-1) != 0 {
+		return fmt.Errorf("migrator=%x is neither one child's bit nor ff (none)", t.Migrator)
+	}
+	if t.Parent != 0 {
+		if err := g.onPath(cpu, t.Lvl+1, t.Parent); err != nil {
+			return err
+		}
+	} else if err := g.setLevel(t.Group, t.Lvl); err != nil {
+		return err
+	}
+	if t.Lvl == 0 {
+		return g.setCPUBit(cpu, uint8(t.Childmask))
+	}
+	if child, ok := g.path[cpu][t.Lvl-1]; ok {
+		return g.setGroupBit(child, uint8(t.Childmask))
+	}
+	return nil
+}
+
+func (g *groups) onPath(cpu, lvl int, ptr uint64) error {
+	if cpu < 0 || cpu >= len(g.path) {
+		return fmt.Errorf("CPU %d beyond the machine's %d CPUs", cpu, len(g.path))
+	}
+	if lvl < 0 || lvl > maxLevel {
+		return fmt.Errorf("group level %d", lvl)
+	}
+	if ptr == 0 {
+		return fmt.Errorf("a null group on the path of CPU %d", cpu)
+	}
+	if old, ok := g.path[cpu][lvl]; ok && old != ptr {
+		return fmt.Errorf("CPU %d's level-%d group is %016x here, %016x earlier", cpu, lvl, ptr, old)
+	}
+	g.path[cpu][lvl] = ptr
+	if err := g.setLevel(ptr, lvl); err != nil {
+		return err
+	}
+	if lvl > 0 {
+		if below, ok := g.path[cpu][lvl-1]; ok {
+			return g.link(below, ptr, lvl-1)
+		}
+	}
+	if above, ok := g.path[cpu][lvl+1]; ok {
+		return g.link(ptr, above, lvl)
+	}
+	return nil
+}
+
+func (g *groups) setLevel(ptr uint64, lvl int) error {
+	if ptr == 0 {
+		return nil
+	}
+	if old, ok := g.lvl[ptr]; ok && old != lvl {
+		return fmt.Errorf("group %016x is at level %d here, %d earlier", ptr, lvl, old)
+	}
+	g.lvl[ptr] = lvl
+	return nil
+}
+
+func (g *groups) link(child, parent uint64, childLvl int) error {
+	if child == 0 || parent == 0 {
+		return nil
+	}
+	if err := g.setLevel(child, childLvl); err != nil {
+		return err
+	}
+	if err := g.setLevel(parent, childLvl+1); err != nil {
+		return err
+	}
+	if old, ok := g.parent[child]; ok && old != parent {
+		return fmt.Errorf("group %016x's parent is %016x here, %016x earlier", child, parent, old)
+	}
+	g.parent[child] = parent
+	return nil
+}
+
+func (g *groups) setCPUBit(cpu int, bit uint8) error {
+	if bit == 0 || bit&(bit-1) != 0 {
+		return fmt.Errorf("CPU %d's bit %x is not one bit", cpu, bit)
+	}
+	if old := g.cpuBit[cpu]; old != 0 && old != bit {
+		return fmt.Errorf("CPU %d's bit in its group is %x here, %x earlier", cpu, bit, old)
+	}
+	g.cpuBit[cpu] = bit
+	return nil
+}
+
+func (g *groups) setGroupBit(ptr uint64, bit uint8) error {
+	if bit == 0 || bit&(bit-1) != 0 {
+		return fmt.Errorf("group %016x's bit %x is not one bit", ptr, bit)
+	}
+	if old, ok := g.groupBit[ptr]; ok && old != bit {
+		return fmt.Errorf("group %016x's bit in its parent is %x here, %x earlier", ptr, bit, old)
+	}
+	g.groupBit[ptr] = bit
+	return nil
+}
+
+// bind names the learned groups after the tree, or drops the tree at the
+// first line that contradicts it.
+func (g *groups) bind() {
+	t := g.topo
+	if t == nil {
+		return
+	}
+	fail := func(format string, args ...any) {
+		g.dropped = fmt.Sprintf(format, args...)
+		g.topo = nil
+		clear(g.toID)
+		clear(g.toPtr)
+	}
+	for c := range g.path {
+		if b := g.cpuBit[c]; b != 0 && b != t.bit[c] {
+			fail("CPU %d has bit %x in its group, %x in the tree tmigr builds for this machine", c, b, t.bit[c])
+			return
+		}
+		for lvl := 0; lvl <= maxLevel; lvl++ {
+			ptr, ok := g.path[c][lvl]
+			if !ok {
+				continue
+			}
+			if lvl >= len(t.path[c]) {
+				fail("CPU %d has a level-%d group, the tree tmigr builds has %d levels", c, lvl, len(t.path[c]))
+				return
+			}
+			id := t.path[c][lvl]
+			if old, ok := g.toID[ptr]; ok && old != id {
+				fail("group %016x is on the paths of CPUs that share no %v in the tree tmigr builds", ptr, old)
+				return
+			}
+			if old, ok := g.toPtr[id]; ok && old != ptr {
+				fail("%v has two pointers, %016x and %016x: the CPUs below it are not grouped as tmigr groups them", id, old, ptr)
+				return
+			}
+			g.toID[ptr], g.toPtr[id] = id, ptr
+		}
+	}
+	ptrs := slices.Sorted(maps.Keys(g.toID))
+	for _, ptr := range ptrs {
+		id := g.toID[ptr]
+		if b, ok := g.groupBit[ptr]; ok && t.info[id].bit != b {
+			fail("%v has bit %x in its parent, %x in the tree tmigr builds", id, b, t.info[id].bit)
+			return
+		}
+		if n, ok := g.numa[ptr]; ok && n != t.info[id].node {
+			fail("line %d: %v is on node %d, on node %d in the tree tmigr builds", g.numaLine[ptr], id, n, t.info[id].node)
+			return
+		}
+	}
+}
+
+// name returns a group's name: "GRP0:1" after the tree, else by pointer.
+func (g *groups) name(ptr uint64) string {
+	if id, ok := g.toID[ptr]; ok {
+		return id.String()
+	}
+	if l, ok := g.lvl[ptr]; ok {
+		return fmt.Sprintf("the level-%d group %08x", l, uint32(ptr))
+	}
+	return fmt.Sprintf("group %08x", uint32(ptr))
+}
+
+// at returns the group at level lvl of cpu's path.
+func (g *groups) at(cpu, lvl int) (uint64, bool) {
+	if cpu < 0 || cpu >= len(g.path) {
+		return 0, false
+	}
+	if p, ok := g.path[cpu][lvl]; ok {
+		return p, true
+	}
+	if t := g.topo; t != nil && lvl < len(t.path[cpu]) {
+		p, ok := g.toPtr[t.path[cpu][lvl]]
+		return p, ok
+	}
+	return 0, false
+}
+
+// bitOfCPU is cpu's bit in its level-0 group, 0 when unknown.
+func (g *groups) bitOfCPU(cpu int) uint8 {
+	if b := g.cpuBit[cpu]; b != 0 {
+		return b
+	}
+	if g.topo != nil {
+		return g.topo.bit[cpu]
+	}
+	return 0
+}
+
+// bitOfGroup is a group's bit in its parent, 0 when unknown.
+func (g *groups) bitOfGroup(ptr uint64) uint8 {
+	if b, ok := g.groupBit[ptr]; ok {
+		return b
+	}
+	if id, ok := g.toID[ptr]; ok {
+		return g.topo.info[id].bit
+	}
+	return 0
+}
+
+// child names the child of group ptr with the given bit: a CPU at level
+// 0 ("CPU 3"), a group above; ok is false when the trace and the tree do
+// not tell.
+func (g *groups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
+	lvl, known := g.lvl[ptr]
+	if !known || bit == 0 {
+		return "", -1, false
+	}
+	if lvl == 0 {
+		for c := range g.path {
+			if g.path[c][0] == ptr && g.bitOfCPU(c) == bit {
+				return fmt.Sprintf("CPU %d", c), c, true
+			}
+		}
+		if id, ok := g.toID[ptr]; ok {
+			if c, ok := g.topo.info[id].cpuOf[bit]; ok {
+				return fmt.Sprintf("CPU %d", c), c, true
+			}
+		}
+		return "", -1, false
+	}
+	for k, p := range g.parent {
+		if p == ptr && g.bitOfGroup(k) == bit {
+			return g.name(k), -1, true
+		}
+	}
+	if id, ok := g.toID[ptr]; ok {
+		if k, ok := g.topo.info[id].kids[bit]; ok {
+			return k.String(), -1, true
+		}
+	}
+	return "", -1, false
+}
+
+// cpusOf returns the CPUs below a group, as far as known.
+func (g *groups) cpusOf(ptr uint64) (cpumask.Mask, bool) {
+	if id, ok := g.toID[ptr]; ok {
+		return g.topo.info[id].cpus, true
+	}
+	var m cpumask.Mask
+	lvl, ok := g.lvl[ptr]
+	if !ok {
+		return m, false
+	}
+	for c := range g.path {
+		if g.path[c][lvl] == ptr {
+			m.Set(c)
+		}
+	}
+	return m, false
+}
+
+// lowest returns the lowest bit of mask, 0 for none.
+func lowest(mask uint8) uint8 {
+	if mask == 0 {
+		return 0
+	}
+	return 1 << bits.TrailingZeros8(mask)
+}

@@ -1,0 +1,218 @@
+package kernel
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tmigr/tmigr/cpu"
+)
+
+func TestParseRelease(t *testing.T) {
+	for _, c := range []struct {
+		in           string
+		v            Version
+		local        string
+		rc           int
+		patchUnknown bool
+		rt           bool
+	}{
+		{"6.12.118", V(6, 12, 118), "", 0, false, false},
+		{"6.12.118\n", V(6, 12, 118), "", 0, false, false},
+		{"7.3.0-1-rt-amd64", V(7, 3, 0), "-1-rt-amd64", 0, true, true},
+		{"6.19.0-tmigr-sim", V(6, 19, 0), "-tmigr-sim", 0, false, false},
+		{"6.18.44-fc-v1045", V(6, 18, 44), "-fc-v1045", 0, false, false},
+		{"6.19-rc1", V(6, 19, 0), "-rc1", 1, false, false},
+		{"6.19.0-rc3+", V(6, 19, 0), "-rc3+", 3, false, false},
+		{"6.1.0-18-amd64", V(6, 1, 0), "-18-amd64", 0, true, false},
+		{"6.12.38+deb13-amd64", V(6, 12, 38), "+deb13-amd64", 0, false, false},
+		{"7.0.13-200.fc44.x86_64", V(7, 0, 13), "-200.fc44.x86_64", 0, false, false},
+		{"5.14.0-427.13.1.el9_4.x86_64+rt", V(5, 14, 0), "-427.13.1.el9_4.x86_64+rt", 0, true, true},
+		{"5.15.0-1034-realtime", V(5, 15, 0), "-1034-realtime", 0, true, true},
+		{"2.6.32", V(2, 6, 32), "", 0, false, false},
+		{"6.12", V(6, 12, 0), "", 0, false, false},
+		{"6.12.1v1", V(6, 12, 1), "v1", 0, false, false},
+	} {
+		r, err := ParseRelease(c.in)
+		if err != nil {
+			t.Errorf("ParseRelease(%q): %v", c.in, err)
+			continue
+		}
+		if r.Version != c.v || r.Local != c.local || r.RC != c.rc || r.PatchUnknown != c.patchUnknown || r.RT != c.rt {
+			t.Errorf("ParseRelease(%q) = %+v, want %v local %q rc %d patchUnknown %v rt %v",
+				c.in, r, c.v, c.local, c.rc, c.patchUnknown, c.rt)
+		}
+		if r.Raw != strings.TrimSpace(c.in) {
+			t.Errorf("ParseRelease(%q).Raw = %q", c.in, r.Raw)
+		}
+	}
+}
+
+func TestParseReleaseErrors(t *testing.T) {
+	for _, in := range []string{"", "  ", "linux", "6", "6.", "6..1", "v6.12", "0.1", "100.1", "6.1000",
+		"6.12.1 extra", "1234567.1"} {
+		if r, err := ParseRelease(in); err == nil {
+			t.Errorf("ParseRelease(%q) = %+v, want an error", in, r)
+		}
+	}
+}
+
+// The table of the package doc, release by release.
+func TestModelByVersion(t *testing.T) {
+	type row struct {
+		rel    string
+		policy cpu.Policy // with timer_migration=1
+		off    cpu.Policy // with timer_migration=0
+		on     []Switch
+	}
+	for _, c := range []row{
+		{"4.19.0", cpu.Push, cpu.None, []Switch{PushAtEnqueue}},
+		{"6.1.76", cpu.Push, cpu.None, []Switch{PushAtEnqueue}},
+		{"6.8.12", cpu.Push, cpu.None, []Switch{PushAtEnqueue}},
+		{"6.9.0", cpu.Pull, cpu.Pull, []Switch{PullHierarchy, SysctlHrtimerOnly}},
+		{"6.12.93", cpu.Pull, cpu.Pull, []Switch{PullHierarchy, SysctlHrtimerOnly}},
+		{"6.12.94", cpu.Pull, cpu.Pull, []Switch{PullHierarchy, SysctlHrtimerOnly, RemoteSelfExpiry}},
+		{"6.12.118", cpu.Pull, cpu.Pull, []Switch{PullHierarchy, SysctlHrtimerOnly, RemoteSelfExpiry}},
+		{"6.17.13", cpu.Pull, cpu.Pull, []Switch{PullHierarchy, SysctlHrtimerOnly}},
+		{"6.18.1", cpu.Pull, cpu.Pull, []Switch{PullHierarchy, SysctlHrtimerOnly}},
+		{"6.18.2", cpu.Pull, cpu.Pull, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree}},
+		{"6.18.44", cpu.Pull, cpu.Pull, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, RemoteSelfExpiry}},
+		{"6.19.0-rc1", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated}},
+		{"6.19.3", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated}},
+		{"7.0.12", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain}},
+		{"7.0.13", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry}},
+		{"7.1.0", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry}},
+		{"7.3.0-1-rt-amd64", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry, PerCapacity}},
+	} {
+		r, err := ParseRelease(c.rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := For(r.Version)
+		if got := m.Policy(true); got != c.policy {
+			t.Errorf("%s: Policy(true) = %v, want %v", c.rel, got, c.policy)
+		}
+		if got := m.Policy(false); got != c.off {
+			t.Errorf("%s: Policy(false) = %v, want %v", c.rel, got, c.off)
+		}
+		if got := m.Switches(); !equalSwitches(got, c.on) {
+			t.Errorf("%s: switches %v, want %v", c.rel, got, c.on)
+		}
+	}
+}
+
+func equalSwitches(a, b []Switch) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSwitchInfo(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range Switches() {
+		i := s.Info()
+		if i.Name == "" || len(i.Commit) != 12 || i.Title == "" || i.Since == (Version{}) {
+			t.Errorf("switch %d: incomplete info %+v", s, i)
+		}
+		if seen[i.Name] || seen[i.Commit] {
+			t.Errorf("switch %d: name or commit %q/%q used twice", s, i.Name, i.Commit)
+		}
+		seen[i.Name], seen[i.Commit] = true, true
+		back, err := ParseSwitch(i.Name)
+		if err != nil || back != s {
+			t.Errorf("ParseSwitch(%q) = %v, %v", i.Name, back, err)
+		}
+		// A switch is in its first release and, unless removed, in every
+		// later one; never in the release before.
+		if !s.In(i.Since) {
+			t.Errorf("%s: not in its own release %v", s, i.Since)
+		}
+		before := V(i.Since.Major, i.Since.Minor-1, 999)
+		if i.Since.Minor == 0 {
+			before = V(i.Since.Major-1, 99, 999)
+		}
+		if s.In(before) {
+			if _, ok := s.Backport(before); !ok {
+				t.Errorf("%s: in %v, before its release %v, without a backport", s, before, i.Since)
+			}
+		}
+		for _, st := range i.Stable {
+			if !s.In(st) || s.In(V(st.Major, st.Minor, st.Patch-1)) {
+				t.Errorf("%s: backport %v is not where the switch starts in its series", s, st)
+			}
+		}
+	}
+	if _, err := ParseSwitch("nope"); err == nil {
+		t.Error("ParseSwitch(nope) succeeded")
+	}
+	if Switch(200).String() == "" || Switch(200).In(V(7, 3, 0)) {
+		t.Error("an unknown switch has no name or is in a kernel")
+	}
+}
+
+func TestWithAndUnmodelled(t *testing.T) {
+	m := For(V(6, 12, 118))
+	if len(m.Unmodelled()) != 1 {
+		t.Errorf("6.12.118 unmodelled %q, want the NUMA tree only", m.Unmodelled())
+	}
+	if n := len(For(V(6, 12, 10)).Unmodelled()); n != 2 {
+		t.Errorf("6.12.10: %d unmodelled behaviours, want 2", n)
+	}
+	if n := len(For(V(7, 3, 0)).Unmodelled()); n != 0 {
+		t.Errorf("7.3: %d unmodelled behaviours, want 0", n)
+	}
+	if got := m.With(ExcludeIsolated, true).Policy(true); got != cpu.PullIsolated {
+		t.Errorf("6.12 with exclude-isolated: %v", got)
+	}
+	if got := For(V(7, 3, 0)).With(ExcludeIsolated, false).Policy(true); got != cpu.Pull {
+		t.Errorf("7.3 without exclude-isolated: %v", got)
+	}
+	if got := For(V(6, 12, 0)).With(PullHierarchy, false).Policy(true); got != cpu.None {
+		t.Errorf("neither push nor pull: %v", got)
+	}
+	if !For(V(7, 3, 0)).PerCapacityActive(true, false, true) || For(V(7, 3, 0)).PerCapacityActive(false, false, true) ||
+		For(V(7, 3, 0)).PerCapacityActive(true, true, true) || For(V(6, 19, 0)).PerCapacityActive(true, false, true) {
+		t.Error("PerCapacityActive: wrong")
+	}
+	if !strings.Contains(For(V(6, 12, 0)).TimerMigration(false), "hrtimer") ||
+		!strings.Contains(For(V(6, 8, 0)).TimerMigration(false), "every timer") {
+		t.Error("TimerMigration sentences do not say what the sysctl does")
+	}
+	if s := For(V(6, 19, 0)).String(); !strings.Contains(s, "exclude-isolated") {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+func FuzzParseRelease(f *testing.F) {
+	for _, s := range []string{"6.12.118", "7.3.0-1-rt-amd64", "6.19.0-tmigr-sim", "6.19-rc1", "6.1.0-18-amd64", "", "6.", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRelease(s)
+		if err != nil {
+			return
+		}
+		if r.Major < 1 || r.Minor < 0 || r.Patch < 0 || r.RC < 0 {
+			t.Fatalf("ParseRelease(%q) = %+v: negative or zero version", s, r)
+		}
+		// The release is the numbers followed by Local.
+		if !strings.HasSuffix(r.Raw, r.Local) {
+			t.Fatalf("ParseRelease(%q): Local %q is not the tail of %q", s, r.Local, r.Raw)
+		}
+		m := For(r.Version)
+		if m.Has(PushAtEnqueue) && m.Has(PullHierarchy) {
+			t.Fatalf("%v: push and pull together", r.Version)
+		}
+		if r.Version.AtLeast(V(2, 6, 31)) != (m.Has(PushAtEnqueue) || m.Has(PullHierarchy)) {
+			t.Fatalf("%v: push %v, pull %v", r.Version, m.Has(PushAtEnqueue), m.Has(PullHierarchy))
+		}
+		if m.Has(ExcludeIsolated) && !m.Has(PullHierarchy) {
+			t.Fatalf("%v: exclusion without a hierarchy", r.Version)
+		}
+	})
+}

@@ -1,0 +1,178 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/tmigr/tmigr"
+	"github.com/tmigr/tmigr/report"
+)
+
+// LatenessOptions configure Lateness.
+type LatenessOptions struct {
+	Machine
+	// Timers is the number of timers of each kind (1 to 1000000).
+	Timers int
+	// Seed seeds the random durations.
+	Seed uint64
+	// Idle is how idle workers wait.
+	Idle tmigr.IdleMode
+	// Hist is the number of 1 µs buckets of the cyclictest-format
+	// histograms (cyclictest's -h); 0 prints the "T:" lines alone.
+	Hist int
+	// Cyclictest, if not "", is rt-tests' cyclictest, run over the same
+	// span on the same CPUs (see RunCyclictest).
+	Cyclictest string
+}
+
+// Lateness's kinds of timers, in the order of their cyclictest "threads".
+var latenessKinds = []string{"tmigr wheel", "tmigr hrtimer", "time.AfterFunc"}
+
+// LatenessResult is what Lateness measured.
+type LatenessResult struct {
+	Timers  int     `json:"timers"`
+	CPUs    string  `json:"cpus"`
+	HZ      int     `json:"hz"` // 0: the runtime's default
+	Wheel   Dist    `json:"tmigr_wheel"`
+	HR      Dist    `json:"tmigr_hrtimer"`
+	Std     Dist    `json:"std"`
+	HRToStd float64 `json:"hrtimer_p99_over_std_p99"`
+	// Histograms are the three kinds in the form of cyclictest's --json
+	// threads, keyed "tmigr_wheel", "tmigr_hrtimer", "std".
+	Histograms map[string]report.CyclicThreadJSON `json:"histograms"`
+	// Cyclictest is cyclictest's run, when asked for.
+	Cyclictest *CyclictestRun `json:"cyclictest,omitempty"`
+	// HRToCyclictest is the hrtimer's p99 over cyclictest's.
+	HRToCyclictest float64 `json:"hrtimer_p99_over_cyclictest_p99,omitempty"`
+
+	// Report is the three kinds as cyclictest's threads 0, 1 and 2.
+	Report report.Cyclictest `json:"-"`
+	hzText string
+}
+
+// latenessSpacing is the time between two arms of each kind.
+const latenessSpacing = 500 * time.Microsecond
+
+// Lateness arms o.Timers timers of random 1-50 ms, one every half
+// millisecond, each three times: a tmigr wheel timer (global, AfterFuncOn)
+// and a tmigr hrtimer (hard) on the idle workers in turn, and a
+// time.AfterFunc, each kind with its own durations (so that the kinds
+// rarely expire at the same instant and compete for the CPUs). A timer's
+// lateness is the time from its arm to its function's start, less its
+// duration.
+func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
+	if o.Timers < 1 || o.Timers > 1_000_000 {
+		return nil, fmt.Errorf("timers %d outside 1..1000000", o.Timers)
+	}
+	if o.Hist < 0 || o.Hist > 1_000_000 {
+		return nil, fmt.Errorf("histogram of %d buckets outside 0..1000000 (cyclictest's -h)", o.Hist)
+	}
+	cpus, err := o.cpuList(1, 0)
+	if err != nil {
+		return nil, err
+	}
+	cfg := o.config(cpus)
+	cfg.Idle = o.Idle
+	rt, err := tmigr.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+
+	var ct *cyclictestJob
+	if o.Cyclictest != "" {
+		span := time.Duration(o.Timers)*latenessSpacing + 50*time.Millisecond
+		if ct, err = startCyclictest(ctx, o.Cyclictest, cpus, o.Priority, span, o.Hist); err != nil {
+			return nil, err
+		}
+		defer ct.kill()
+	}
+
+	n := o.Timers
+	wheel, hr, std := make([]int64, n), make([]int64, n), make([]int64, n)
+	var sum [3]time.Duration
+	var wg sync.WaitGroup
+	wg.Add(3 * n)
+	r := rand.New(rand.NewPCG(o.Seed, 0))
+	dur := func() time.Duration { return time.Millisecond + time.Duration(r.Int64N(int64(49*time.Millisecond)+1)) }
+	for i := range n {
+		rec := func(dst []int64, d time.Duration) func() {
+			start := time.Now()
+			return func() { dst[i] = int64(time.Since(start) - d); wg.Done() }
+		}
+		d := dur()
+		sum[0] += d
+		if _, err := rt.AfterFuncOn(cpus[(i+1)%len(cpus)], d, rec(wheel, d)); err != nil {
+			return nil, err
+		}
+		d = dur()
+		sum[1] += d
+		if _, err := rt.HRAfterFunc(cpus[i%len(cpus)], d, rec(hr, d), tmigr.Hard); err != nil {
+			return nil, err
+		}
+		d = dur()
+		sum[2] += d
+		time.AfterFunc(d, rec(std, d))
+		time.Sleep(latenessSpacing)
+	}
+	wg.Wait()
+
+	res := &LatenessResult{Timers: n, CPUs: listOf(cpus), HZ: o.HZ, Wheel: DistOf(wheel), HR: DistOf(hr), Std: DistOf(std),
+		Histograms: map[string]report.CyclicThreadJSON{}, hzText: o.hzText()}
+	if res.Std.P99 > 0 {
+		res.HRToStd = math.Round(res.HR.P99/res.Std.P99*1000) / 1000
+	}
+	res.Report.Histogram = o.Hist
+	for k, lat := range [][]int64{wheel, hr, std} {
+		t := report.NewCyclicThread(0, o.Priority, (sum[k] / time.Duration(n)).Microseconds(), -1, -1, o.Hist)
+		for _, ns := range lat {
+			t.Sample(ns / 1000) // truncated to µs, as cyclictest's calcdiff
+		}
+		res.Report.Threads = append(res.Report.Threads, t)
+		res.Histograms[[]string{"tmigr_wheel", "tmigr_hrtimer", "std"}[k]] = t.JSON()
+	}
+	if ct != nil {
+		if res.Cyclictest, err = ct.wait(); err != nil {
+			return nil, err
+		}
+		if p := res.Cyclictest.Dist.P99; p > 0 {
+			res.HRToCyclictest = math.Round(res.HR.P99/p*1000) / 1000
+		}
+	}
+	return res, rt.Err()
+}
+
+// WriteText prints the three kinds in cyclictest's format (and
+// cyclictest's own run after them), then the table of quantiles and the
+// ratios.
+func (r *LatenessResult) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "# cyclictest format, one thread per kind of timer: T: 0 %s, T: 1 %s, T: 2 %s\n", latenessKinds[0], latenessKinds[1], latenessKinds[2])
+	fmt.Fprintf(w, "# (I: the kind's mean duration in us; latencies truncated to us)\n")
+	if err := report.WriteCyclictest(w, &r.Report); err != nil {
+		return err
+	}
+	if c := r.Cyclictest; c != nil {
+		fmt.Fprintf(w, "# %s\n", c.Command)
+		if err := report.WriteCyclictest(w, &c.Report); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "lateness of %d timers of each kind, random 1-50 ms, idle workers on CPUs %s (%s)\n", r.Timers, r.CPUs, r.hzText)
+	distHeader(w)
+	r.Wheel.row(w, latenessKinds[0])
+	r.HR.row(w, latenessKinds[1])
+	r.Std.row(w, latenessKinds[2])
+	if c := r.Cyclictest; c != nil {
+		c.Dist.row(w, "cyclictest")
+	}
+	fmt.Fprintf(w, "hrtimer p99 / std p99 = %.3f (goal: hrtimer p99 < 100 us, ratio <= 0.1)\n", r.HRToStd)
+	if r.Cyclictest != nil {
+		fmt.Fprintf(w, "hrtimer p99 / cyclictest p99 = %.3f (goal: <= 1.5)\n", r.HRToCyclictest)
+	}
+	return nil
+}
