@@ -22,6 +22,10 @@ func decoderFor(name string) func(*dec) Payload {
 		return decHrtimerSetup
 	case "hrtimer_start":
 		return decHrtimerStart
+	case "hrtimer_start_expired":
+		return decHrtimerStartExpired
+	case "hrtimer_rearm":
+		return decHrtimerRearm
 	case "hrtimer_expire_entry":
 		return decHrtimerExpireEntry
 	case "hrtimer_expire_exit":
@@ -76,7 +80,8 @@ func Events() []string {
 	return []string{
 		"timer_init", "timer_start", "timer_expire_entry", "timer_expire_exit",
 		"timer_cancel", "timer_base_idle", "hrtimer_init", "hrtimer_setup",
-		"hrtimer_start", "hrtimer_expire_entry", "hrtimer_expire_exit",
+		"hrtimer_start", "hrtimer_start_expired", "hrtimer_rearm",
+		"hrtimer_expire_entry", "hrtimer_expire_exit",
 		"hrtimer_cancel", "itimer_state", "itimer_expire", "tick_stop",
 		"tmigr_group_set", "tmigr_connect_child_parent", "tmigr_connect_cpu_parent",
 		"tmigr_group_set_cpu_inactive", "tmigr_group_set_cpu_active",

@@ -57,7 +57,7 @@ func buildPayload(kind int, v [5]uint64, sym string, valid bool) Payload {
 	if valid && !hasCap {
 		capacity = 0
 	}
-	switch kind % 31 {
+	switch kind % 33 {
 	case 0:
 		return TimerInit{Timer: v[0]}
 	case 1:
@@ -127,6 +127,10 @@ func buildPayload(kind int, v [5]uint64, sym string, valid bool) Payload {
 	case 29:
 		return TmigrUpdateEvents{Child: v[0], Group: v[1], GroupLvl: i32(v[2]), ChildActive: u8(v[2] >> 32), GroupActive: u8(v[2] >> 40),
 			NextEvt: kt(v[3]), NextExpiry: kt(v[4]), ChildEvtExpiry: kt(v[0] ^ v[4]), ChildEvtCPU: i32(v[3] >> 32)}
+	case 30:
+		return HrtimerStartExpired{Hrtimer: v[0]}
+	case 31:
+		return HrtimerRearm{NextEvent: int64(v[0]), Deferred: v[1]&1 == 1}
 	default:
 		return TmigrHandleRemote{Group: v[0], Lvl: i32(v[1])}
 	}
@@ -278,6 +282,7 @@ func firstLines(data []byte, n int) []byte {
 func FuzzParseMachine(f *testing.F) {
 	f.Add(`cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.117 hz=250 cmdline="isolcpus=1-7,9-15" busy=1-7,9-15 sleepers= (QEMU TCG)`)
 	f.Add(`cpus=2 nodes=1 node-cpus=0-1 kernel=6.18.44 hz=250 (KVM guest)`)
+	f.Add(`cpus=16 nodes=1 node-cpus=0-15 kernel=7.3.4 hz=250 cmdline="" busy=9-15 sleepers= at="1s partition 9-15; 2s timer_migration=0" (QEMU TCG)`)
 	f.Add(`cpus=4 nodes=2 node-cpus=0-3; kernel=x hz=1 cmdline="a \"b\""`)
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := ParseMachine(s)

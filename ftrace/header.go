@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
 )
@@ -106,7 +107,11 @@ func ParseHierarchy(line string) (Hierarchy, error) {
 //	# machine: cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.117 hz=250 cmdline="isolcpus=1-7,9-15" busy=1-7,9-15 sleepers= (QEMU TCG)
 //
 // cpus, nodes, node-cpus, kernel and hz are required; cmdline, busy and
-// sleepers are absent from the first host recordings and then empty.
+// sleepers are absent from the first host recordings and then empty. at
+// lists the changes made to the machine while it was recorded (see
+// Change), and is absent when there were none:
+//
+//	# machine: cpus=16 ... busy=9-15 sleepers= at="1s partition 9-15; 2s timer_migration=0" (QEMU TCG)
 type Machine struct {
 	CPUs     int            // possible CPUs, numbered 0..CPUs-1
 	Nodes    int            // NUMA nodes
@@ -116,6 +121,7 @@ type Machine struct {
 	Cmdline  string         // the kernel command line's relevant part (quoted); see Isolation
 	Busy     cpumask.Mask   // CPUs that ran a busy loop
 	Sleepers cpumask.Mask   // CPUs that ran a periodic sleeper
+	At       []Change       // changes made while it ran, in the order made
 	Note     string         // the trailing "(...)" note without the parentheses, "QEMU TCG"
 }
 
@@ -134,6 +140,10 @@ func (m *Machine) String() string {
 	}
 	fmt.Fprintf(&b, " kernel=%s hz=%d cmdline=%s busy=%s sleepers=%s",
 		m.Kernel, m.HZ, strconv.Quote(m.Cmdline), m.Busy.String(), m.Sleepers.String())
+	if len(m.At) > 0 {
+		b.WriteString(" at=")
+		b.WriteString(strconv.Quote(FormatChanges(m.At)))
+	}
 	if m.Note != "" {
 		b.WriteString(" (")
 		b.WriteString(m.Note)
@@ -215,7 +225,7 @@ func ParseMachine(s string) (Machine, error) {
 	}
 	for _, k := range order {
 		switch k {
-		case "cpus", "nodes", "node-cpus", "kernel", "hz", "cmdline", "busy", "sleepers":
+		case "cpus", "nodes", "node-cpus", "kernel", "hz", "cmdline", "busy", "sleepers", "at":
 		default:
 			return Machine{}, machineErr(k, "unknown field")
 		}
@@ -260,6 +270,14 @@ func ParseMachine(s string) (Machine, error) {
 	}{{"busy", &m.Busy}, {"sleepers", &m.Sleepers}} {
 		if *f.m, err = cpumask.ParseFor(raw[f.key], m.CPUs); err != nil {
 			return Machine{}, machineErr(f.key, "%v", err)
+		}
+	}
+	if at, ok := raw["at"]; ok {
+		if m.At, err = ParseChanges(at, m.CPUs); err != nil {
+			return Machine{}, machineErr("at", "%v", err)
+		}
+		if len(m.At) == 0 {
+			return Machine{}, machineErr("at", "is empty (a machine without changes has no at=)")
 		}
 	}
 	if err := m.Validate(); err != nil {
@@ -317,6 +335,9 @@ func (m *Machine) Validate() error {
 	if strings.ContainsAny(m.Cmdline, "\n") {
 		return machineErr("cmdline", "holds a newline")
 	}
+	if err := validateChanges(m.At, m.CPUs); err != nil {
+		return machineErr("at", "%v", err)
+	}
 	if strings.ContainsAny(m.Note, "\n") {
 		return machineErr("", "note holds a newline")
 	}
@@ -346,4 +367,201 @@ func cpusPhrase(m cpumask.Mask) string {
 		return "CPU " + m.String() + " is"
 	}
 	return "CPUs " + m.String() + " are"
+}
+
+// ChangeKind is what a Change does.
+type ChangeKind uint8
+
+const (
+	// ChangeOffline takes a CPU offline (its sysfs online file written 0).
+	ChangeOffline ChangeKind = iota + 1
+	// ChangeOnline brings a CPU back online.
+	ChangeOnline
+	// ChangePartition makes the isolated cpuset partition (cgroup v2,
+	// cpuset.cpus.partition=isolated) the CPUs of Change.CPUs, creating it
+	// or changing its CPUs; an empty set removes it ("partition none").
+	ChangePartition
+	// ChangeTimerMigration writes the kernel.timer_migration sysctl.
+	ChangeTimerMigration
+)
+
+// Change is one change made to a machine while it was recorded: one
+// element of the machine line's at= field. The words are those of "tmigr
+// sim --at", so that what was done to a guest can be done to a simulated
+// machine:
+//
+//	1s offline 3          CPU 3 taken offline 1 s into the recording
+//	1.5s online 3         and brought back
+//	500ms partition 9-15  an isolated cpuset partition of CPUs 9-15
+//	2s partition none     the partition removed
+//	2s timer_migration=0  the sysctl kernel.timer_migration written 0
+//
+// Elements are separated by "; " and listed in the order they were made, so
+// their times never decrease. A time counts from the start of the recording
+// (tracing switched on): Go duration syntax, or a number of seconds.
+type Change struct {
+	At   time.Duration // since the recording started; >= 0
+	Kind ChangeKind
+	CPU  int          // ChangeOffline, ChangeOnline: the CPU
+	CPUs cpumask.Mask // ChangePartition: the partition's CPUs; empty for none
+	On   bool         // ChangeTimerMigration: the value written (1 = on)
+}
+
+// String prints the change as the at= field holds it: "1s partition 9-15".
+func (c Change) String() string {
+	t := c.At.String()
+	switch c.Kind {
+	case ChangeOffline:
+		return fmt.Sprintf("%s offline %d", t, c.CPU)
+	case ChangeOnline:
+		return fmt.Sprintf("%s online %d", t, c.CPU)
+	case ChangePartition:
+		if c.CPUs.Empty() {
+			return t + " partition none"
+		}
+		return t + " partition " + c.CPUs.String()
+	case ChangeTimerMigration:
+		return fmt.Sprintf("%s timer_migration=%d", t, boolInt(c.On))
+	}
+	return fmt.Sprintf("%s change-kind-%d", t, c.Kind)
+}
+
+// FormatChanges prints changes as the at= field holds them, "; "-separated.
+func FormatChanges(cs []Change) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// maxChangeTime bounds a change's time: a day is far beyond any recording.
+const maxChangeTime = 24 * time.Hour
+
+// ParseChange reads one change, "TIME offline CPU", "TIME online CPU",
+// "TIME partition LIST|none" or "TIME timer_migration=0|1", for a machine of
+// cpus CPUs.
+func ParseChange(s string, cpus int) (Change, error) {
+	f := strings.Fields(s)
+	if len(f) < 2 {
+		return Change{}, fmt.Errorf("%q: want 'TIME offline CPU', 'TIME online CPU', 'TIME partition LIST|none' or 'TIME timer_migration=0|1'", s)
+	}
+	t, err := parseChangeTime(f[0])
+	if err != nil {
+		return Change{}, fmt.Errorf("%q: %v", s, err)
+	}
+	c := Change{At: t}
+	switch {
+	case f[1] == "offline" || f[1] == "online":
+		if len(f) != 3 {
+			return Change{}, fmt.Errorf("%q: want 'TIME %s CPU'", s, f[1])
+		}
+		n, why := parseUint(f[2], uint64(cpumask.MaxCPUs))
+		if why != "" || int(n) >= cpus {
+			return Change{}, fmt.Errorf("%q: %q is not a CPU of 0-%d", s, f[2], cpus-1)
+		}
+		c.Kind, c.CPU = ChangeOffline, int(n)
+		if f[1] == "online" {
+			c.Kind = ChangeOnline
+		}
+	case f[1] == "partition":
+		if len(f) != 3 {
+			return Change{}, fmt.Errorf("%q: want 'TIME partition LIST' or 'TIME partition none'", s)
+		}
+		c.Kind = ChangePartition
+		if f[2] != "none" {
+			if c.CPUs, err = cpumask.ParseFor(f[2], cpus); err != nil {
+				return Change{}, fmt.Errorf("%q: %v", s, err)
+			}
+			if c.CPUs.Empty() {
+				return Change{}, fmt.Errorf("%q: an empty partition: say 'partition none' to remove it", s)
+			}
+		}
+	case strings.HasPrefix(f[1], "timer_migration="):
+		if len(f) != 2 {
+			return Change{}, fmt.Errorf("%q: want 'TIME timer_migration=0|1'", s)
+		}
+		c.Kind = ChangeTimerMigration
+		switch v := strings.TrimPrefix(f[1], "timer_migration="); v {
+		case "0":
+		case "1":
+			c.On = true
+		default:
+			return Change{}, fmt.Errorf("%q: timer_migration=%s: the sysctl takes 0 or 1", s, v)
+		}
+	default:
+		return Change{}, fmt.Errorf("%q: unknown change %q (want offline, online, partition or timer_migration=)", s, f[1])
+	}
+	return c, nil
+}
+
+// parseChangeTime reads a Go duration ("1.5s", "500ms") or a number of
+// seconds ("1.5").
+func parseChangeTime(s string) (time.Duration, error) {
+	var d time.Duration
+	if f, err := strconv.ParseFloat(s, 64); err == nil && s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '.') {
+		if !(f >= 0 && f <= maxChangeTime.Seconds()) {
+			return 0, fmt.Errorf("time %q is outside 0..%v", s, maxChangeTime)
+		}
+		d = time.Duration(f * float64(time.Second))
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("time %q is not a duration (1.5s, 500ms) or a number of seconds", s)
+		}
+	}
+	if d < 0 || d > maxChangeTime {
+		return 0, fmt.Errorf("time %q is outside 0..%v", s, maxChangeTime)
+	}
+	return d, nil
+}
+
+// ParseChanges reads the at= field: changes separated by ";", for a machine
+// of cpus CPUs, and checks them as Validate does. "" is no change.
+func ParseChanges(s string, cpus int) ([]Change, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var cs []Change
+	for i, part := range strings.Split(s, ";") {
+		c, err := ParseChange(strings.TrimSpace(part), cpus)
+		if err != nil {
+			return nil, fmt.Errorf("change %d: %v", i+1, err)
+		}
+		cs = append(cs, c)
+	}
+	if err := validateChanges(cs, cpus); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// validateChanges checks changes against a machine of cpus CPUs: known
+// kinds, CPUs it has, times in order. It does not check that a CPU taken
+// offline was online: the recorder reports what it did, and the kernel
+// refuses what it cannot do.
+func validateChanges(cs []Change, cpus int) error {
+	all := cpumask.Range(0, cpus-1)
+	for i, c := range cs {
+		switch {
+		case c.At < 0 || c.At > maxChangeTime:
+			return fmt.Errorf("change %d (%s): time outside 0..%v", i+1, c, maxChangeTime)
+		case i > 0 && c.At < cs[i-1].At:
+			return fmt.Errorf("change %d (%s) is listed after a later one (%s): list them in the order made", i+1, c, cs[i-1])
+		}
+		switch c.Kind {
+		case ChangeOffline, ChangeOnline:
+			if c.CPU < 0 || c.CPU >= cpus {
+				return fmt.Errorf("change %d (%s): CPU %d is not a CPU of 0-%d", i+1, c, c.CPU, cpus-1)
+			}
+		case ChangePartition:
+			if !c.CPUs.Subset(&all) {
+				return fmt.Errorf("change %d (%s): CPUs %s are beyond the %d CPUs", i+1, c, c.CPUs.AndNot(all), cpus)
+			}
+		case ChangeTimerMigration:
+		default:
+			return fmt.Errorf("change %d: unknown kind %d", i+1, c.Kind)
+		}
+	}
+	return nil
 }

@@ -2,8 +2,10 @@ package ftrace
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
 )
@@ -186,4 +188,128 @@ func TestParseIsolation(t *testing.T) {
 	if _, err := ParseIsolation("", 0); err == nil {
 		t.Error("a machine of 0 CPUs was accepted")
 	}
+}
+
+func TestParseChanges(t *testing.T) {
+	cs, err := ParseChanges("1s partition 9-15; 1.5 offline 3;2s timer_migration=0; 2500ms online 3; 3s partition none; 3s timer_migration=1", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Change{
+		{At: time.Second, Kind: ChangePartition, CPUs: cpumask.Range(9, 15)},
+		{At: 1500 * time.Millisecond, Kind: ChangeOffline, CPU: 3},
+		{At: 2 * time.Second, Kind: ChangeTimerMigration},
+		{At: 2500 * time.Millisecond, Kind: ChangeOnline, CPU: 3},
+		{At: 3 * time.Second, Kind: ChangePartition},
+		{At: 3 * time.Second, Kind: ChangeTimerMigration, On: true},
+	}
+	if !changesEqual(cs, want) {
+		t.Fatalf("got %s\nwant %s", FormatChanges(cs), FormatChanges(want))
+	}
+	const text = "1s partition 9-15; 1.5s offline 3; 2s timer_migration=0; 2.5s online 3; 3s partition none; 3s timer_migration=1"
+	if got := FormatChanges(cs); got != text {
+		t.Errorf("printed %q, want %q", got, text)
+	}
+	if cs, err := ParseChanges("  ", 4); err != nil || cs != nil {
+		t.Errorf("blank: %v, %v", cs, err)
+	}
+	line := `cpus=16 nodes=1 node-cpus=0-15 kernel=7.3.4 hz=250 cmdline="" busy=9-15 sleepers= at="` + text + `" (QEMU TCG)`
+	m, err := ParseMachine(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !changesEqual(m.At, want) || m.String() != line || m.Note != "QEMU TCG" {
+		t.Errorf("machine line %q\nread as %q (at %s)", line, m.String(), FormatChanges(m.At))
+	}
+	// A machine without changes prints no at=, as the recordings before it.
+	m.At = nil
+	if strings.Contains(m.String(), "at=") {
+		t.Errorf("%q", m.String())
+	}
+}
+
+func TestParseChangesErrors(t *testing.T) {
+	for _, tc := range []struct{ at, want string }{
+		{"1s", `change 1: "1s": want 'TIME offline CPU'`},
+		{"1s reboot 2", `change 1: "1s reboot 2": unknown change "reboot"`},
+		{"1s offline 16", `change 1: "1s offline 16": "16" is not a CPU of 0-15`},
+		{"1s offline -1", `"-1" is not a CPU of 0-15`},
+		{"1s offline", `want 'TIME offline CPU'`},
+		{"1s online 3 4", `want 'TIME online CPU'`},
+		{"1s partition 9-16", `change 1: "1s partition 9-16": cpulist "9-16"`},
+		{"1s partition", `want 'TIME partition LIST' or 'TIME partition none'`},
+		{"1s partition 3-2", `cpulist "3-2"`},
+		{"1s timer_migration=2", `timer_migration=2: the sysctl takes 0 or 1`},
+		{"1s timer_migration=", `timer_migration=: the sysctl takes 0 or 1`},
+		{"1s timer_migration=1 x", `want 'TIME timer_migration=0|1'`},
+		{"-1s offline 3", `time "-1s" is outside 0..24h0m0s`},
+		{"NaN offline 3", `time "NaN" is not a duration`},
+		{"1e9 offline 3", `time "1e9" is outside 0..24h0m0s`},
+		{"25h offline 3", `time "25h" is outside`},
+		{"soon offline 3", `time "soon" is not a duration`},
+		{"2s offline 3; 1s online 3", `change 2 (1s online 3) is listed after a later one (2s offline 3)`},
+		{"1s offline 3;", `change 2: "": want`},
+	} {
+		_, err := ParseChanges(tc.at, 16)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want an error with %q", tc.at, err, tc.want)
+		}
+	}
+	const ok = "cpus=16 nodes=1 node-cpus=0-15 kernel=7.3.4 hz=250"
+	for _, tc := range []struct{ line, want string }{
+		{ok + ` at="1s offline 99"`, `machine: field "at": change 1: "1s offline 99": "99" is not a CPU of 0-15`},
+		{ok + ` at=""`, `machine: field "at": is empty (a machine without changes has no at=)`},
+		{ok + ` at="1s partition 1-3" at="2s partition none"`, `machine: field "at": appears twice`},
+	} {
+		_, err := ParseMachine(tc.line)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q: %v; want %q", tc.line, err, tc.want)
+		}
+	}
+	// Validate holds a Machine built in code to the same rules.
+	m := Machine{CPUs: 4, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 3)}, Kernel: "7.3.4", HZ: 250,
+		At: []Change{{At: time.Second, Kind: ChangePartition, CPUs: cpumask.Range(2, 5)}}}
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "CPUs 4-5 are beyond the 4 CPUs") {
+		t.Errorf("Validate: %v", err)
+	}
+	m.At = []Change{{At: time.Second}}
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "unknown kind 0") {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+func changesEqual(a, b []Change) bool {
+	return slices.EqualFunc(a, b, func(x, y Change) bool {
+		return x.At == y.At && x.Kind == y.Kind && x.CPU == y.CPU && x.CPUs.Equal(y.CPUs) && x.On == y.On
+	})
+}
+
+func FuzzParseChanges(f *testing.F) {
+	f.Add("1s partition 9-15; 2s timer_migration=0", 16)
+	f.Add("0.5 offline 3;1.5 online 3; 3s partition none", 4)
+	f.Add("1s partition 0-7:2/4", 8)
+	f.Fuzz(func(t *testing.T, s string, cpus int) {
+		if cpus < 1 || cpus > cpumask.MaxCPUs {
+			return
+		}
+		cs, err := ParseChanges(s, cpus)
+		if err != nil {
+			return
+		}
+		if err := validateChanges(cs, cpus); err != nil {
+			t.Fatalf("%q parsed to changes Validate refuses: %v", s, err)
+		}
+		again, err := ParseChanges(FormatChanges(cs), cpus)
+		if err != nil || !changesEqual(cs, again) {
+			t.Fatalf("%q printed as %q, which reads as %q (%v)", s, FormatChanges(cs), FormatChanges(again), err)
+		}
+		// And inside a machine line.
+		m := Machine{CPUs: cpus, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, cpus-1)}, Kernel: "7.3.4", HZ: 250, At: cs}
+		if len(cs) > 0 {
+			back, err := ParseMachine(m.String())
+			if err != nil || !changesEqual(back.At, cs) {
+				t.Fatalf("machine line %q reads as %v (%v)", m.String(), back.At, err)
+			}
+		}
+	})
 }

@@ -91,6 +91,26 @@ type HrtimerStart struct {
 	HasWasArmed bool // the kernel printed was_armed
 }
 
+// HrtimerStartExpired is hrtimer_start_expired (2026 on): an hrtimer was
+// started with an expiry already past, and instead of being queued it
+// runs at once from the interrupt that was being reprogrammed.
+// "hrtimer=%p"
+type HrtimerStartExpired struct {
+	Hrtimer uint64
+}
+
+// HrtimerRearm is hrtimer_rearm (2026 on): the CPU's clock event device
+// was programmed for its next hrtimer event, at the end of the hrtimer
+// interrupt (Deferred: the reprogramming was left to the interrupt's exit,
+// after the callbacks ran) or when a new first timer was started. It
+// carries no CPU: the event line's CPU is the one programmed.
+//
+//	next_event=%llu deferred=%d
+type HrtimerRearm struct {
+	NextEvent int64 // ns of CLOCK_MONOTONIC (ktime_t printed with %llu); KtimeMax for none
+	Deferred  bool
+}
+
 // HrtimerExpireEntry is hrtimer_expire_entry: an hrtimer's callback is about
 // to run.
 //
@@ -141,21 +161,23 @@ type TickStop struct {
 // Name and AppendPayload implement Payload: the tracepoint's name, and its
 // TP_printk text.
 
-func (TimerInit) Name() string          { return "timer_init" }
-func (TimerStart) Name() string         { return "timer_start" }
-func (TimerExpireEntry) Name() string   { return "timer_expire_entry" }
-func (TimerExpireExit) Name() string    { return "timer_expire_exit" }
-func (TimerCancel) Name() string        { return "timer_cancel" }
-func (TimerBaseIdle) Name() string      { return "timer_base_idle" }
-func (HrtimerInit) Name() string        { return "hrtimer_init" }
-func (HrtimerSetup) Name() string       { return "hrtimer_setup" }
-func (HrtimerStart) Name() string       { return "hrtimer_start" }
-func (HrtimerExpireEntry) Name() string { return "hrtimer_expire_entry" }
-func (HrtimerExpireExit) Name() string  { return "hrtimer_expire_exit" }
-func (HrtimerCancel) Name() string      { return "hrtimer_cancel" }
-func (ItimerState) Name() string        { return "itimer_state" }
-func (ItimerExpire) Name() string       { return "itimer_expire" }
-func (TickStop) Name() string           { return "tick_stop" }
+func (TimerInit) Name() string           { return "timer_init" }
+func (TimerStart) Name() string          { return "timer_start" }
+func (TimerExpireEntry) Name() string    { return "timer_expire_entry" }
+func (TimerExpireExit) Name() string     { return "timer_expire_exit" }
+func (TimerCancel) Name() string         { return "timer_cancel" }
+func (TimerBaseIdle) Name() string       { return "timer_base_idle" }
+func (HrtimerInit) Name() string         { return "hrtimer_init" }
+func (HrtimerSetup) Name() string        { return "hrtimer_setup" }
+func (HrtimerStart) Name() string        { return "hrtimer_start" }
+func (HrtimerStartExpired) Name() string { return "hrtimer_start_expired" }
+func (HrtimerRearm) Name() string        { return "hrtimer_rearm" }
+func (HrtimerExpireEntry) Name() string  { return "hrtimer_expire_entry" }
+func (HrtimerExpireExit) Name() string   { return "hrtimer_expire_exit" }
+func (HrtimerCancel) Name() string       { return "hrtimer_cancel" }
+func (ItimerState) Name() string         { return "itimer_state" }
+func (ItimerExpire) Name() string        { return "itimer_expire" }
+func (TickStop) Name() string            { return "tick_stop" }
 
 const (
 	timerCPUMask  = 1<<18 - 1 // TIMER_CPUMASK
@@ -180,6 +202,17 @@ func (e HrtimerExpireExit) AppendPayload(b []byte) ([]byte, error) {
 
 func (e HrtimerCancel) AppendPayload(b []byte) ([]byte, error) {
 	return appendPtrOnly(b, e.Name(), "hrtimer", e.Hrtimer)
+}
+
+func (e HrtimerStartExpired) AppendPayload(b []byte) ([]byte, error) {
+	return appendPtrOnly(b, e.Name(), "hrtimer", e.Hrtimer)
+}
+
+func (t HrtimerRearm) AppendPayload(b []byte) ([]byte, error) {
+	e := newEnc(t.Name(), b)
+	e.s64("next_event", t.NextEvent)
+	e.d32("deferred", boolInt(t.Deferred))
+	return e.done()
 }
 
 func appendPtrOnly(b []byte, event, key string, v uint64) ([]byte, error) {
@@ -459,7 +492,14 @@ func decHrtimerExpireEntry(d *dec) Payload {
 }
 
 func decHrtimerExpireExit(d *dec) Payload { return HrtimerExpireExit{Hrtimer: d.ptr("hrtimer")} }
-func decHrtimerCancel(d *dec) Payload     { return HrtimerCancel{Hrtimer: d.ptr("hrtimer")} }
+func decHrtimerStartExpired(d *dec) Payload {
+	return HrtimerStartExpired{Hrtimer: d.ptr("hrtimer")}
+}
+
+func decHrtimerRearm(d *dec) Payload {
+	return HrtimerRearm{NextEvent: d.s64("next_event"), Deferred: d.flag("deferred")}
+}
+func decHrtimerCancel(d *dec) Payload { return HrtimerCancel{Hrtimer: d.ptr("hrtimer")} }
 
 func decItimerState(d *dec) Payload {
 	t := ItimerState{Which: d.d32("which"), Expires: d.u64("expires")}
