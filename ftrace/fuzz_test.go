@@ -61,7 +61,12 @@ func buildPayload(kind int, v [5]uint64, sym string, valid bool) Payload {
 	case 0:
 		return TimerInit{Timer: v[0]}
 	case 1:
-		return TimerStart{Timer: v[0], Function: sym, Expires: v[1], Timeout: int64(v[2]), BucketExpiry: v[3],
+		noBE := v[0]&1 == 1 && v[3]&1 == 1
+		be := v[3]
+		if noBE && valid {
+			be = 0
+		}
+		return TimerStart{Timer: v[0], Function: sym, Expires: v[1], Timeout: int64(v[2]), BucketExpiry: be, NoBucketExpiry: noBE,
 			CPU: lim(v[4], 1<<18), Idx: lim(v[4]>>18, 1<<10), Flags: tf(v[4] >> 28)}
 	case 2:
 		return TimerExpireEntry{Timer: v[0], Function: sym, Now: v[1], BaseClk: v[2]}

@@ -27,6 +27,10 @@ var payloadCases = []struct {
 			Flags: TimerMigrating | TimerDeferrable | TimerPinned | TimerIrqsafe}},
 	{"timer=000000006ac7c0b3 function=0xffffffffc0a01230 expires=18446744073709551615 [timeout=9223372036854775807] bucket_expiry=0 cpu=7 idx=0 flags=D|I",
 		TimerStart{Timer: p1, Function: "0xffffffffc0a01230", Expires: 1<<64 - 1, Timeout: 1<<63 - 1, CPU: 7, Flags: TimerDeferrable | TimerIrqsafe}},
+	// Linux 6.1: no bucket_expiry.
+	{"timer=00000000b9e6ba6c function=delayed_work_timer_fn expires=4294893296 [timeout=250] cpu=1 idx=96 flags=D|I",
+		TimerStart{Timer: 0xb9e6ba6c, Function: "delayed_work_timer_fn", Expires: 4294893296, Timeout: 250, NoBucketExpiry: true, CPU: 1, Idx: 96,
+			Flags: TimerDeferrable | TimerIrqsafe}},
 	{"timer=000000006ac7c0b3 function=process_timeout now=4295013809 baseclk=4295013808",
 		TimerExpireEntry{Timer: p1, Function: "process_timeout", Now: 4295013809, BaseClk: 4295013808}},
 	{"timer=000000006ac7c0b3", TimerExpireExit{Timer: p1}},
@@ -231,6 +235,7 @@ func TestFormatRejects(t *testing.T) {
 		{TmigrGroupSet{Lvl: 1 << 31}, `tmigr_group_set: field "lvl": "2147483648" is out of range`},
 		{TmigrConnectCPUParent{Capacity: 5}, `tmigr_connect_cpu_parent: field "capacity": "5" is set but HasCapacity is false`},
 		{HrtimerStart{Function: "f", WasArmed: true}, `hrtimer_start: field "was_armed": "1" is set but HasWasArmed is false`},
+		{TimerStart{Function: "f", BucketExpiry: 5, NoBucketExpiry: true}, `timer_start: field "bucket_expiry": "5" is set but NoBucketExpiry is true`},
 		{ItimerState{ValueUsec: -1}, `itimer_state: field "it_value": "0.-1" has negative microseconds`},
 		{Lost{Count: -2}, `LOST: field "count": "-2" is negative`},
 	} {

@@ -1,6 +1,9 @@
 package ftrace
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // The timer system (include/trace/events/timer.h): timer_list wheel timers,
 // hrtimers, itimers and the nohz tick. Times: wheel timers count jiffies
@@ -15,15 +18,20 @@ type TimerInit struct {
 // TimerStart is timer_start: a timer_list was queued on a CPU's wheel.
 //
 //	timer=%p function=%ps expires=%lu [timeout=%ld] bucket_expiry=%lu cpu=%u idx=%u flags=%s
+//
+// Linux 6.1 prints no bucket_expiry (it came with 6.2's timer_start).
 type TimerStart struct {
 	Timer        uint64
-	Function     string     // %ps: "process_timeout", "fn [module]" or "0x..."
-	Expires      uint64     // jiffies
-	Timeout      int64      // expires - jiffies when it was queued
-	BucketExpiry uint64     // jiffies at which its wheel bucket expires
-	CPU          int        // the base's CPU (flags & TIMER_CPUMASK), < 1<<18
-	Idx          int        // the wheel bucket (flags >> TIMER_ARRAYSHIFT), < 1024
-	Flags        TimerFlags // TimerMigrating|TimerDeferrable|TimerPinned|TimerIrqsafe
+	Function     string // %ps: "process_timeout", "fn [module]" or "0x..."
+	Expires      uint64 // jiffies
+	Timeout      int64  // expires - jiffies when it was queued
+	BucketExpiry uint64 // jiffies at which its wheel bucket expires; 0 without the field
+	// NoBucketExpiry is set when the kernel printed no bucket_expiry
+	// (6.1): BucketExpiry is then unknown, not 0.
+	NoBucketExpiry bool
+	CPU            int        // the base's CPU (flags & TIMER_CPUMASK), < 1<<18
+	Idx            int        // the wheel bucket (flags >> TIMER_ARRAYSHIFT), < 1024
+	Flags          TimerFlags // TimerMigrating|TimerDeferrable|TimerPinned|TimerIrqsafe
 }
 
 // Now is the jiffies value when the timer was queued (expires - timeout).
@@ -229,7 +237,11 @@ func (t TimerStart) AppendPayload(b []byte) ([]byte, error) {
 	e.b = append(e.b, " [timeout="...)
 	e.b = appendInt(e.b, t.Timeout)
 	e.b = append(e.b, ']')
-	e.u64("bucket_expiry", t.BucketExpiry)
+	if !t.NoBucketExpiry {
+		e.u64("bucket_expiry", t.BucketExpiry)
+	} else if t.BucketExpiry != 0 {
+		e.fail("bucket_expiry", strconv.FormatUint(t.BucketExpiry, 10), "is set but NoBucketExpiry is true")
+	}
 	e.u32("cpu", t.CPU, timerCPUMask)
 	e.u32("idx", t.Idx, timerIdxLimit)
 	if t.Flags&^timerFlagMask != 0 {
@@ -432,16 +444,21 @@ func decTimerExpireExit(d *dec) Payload { return TimerExpireExit{Timer: d.ptr("t
 func decTimerCancel(d *dec) Payload     { return TimerCancel{Timer: d.ptr("timer")} }
 
 func decTimerStart(d *dec) Payload {
-	return TimerStart{
-		Timer:        d.ptr("timer"),
-		Function:     d.sym("function"),
-		Expires:      d.u64("expires"),
-		Timeout:      d.i64("timeout"),
-		BucketExpiry: d.u64("bucket_expiry"),
-		CPU:          d.u32("cpu", timerCPUMask),
-		Idx:          d.u32("idx", timerIdxLimit),
-		Flags:        d.timerFlags("flags"),
+	t := TimerStart{
+		Timer:    d.ptr("timer"),
+		Function: d.sym("function"),
+		Expires:  d.u64("expires"),
+		Timeout:  d.i64("timeout"),
 	}
+	if d.has("bucket_expiry") {
+		t.BucketExpiry = d.u64("bucket_expiry")
+	} else {
+		t.NoBucketExpiry = true
+	}
+	t.CPU = d.u32("cpu", timerCPUMask)
+	t.Idx = d.u32("idx", timerIdxLimit)
+	t.Flags = d.timerFlags("flags")
+	return t
 }
 
 func decTimerExpireEntry(d *dec) Payload {
