@@ -70,12 +70,15 @@ func decoderFor(name string) func(*dec) Payload {
 		return decTmigrUpdateEvents
 	case "tmigr_handle_remote":
 		return decTmigrHandleRemote
+	case "tracing_mark_write":
+		return decTracingMark
 	}
 	return nil
 }
 
 // Events lists the tracepoints this package decodes, in the order of the
-// kernel's headers (timer.h, then timer_migration.h).
+// kernel's headers (timer.h, then timer_migration.h), then ftrace's own
+// tracing_mark_write.
 func Events() []string {
 	return []string{
 		"timer_init", "timer_start", "timer_expire_entry", "timer_expire_exit",
@@ -88,7 +91,7 @@ func Events() []string {
 		"tmigr_cpu_new_timer", "tmigr_cpu_active", "tmigr_cpu_available",
 		"tmigr_cpu_unavailable", "tmigr_cpu_online", "tmigr_cpu_offline",
 		"tmigr_handle_remote_cpu", "tmigr_cpu_idle", "tmigr_cpu_new_timer_idle",
-		"tmigr_update_events", "tmigr_handle_remote",
+		"tmigr_update_events", "tmigr_handle_remote", "tracing_mark_write",
 	}
 }
 

@@ -57,7 +57,7 @@ func buildPayload(kind int, v [5]uint64, sym string, valid bool) Payload {
 	if valid && !hasCap {
 		capacity = 0
 	}
-	switch kind % 33 {
+	switch kind % 34 {
 	case 0:
 		return TimerInit{Timer: v[0]}
 	case 1:
@@ -136,6 +136,11 @@ func buildPayload(kind int, v [5]uint64, sym string, valid bool) Payload {
 		return HrtimerStartExpired{Hrtimer: v[0]}
 	case 31:
 		return HrtimerRearm{NextEvent: int64(v[0]), Deferred: v[1]&1 == 1}
+	case 32:
+		if valid {
+			return TracingMark{Text: strings.Trim(strings.NewReplacer("\n", " ", "\r", " ").Replace(sym), " ")}
+		}
+		return TracingMark{Text: sym}
 	default:
 		return TmigrHandleRemote{Group: v[0], Lvl: i32(v[1])}
 	}
@@ -168,7 +173,7 @@ func checkPayloadRoundTrip(t interface{ Fatalf(string, ...any) }, p Payload) (ok
 }
 
 func FuzzRoundTrip(f *testing.F) {
-	for k := range 31 {
+	for k := range 34 {
 		f.Add(uint8(k), uint64(0x6ac7c0b3), uint64(4295013810), uint64(1), uint64(9223372036854775807), uint64(51), "process_timeout", true)
 		f.Add(uint8(k), uint64(math.MaxUint64), uint64(1<<63), uint64(1<<31), uint64(0), uint64(1<<40), "fn [mod]", false)
 	}

@@ -590,3 +590,33 @@ var tickDeps = []symbol{
 
 // String prints the dependency as tick_stop does ("NONE", "SCHED", ...).
 func (t TickDep) String() string { return string(appendSymbolic(nil, uint64(t), tickDeps)) }
+
+// TracingMark is tracing_mark_write, ftrace's own event for a line a program
+// wrote to the trace_marker file: "tracing_mark_write: %s", the text as
+// written, without its newline. The lab's guest marks its run-time changes
+// so ("tmigr-lab: 1s partition 9-15").
+type TracingMark struct {
+	Text string
+}
+
+// Name is "tracing_mark_write".
+func (TracingMark) Name() string { return "tracing_mark_write" }
+
+// AppendPayload appends the text; a text with a line break (the kernel
+// splits none into its line) or one that starts or ends with blanks (a
+// line's payload is read without them) cannot be read back as printed.
+func (t TracingMark) AppendPayload(b []byte) ([]byte, error) {
+	if i := strings.IndexAny(t.Text, "\n\r"); i >= 0 {
+		return b, &FieldError{Event: t.Name(), Value: t.Text, Reason: "holds a line break"}
+	}
+	if strings.Trim(t.Text, " ") != t.Text {
+		return b, &FieldError{Event: t.Name(), Value: t.Text, Reason: "starts or ends with blanks"}
+	}
+	return append(b, t.Text...), nil
+}
+
+// decTracingMark takes the payload as it is: the marker's text is free.
+func decTracingMark(d *dec) Payload {
+	d.pos = len(d.payload)
+	return TracingMark{Text: d.payload}
+}

@@ -85,6 +85,8 @@ var payloadCases = []struct {
 	{"child=000000004e18cba9 group=000000004d625602 group_lvl=1 child_active=0 group_active=1 nextevt=9223372036854775807 next_expiry=9223372036854775807 child_evt_expiry=14500000000 child_evtcpu=8",
 		TmigrUpdateEvents{Child: 0x4e18cba9, Group: 0x4d625602, GroupLvl: 1, GroupActive: 1, NextEvt: KtimeMax, NextExpiry: KtimeMax, ChildEvtExpiry: 14500000000, ChildEvtCPU: 8}},
 	{"group=000000004d625602 lvl=1", TmigrHandleRemote{Group: 0x4d625602, Lvl: 1}},
+	{"tmigr-lab: 1s partition 9-15", TracingMark{Text: "tmigr-lab: 1s partition 9-15"}},
+	{"x=1 [free] text", TracingMark{Text: "x=1 [free] text"}},
 }
 
 func TestPayloadDecodeFormat(t *testing.T) {
@@ -236,6 +238,9 @@ func TestFormatRejects(t *testing.T) {
 		{TmigrConnectCPUParent{Capacity: 5}, `tmigr_connect_cpu_parent: field "capacity": "5" is set but HasCapacity is false`},
 		{HrtimerStart{Function: "f", WasArmed: true}, `hrtimer_start: field "was_armed": "1" is set but HasWasArmed is false`},
 		{TimerStart{Function: "f", BucketExpiry: 5, NoBucketExpiry: true}, `timer_start: field "bucket_expiry": "5" is set but NoBucketExpiry is true`},
+		{TracingMark{Text: "a\nb"}, `tracing_mark_write: payload holds a line break`},
+		{TracingMark{Text: "a "}, `tracing_mark_write: payload starts or ends with blanks`},
+		{TracingMark{Text: " a"}, `tracing_mark_write: payload starts or ends with blanks`},
 		{ItimerState{ValueUsec: -1}, `itimer_state: field "it_value": "0.-1" has negative microseconds`},
 		{Lost{Count: -2}, `LOST: field "count": "-2" is negative`},
 	} {
