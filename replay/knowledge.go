@@ -42,7 +42,7 @@ func (r *replayer) qIdle(g hier.GroupID) string {
 // is known.
 func (r *replayer) qReason(g hier.GroupID, s gstate) string {
 	n := r.topo.info[g]
-	activeKnown := r.gk[g] == ""
+	activeKnown := r.gk[g] == "" || r.gk[g] == whyMigrator
 	for _, c := range n.cpus {
 		if activeKnown && s.active&r.topo.cpuBit[c] != 0 {
 			continue
