@@ -174,6 +174,8 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm16-2node-isol-busy-sleepers.txt":          {16, 2, "6.12.118", "1-7,9-15", "", "QEMU TCG; period=3ms"},
 		"vm18-2node-busy-sleepers.txt":               {18, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
 		"vm4-1node-isol-busy-sleeper-7.2.txt":        {4, 1, "7.2.13", "1-3", "", "QEMU TCG; period=3ms"},
+		"vm16-2node-isol-busy-sleepers-7.3.txt":      {16, 2, "7.3.4", "1-7,9-15", "", "QEMU TCG; period=3ms"},
+		"vm40-1node-isol-busy-6.19.txt":              {40, 1, "6.19.14", "1-9,11-39", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14"},
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

@@ -63,14 +63,26 @@ func (r *replayer) findMembers() []membership {
 		case ftrace.TmigrGroupSetCPUActive, ftrace.TmigrGroupSetCPUInactive:
 			in(ev.CPU, i, ev.Name+" of its own")
 			gl := r.groupLine(i)
-			if gl.lvl != 0 || gl.id == hier.NoGroup {
+			if gl.id == hier.NoGroup {
 				break
 			}
-			for _, c := range r.topo.info[gl.id].cpus {
+			n := r.topo.info[gl.id]
+			for _, c := range n.cpus {
 				if gl.after.active&r.topo.cpuBit[c] != 0 {
 					in(c, i, fmt.Sprintf("its bit in %s", fmtGroup(gl.id, gl.after)))
 				} else if !stop[c] && ms[c].out < 0 {
 					ms[c].out = i
+				}
+			}
+			// A child group shown idle has no active CPU below it.
+			for _, k := range n.kids {
+				if gl.after.active&r.topo.info[k].bit != 0 {
+					continue
+				}
+				for _, c := range r.topo.cpusBelow(k) {
+					if !stop[c] && ms[c].out < 0 {
+						ms[c].out = i
+					}
 				}
 			}
 		default:
@@ -100,7 +112,7 @@ func (r *replayer) checkMembers(ms []membership) []bool {
 		case busy && m.out >= 0:
 			gl := r.groupLine(m.out)
 			r.decide(r.ev[m.out].Line, whyMembership, "", !modelIn,
-				fmt.Sprintf("CPU %d out of the hierarchy (busy, yet not active in %s)", c, fmtGroup(gl.id, gl.after)), model)
+				fmt.Sprintf("CPU %d out of the hierarchy (busy, yet not active below %s)", c, fmtGroup(gl.id, gl.after)), model)
 			avail[c] = false
 		default:
 			// Nothing shows it in: idle without events, or out.

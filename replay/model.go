@@ -223,3 +223,23 @@ func (m *model) seed(st map[hier.GroupID]gstate, evts []seedEvt, avail []bool) e
 	}
 	return nil
 }
+
+// setIsolation gives the model a new isolation setup (a cpuset partition
+// change), kept for the hierarchies a resynchronisation builds.
+func (m *model) setIsolation(iso hier.Isolation) {
+	m.opts.Isolation = iso
+	_ = m.h.SetIsolation(iso)
+}
+
+// forceIn lets cpu into the model's hierarchy although the model's
+// isolation excludes it: the kernel showed it in (a mismatch already
+// counted), and the rest of the recording is compared on the kernel's
+// terms.
+func (m *model) forceIn(cpu int) {
+	if !m.opts.Isolation.IsIsolated(cpu) {
+		return
+	}
+	m.opts.Isolation.Domain.Clear(cpu)
+	m.opts.Isolation.CpusetIsolated.Clear(cpu)
+	_ = m.h.SetIsolation(m.opts.Isolation)
+}

@@ -98,17 +98,22 @@ type replayer struct {
 	// debug, if set, sees every decision as it is counted (tests).
 	debug func(line int, event, why, kernel, model string)
 
-	boot    bool // the trace starts at the hierarchy's creation
-	km      kernel.Model
-	busy    cpumask.Mask // the machine line's busy CPUs
-	avail0  []bool       // CPUs in the hierarchy when the recording starts (members.go)
-	exclude bool         // the kernel excludes isolated CPUs
-	keyOn   bool         // ... and its late initcall ran (boot traces)
-	iso     hier.Isolation
-	wheel   map[int]uint64 // targets' next global timers where the timer lines tell (wheelNext)
-	spans   map[int][][2]int64
-	witness map[int][]int // notDueYet
-	changes map[int][]int
+	boot   bool // the trace starts at the hierarchy's creation
+	km     kernel.Model
+	busy   cpumask.Mask // the machine line's busy CPUs
+	avail0 []bool       // CPUs in the hierarchy when the recording starts (members.go)
+	at     []*change    // the machine line's at= (changes.go)
+	// described: the trace has a machine line, so that an availability
+	// change it does not list is the model's to explain.
+	described bool
+	broughtUp cpumask.Mask // boot traces: CPUs whose bring-up was seen
+	exclude   bool         // the kernel excludes isolated CPUs
+	keyOn     bool         // ... and its late initcall ran (boot traces)
+	iso       hier.Isolation
+	wheel     map[int]uint64 // targets' next global timers where the timer lines tell (wheelNext)
+	spans     map[int][][2]int64
+	witness   map[int][]int // notDueYet
+	changes   map[int][]int
 }
 
 func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
@@ -119,6 +124,10 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 		return nil, err
 	}
 	r.km = km
+	r.iso = opts.Isolation
+	if err := r.planChanges(s, t); err != nil {
+		return nil, err
+	}
 	r.boot = startsAtBoot(t.Events)
 	m, err := newModel(opts, r.rec, r.boot)
 	if err != nil {
@@ -126,7 +135,6 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	}
 	r.m, r.topo = m, m.topo
 	r.exclude = opts.ExcludeIsolated
-	r.iso = opts.Isolation
 	r.rec.onUpdate = r.onUpdate
 	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = "" }
 	r.rec.onRemoteCPU = func(cpu int) string {

@@ -222,7 +222,7 @@ func TestSyntheticCut(t *testing.T) {
 		y.run(300)
 		y.events = y.events[cut:]
 		tr, _ := y.trace(t)
-		c, err := CheckTmigr(tr, s)
+		c, err := CheckTmigr(tr, withAt(s, tr))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func TestSyntheticCorruption(t *testing.T) {
 		y.events = append([]ftrace.Event(nil), events...)
 		y.events[k].Data = changed
 		tr, _ := y.trace(t)
-		c, err := CheckTmigr(tr, s)
+		c, err := CheckTmigr(tr, withAt(s, tr))
 		if err != nil {
 			t.Fatal(err)
 		}
