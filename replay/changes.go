@@ -140,6 +140,11 @@ func (r *replayer) closeChanges(ts int64, line int) {
 			if k.seen.Test(c) {
 				continue
 			}
+			if r.lostIn(c, k.begin, k.done) {
+				// Its availability event may be among them.
+				r.decide(line, "availability", whyLost, false, "", "")
+				continue
+			}
 			verb, none := "joins", "tmigr_cpu_available"
 			if k.leave.Test(c) {
 				verb, none = "leaves", "tmigr_cpu_unavailable"
@@ -215,4 +220,21 @@ func (r *replayer) explainAvailability(c int, up bool, ts int64, line int, event
 	if up {
 		r.m.forceIn(c) // the model follows the kernel
 	}
+}
+
+// lostIn reports whether cpu's buffer lost events between trace times
+// from and to.
+func (r *replayer) lostIn(cpu int, from, to int64) bool {
+	for _, ev := range r.ev {
+		if ev.TS > to {
+			break
+		}
+		switch ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			if ev.CPU == cpu && ev.TS >= from {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -22,7 +22,8 @@ import (
 // whose bit never appears in any group state and that never transitions is
 // not in the hierarchy), and nothing depends on it.
 //
-// Each CPU whose membership the trace shows gives one decision
+// A CPU whose buffer lost events keeps the model's membership, its state
+// unknown. Each CPU whose membership the trace shows gives one decision
 // ("hierarchy membership"): the kernel's evidence against the model's
 // expectation. Where they differ the model takes the kernel's membership
 // from then on, so that the rest of the recording is compared on the
@@ -33,7 +34,8 @@ import (
 type membership struct {
 	in     int // index of the first event showing the CPU in the hierarchy, -1
 	inWhat string
-	out    int // busy CPUs: index of the first state of its group printed without it, -1
+	out    int  // busy CPUs: index of the first state of its group printed without it, -1
+	lost   bool // its buffer lost events meanwhile: its evidence may be gone
 }
 
 const whyMembership = "hierarchy membership"
@@ -54,6 +56,10 @@ func (r *replayer) findMembers() []membership {
 	}
 	for i, ev := range r.ev {
 		switch p := ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			if ev.CPU >= 0 && ev.CPU < n && !stop[ev.CPU] {
+				ms[ev.CPU].lost = true
+			}
 		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUOffline:
 			if ev.CPU >= 0 && ev.CPU < n {
 				stop[ev.CPU] = true
@@ -114,6 +120,13 @@ func (r *replayer) checkMembers(ms []membership) []bool {
 			r.decide(r.ev[m.out].Line, whyMembership, "", !modelIn,
 				fmt.Sprintf("CPU %d out of the hierarchy (busy, yet not active below %s)", c, fmtGroup(gl.id, gl.after)), model)
 			avail[c] = false
+		case m.lost:
+			// What showed it may be among the lost events: the model's
+			// membership stands, and the CPU's state is unknown (seedStart).
+			avail[c] = modelIn
+			if busy && modelIn {
+				r.decide(0, whyMembership, whyLost, false, "", "")
+			}
 		default:
 			// Nothing shows it in: idle without events, or out.
 			avail[c] = false

@@ -24,6 +24,7 @@ func (r *replayer) exec(i int) {
 	o := r.ops[i]
 	if len(o.lines) > 0 {
 		r.line = r.ev[o.first()].Line
+		r.pos = o.key()
 		r.closeChanges(r.ev[o.key()].TS, r.line)
 	}
 	r.volatile()

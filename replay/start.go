@@ -181,6 +181,17 @@ func (r *replayer) seedStart() error {
 			r.wk[c] = ""
 		}
 	}
+	// A CPU that may have lost its lines before it showed anything is
+	// unknown, and so is everything above it.
+	for c, l := range r.lostAtStart {
+		if l && r.avail0[c] {
+			r.setEvUnknown(c, whyLost)
+			r.wk[c] = whyLost
+			for _, g := range r.topo.path[c] {
+				r.gk[g] = first(r.gk[g], whyLost)
+			}
+		}
+	}
 	// A group without an available CPU below it is idle and has no
 	// event: known, whatever the recording shows of it.
 	for _, g := range r.topo.groups {

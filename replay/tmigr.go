@@ -107,13 +107,17 @@ type replayer struct {
 	// change it does not list is the model's to explain.
 	described bool
 	broughtUp cpumask.Mask // boot traces: CPUs whose bring-up was seen
-	exclude   bool         // the kernel excludes isolated CPUs
-	keyOn     bool         // ... and its late initcall ran (boot traces)
-	iso       hier.Isolation
-	wheel     map[int]uint64 // targets' next global timers where the timer lines tell (wheelNext)
-	spans     map[int][][2]int64
-	witness   map[int][]int // notDueYet
-	changes   map[int][]int
+	// lostAtStart: CPUs whose evidence may be among lost events (members.go)
+	lostAtStart []bool
+	lostWin     map[int][][2]int // per CPU, event index ranges its lost events lie in
+	pos         int              // event index of the operation being replayed
+	exclude     bool             // the kernel excludes isolated CPUs
+	keyOn       bool             // ... and its late initcall ran (boot traces)
+	iso         hier.Isolation
+	wheel       map[int]uint64 // targets' next global timers where the timer lines tell (wheelNext)
+	spans       map[int][][2]int64
+	witness     map[int][]int // notDueYet
+	changes     map[int][]int
 }
 
 func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
@@ -165,9 +169,15 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 		// Every CPU joins the hierarchy in the recording.
 		r.avail0 = make([]bool, n)
 	} else {
-		r.avail0 = r.checkMembers(r.findMembers())
+		ms := r.findMembers()
+		r.avail0 = r.checkMembers(ms)
+		r.lostAtStart = make([]bool, n)
+		for c, m := range ms {
+			r.lostAtStart[c] = m.lost && m.in < 0
+		}
 	}
 	r.findOpaque()
+	r.findLost()
 	r.wheel = wheelNext(t.Events, r.ops, preexisting(t, r.clk), r.clk, r.boot, lastJiffies(t))
 	if r.boot {
 		// Everything is known: no group is active, no CPU has an event or

@@ -31,7 +31,10 @@ import (
 // so a first pass finds them and counts them pending from the start. A
 // timer that was only ever cancelled leaves its base's next_expiry unknown
 // until then: a start whose bucket a lagging clock could explain is then
-// undetermined, not matched and not a mismatch.
+// undetermined, not matched and not a mismatch. Events lost in a CPU's
+// buffer ("[LOST n EVENTS]") leave its bases' pending timers unknown from
+// then on: a start there that any clock up to jiffies could explain is
+// undetermined ("events lost").
 
 type baseKey struct {
 	cpu int
@@ -54,6 +57,9 @@ type wheelBase struct {
 	unknown  map[uint64]bool   // pending since before the trace, bucket unknown
 	expiring bool              // a timer function of this base is running
 	baseclk  uint64            // the tick being expired, while expiring
+	// lost: the CPU's buffer lost events (a start, cancel or expiry may
+	// be missing): its pending timers, and so its clock, are unknown.
+	lost bool
 }
 
 func (b *wheelBase) nextExpiry() (uint64, bool) {
@@ -100,6 +106,12 @@ func CheckWheel(t *Trace, hz int) Counts {
 
 	for _, ev := range t.Events {
 		switch p := ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			// The lines this CPU printed in the gap are gone: timers
+			// started, cancelled or expired on its bases.
+			for idx := range 3 {
+				getBase(baseKey{ev.CPU, idx}).lost = true
+			}
 		case ftrace.TmigrHandleRemoteCPU:
 			remote[ev.CPU] = p.CPU
 		case ftrace.TmigrHandleRemote, ftrace.TmigrUpdateEvents:
@@ -172,6 +184,12 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 	}
 	if lower != clk && explainable(p, lower, clk, depth) {
 		c.undetermined("base clock held back by a timer armed before the recording")
+		return
+	}
+	if b.lost && explainable(p, 0, later(clk, jiffies), depth) {
+		// A lost start may hold the clock back, a lost cancel or expiry
+		// may have let it run up to jiffies.
+		c.undetermined(whyLost)
 		return
 	}
 	c.mismatch(Mismatch{
