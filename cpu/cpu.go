@@ -570,18 +570,16 @@ func (s *Set) AddOn(t *wheel.Timer, cpu int, expires, jiffies uint64) (kickCPU i
 	}
 	nb := &s.cpus[cpu].bases[baseIndex(t.Flags())]
 	if nb != b {
-		if b.running == t {
-			// add_timer_on moves the timer anyway once the function is
-			// done; the kernel spins on the migrating flag meanwhile.
-			// Arming a running timer on another CPU keeps it here.
-			nb = b
-		} else {
-			t.SetFlags(t.Flags() | wheel.FlagMigrating)
-			b.mu.Unlock()
-			b = nb
-			b.mu.Lock()
-			t.SetFlags(t.Flags()&^wheel.FlagBaseMask | uint32(cpu))
-		}
+		// Unlike mod_timer, add_timer_on has no running-timer check: a
+		// timer re-armed on another CPU from its own function moves at
+		// once (clocksource_watchdog hops so from CPU to CPU; the
+		// recordings show it, e.g. testdata/traces
+		// vm12-1node-nohzfull-busy.txt line 1706).
+		t.SetFlags(t.Flags() | wheel.FlagMigrating)
+		b.mu.Unlock()
+		b = nb
+		b.mu.Lock()
+		t.SetFlags(t.Flags()&^wheel.FlagBaseMask | uint32(cpu))
 	}
 	b.w.Forward(jiffies)
 	_, _, first := b.w.Add(t, expires)
