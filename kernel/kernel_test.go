@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tmigr/tmigr/cpu"
+	"github.com/tmigr/tmigr/cpumask"
 )
 
 func TestParseRelease(t *testing.T) {
@@ -215,4 +216,49 @@ func FuzzParseRelease(f *testing.F) {
 			t.Fatalf("%v: exclusion without a hierarchy", r.Version)
 		}
 	})
+}
+
+// TestExcluded: the CPUs each kernel keeps out of the hierarchy for
+// isolation, by the rules of docs/kernels.md K6 and K7.
+func TestExcluded(t *testing.T) {
+	all := cpumask.Range(0, 15)
+	m := func(s string) cpumask.Mask {
+		x, err := cpumask.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, c := range []struct {
+		v                        Version
+		domain, nohz, part, excl string
+		timekeeper               int
+	}{
+		{V(6, 12, 118), "1-7,9-15", "", "", "", -1},       // kept before 6.19
+		{V(6, 19, 0), "1-7,9-15", "", "", "1-7,9-15", -1}, // domain-isolated out
+		{V(7, 3, 4), "", "", "9-15", "9-15", -1},          // an isolated partition out
+		{V(6, 18, 44), "", "", "9-15", "", -1},            // ... not before 6.19
+		{V(7, 0, 0), "1-7", "4-7", "", "1-3", 0},          // nohz_full CPUs stay
+		{V(6, 19, 14), "0-3", "1-3", "", "", 0},           // the timekeeper under nohz_full stays
+		{V(6, 1, 192), "1-3", "", "", "", -1},             // no hierarchy at all
+	} {
+		km := For(c.v)
+		var d, n, p cpumask.Mask
+		if c.domain != "" {
+			d = m(c.domain)
+		}
+		if c.nohz != "" {
+			n = m(c.nohz)
+		}
+		if c.part != "" {
+			p = m(c.part)
+		}
+		got := km.Excluded(km.Isolation(d, n, p, c.timekeeper), all)
+		if got.String() != c.excl {
+			t.Errorf("%v domain=%q nohz_full=%q partition=%q: excluded %q, want %q", c.v, c.domain, c.nohz, c.part, got, c.excl)
+		}
+	}
+	if Timekeeper(cpumask.Mask{}) != -1 || Timekeeper(m("1-3")) != 0 || Timekeeper(m("0-3")) != -1 {
+		t.Error("Timekeeper: the boot CPU under nohz_full only")
+	}
 }

@@ -45,6 +45,10 @@ const (
 	numSwitches
 )
 
+// Newest is the newest release whose rules the package knows: the default
+// kernel of the simulator.
+var Newest = V(7, 3, 0)
+
 // Info describes a switch.
 type Info struct {
 	Name   string  // "exclude-isolated"
