@@ -167,6 +167,9 @@ type Config struct {
 	// TimerMigrationOff is kernel.timer_migration=0 at boot (see
 	// Set.SetTimerMigration).
 	TimerMigrationOff bool
+	// ImbalancedNUMA builds the hierarchy as kernels before 5eb579dfd46b
+	// did (hier.Options.ImbalancedNUMA).
+	ImbalancedNUMA bool
 }
 
 // Snapshot is one reading of the last jiffies update, as the kernel's
@@ -275,6 +278,7 @@ func New(c Config) (*Set, error) {
 		h, err := hier.New(hier.Options{
 			NodeOf:          c.NodeOf,
 			ExcludeIsolated: c.Policy == PullIsolated,
+			ImbalancedNUMA:  c.ImbalancedNUMA,
 			Isolation:       c.Isolation,
 			Tracer:          c.Tracer,
 		})

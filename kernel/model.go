@@ -227,16 +227,18 @@ func (m Model) TimerMigration(value bool) string {
 	return "timer_migration=0 keeps every timer and hrtimer on the CPU that arms it; an idle CPU wakes for its own timers"
 }
 
+// ImbalancedNUMA reports whether the kernel builds its hierarchy as before
+// 5eb579dfd46b (hier.Options.ImbalancedNUMA): a pull kernel without
+// NUMABalancedTree.
+func (m Model) ImbalancedNUMA() bool { return m.Has(PullHierarchy) && !m.Has(NUMABalancedTree) }
+
 // Unmodelled returns the model's behaviours that the core does not
-// reproduce: the core always builds the NUMA-balanced tree and walks with
-// the remote-self-expiry fix. (Nor does it model per-capacity hierarchies,
-// see PerCapacityActive, or the hrtimer placement timer_migration=1 asks
-// for, see TimerMigration.)
+// reproduce: the core walks with the remote-self-expiry fix. (Nor does it
+// model per-capacity hierarchies, which no real build enables, see
+// PerCapacityActive, or 7.1's hrtimer_prefer_local, see
+// cpu.Set.HrtimerTarget.)
 func (m Model) Unmodelled() []string {
 	var out []string
-	if m.Has(PullHierarchy) && !m.Has(NUMABalancedTree) {
-		out = append(out, "the tree before "+infos[NUMABalancedTree].Commit+" (it can connect groups of different nodes below the crossnode level)")
-	}
 	if m.Has(PullHierarchy) && !m.Has(RemoteSelfExpiry) {
 		out = append(out, "the remote walk before "+infos[RemoteSelfExpiry].Commit+" (the migrator skipped its own global timers)")
 	}

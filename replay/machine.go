@@ -158,5 +158,6 @@ func (s *Shape) hierOptions() (hier.Options, error) {
 	if err != nil {
 		return hier.Options{}, err
 	}
-	return hier.Options{NodeOf: s.nodeOf(), Nodes: s.Nodes, ExcludeIsolated: km.Has(kernel.ExcludeIsolated), Isolation: iso}, nil
+	return hier.Options{NodeOf: s.nodeOf(), Nodes: s.Nodes, ExcludeIsolated: km.Has(kernel.ExcludeIsolated),
+		ImbalancedNUMA: km.ImbalancedNUMA(), Isolation: iso}, nil
 }

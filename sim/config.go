@@ -33,6 +33,9 @@ type Config struct {
 	// Policy is the timer-migration model (default pull-isolated); package
 	// kernel gives a release's (tmigr sim --kernel).
 	Policy cpu.Policy
+	// ImbalancedNUMA builds the hierarchy as kernels before 5eb579dfd46b
+	// did (6.9 to 6.18; hier.Options.ImbalancedNUMA).
+	ImbalancedNUMA bool
 	// TimerMigrationOff is kernel.timer_migration=0 from boot (see
 	// cpu.Set.SetTimerMigration: since 6.9 it keeps hrtimers local and
 	// leaves the pull hierarchy alone).

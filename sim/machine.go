@@ -171,7 +171,7 @@ func New(cfg Config) (*Machine, error) {
 	bootIso := m.iso
 	bootIso.CpusetIsolated = cpumask.Mask{}
 	set, err := cpu.New(cpu.Config{NodeOf: nodes, HZ: cfg.HZ, Policy: cfg.Policy, Isolation: bootIso, Tracer: m.tracer,
-		TimerMigrationOff: cfg.TimerMigrationOff})
+		TimerMigrationOff: cfg.TimerMigrationOff, ImbalancedNUMA: cfg.ImbalancedNUMA})
 	if err != nil {
 		return nil, err
 	}

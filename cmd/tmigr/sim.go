@@ -149,6 +149,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	}
 	km := kernel.For(rel.Version)
 	cfg.Policy = km.Policy(true)
+	cfg.ImbalancedNUMA = km.ImbalancedNUMA()
 	if *policy != "" {
 		if cfg.Policy, err = cpu.ParsePolicy(*policy); err != nil {
 			return fs.failf("--policy: %v", err)

@@ -60,8 +60,10 @@ func runIsolation(o Options) (*Outcome, error) {
 	}
 	var runs []run
 	after := o.kernel()
-	for _, pol := range []cpu.Policy{kernel.For(kernel.V(6, 18, 0)).Policy(true), after.Policy(true)} {
-		mc, err := newMachine(o, "server", sim.Config{CPUs: cpus, Nodes: nodes, HZ: 250, Isolcpus: iso, Policy: pol, Duration: dur})
+	for _, km := range []kernel.Model{kernel.For(kernel.V(6, 18, 0)), after} {
+		pol := km.Policy(true)
+		mc, err := newMachine(o, "server", sim.Config{CPUs: cpus, Nodes: nodes, HZ: 250, Isolcpus: iso, Policy: pol,
+			ImbalancedNUMA: km.ImbalancedNUMA(), Duration: dur})
 		if err != nil {
 			return nil, err
 		}
