@@ -268,8 +268,24 @@ func TestImbalancedNUMATree(t *testing.T) {
 	for c := 8; c < 32; c++ {
 		small[c] = 1
 	}
-	if m := mixedBelowCrossnode(build(small, true)); len(m) == 0 {
+	old := build(small, true)
+	if m := mixedBelowCrossnode(old); len(m) == 0 {
 		t.Error("pre-fix tree of an 8+24 machine: no group mixes nodes below the crossnode level")
+	}
+	// The old tree works as a hierarchy all the same.
+	for c := range small {
+		if err := old.SetAvailable(c, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range []int{3, 9, 17, 0, 31} {
+		old.Activate(c)
+		if i%2 == 1 {
+			old.Deactivate(c, int64(1000*(i+1)))
+		}
+	}
+	if err := old.Check(); err != nil {
+		t.Errorf("pre-fix tree: %v", err)
 	}
 	if m := mixedBelowCrossnode(build(small, false)); len(m) > 0 {
 		t.Errorf("fixed tree of an 8+24 machine: %v mix nodes below the crossnode level", m)
