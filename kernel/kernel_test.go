@@ -81,8 +81,8 @@ func TestModelByVersion(t *testing.T) {
 		{"6.19.3", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated}},
 		{"7.0.12", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain}},
 		{"7.0.13", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry}},
-		{"7.1.0", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry}},
-		{"7.3.0-1-rt-amd64", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry, PerCapacity}},
+		{"7.1.0", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry, HrtimerPreferLocal}},
+		{"7.3.0-1-rt-amd64", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry, PerCapacity, HrtimerPreferLocal}},
 	} {
 		r, err := ParseRelease(c.rel)
 		if err != nil {
@@ -158,14 +158,19 @@ func TestSwitchInfo(t *testing.T) {
 
 func TestWithAndUnmodelled(t *testing.T) {
 	m := For(V(6, 12, 118))
-	if len(m.Unmodelled()) != 1 {
-		t.Errorf("6.12.118 unmodelled %q, want the NUMA tree only", m.Unmodelled())
+	// The pre-fix NUMA tree is modelled (ImbalancedNUMA); the pre-fix
+	// remote walk and 7.1's hrtimer_prefer_local are not.
+	if len(m.Unmodelled()) != 0 || !m.ImbalancedNUMA() {
+		t.Errorf("6.12.118: unmodelled %q, imbalanced tree %v; want none and true", m.Unmodelled(), m.ImbalancedNUMA())
 	}
-	if n := len(For(V(6, 12, 10)).Unmodelled()); n != 2 {
-		t.Errorf("6.12.10: %d unmodelled behaviours, want 2", n)
+	if n := len(For(V(6, 12, 10)).Unmodelled()); n != 1 {
+		t.Errorf("6.12.10: %d unmodelled behaviours, want 1 (the walk before the livelock fix)", n)
 	}
-	if n := len(For(V(7, 3, 0)).Unmodelled()); n != 0 {
-		t.Errorf("7.3: %d unmodelled behaviours, want 0", n)
+	if u := For(V(7, 3, 0)).Unmodelled(); len(u) != 1 || !strings.Contains(u[0], "3288cd486376") {
+		t.Errorf("7.3: unmodelled %q, want hrtimer_prefer_local only", u)
+	}
+	if For(V(6, 19, 0)).ImbalancedNUMA() || For(V(6, 1, 0)).ImbalancedNUMA() {
+		t.Error("6.19 (fixed) and 6.1 (no hierarchy) build no imbalanced tree")
 	}
 	if got := m.With(ExcludeIsolated, true).Policy(true); got != cpu.PullIsolated {
 		t.Errorf("6.12 with exclude-isolated: %v", got)

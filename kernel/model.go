@@ -41,6 +41,11 @@ const (
 	// PerCapacity: one hierarchy per CPU capacity (098cbaad8e57, 7.2), in
 	// effect only with CONFIG_BROKEN and without nohz_full.
 	PerCapacity
+	// HrtimerPreferLocal: hrtimer_start keeps a timer on the local CPU
+	// when it is the first to expire there, even on a nohz_full CPU with
+	// timer_migration on (3288cd486376 "hrtimer: Optimize for local
+	// timers", 7.1).
+	HrtimerPreferLocal
 
 	numSwitches
 )
@@ -79,6 +84,8 @@ var infos = [numSwitches]Info{
 		Since: V(7, 1, 0), Stable: []Version{V(6, 12, 94), V(6, 18, 36), V(7, 0, 13)}},
 	PerCapacity: {Name: "per-capacity", Commit: "098cbaad8e57", Title: "timers/migration: Split per-capacity hierarchies",
 		Since: V(7, 2, 0)},
+	HrtimerPreferLocal: {Name: "hrtimer-prefer-local", Commit: "3288cd486376", Title: "hrtimer: Optimize for local timers",
+		Since: V(7, 1, 0)},
 }
 
 // Switches returns every switch, oldest first.
@@ -239,6 +246,9 @@ func (m Model) ImbalancedNUMA() bool { return m.Has(PullHierarchy) && !m.Has(NUM
 // cpu.Set.HrtimerTarget.)
 func (m Model) Unmodelled() []string {
 	var out []string
+	if m.Has(HrtimerPreferLocal) {
+		out = append(out, "hrtimer_prefer_local of "+infos[HrtimerPreferLocal].Commit+" (a timer first on its CPU stays there even on a nohz_full CPU)")
+	}
 	if m.Has(PullHierarchy) && !m.Has(RemoteSelfExpiry) {
 		out = append(out, "the remote walk before "+infos[RemoteSelfExpiry].Commit+" (the migrator skipped its own global timers)")
 	}
