@@ -2,8 +2,11 @@
 // compares, decision by decision, what our model computes with what the
 // kernel printed.
 //
-// Four checks exist. The wheel check (wheel.go) recomputes the bucket of
-// every timer_start with package wheel. The nextevt check (nextevt.go),
+// Five checks exist. The wheel check (wheel.go) recomputes the bucket of
+// every timer_start with package wheel. The placement check
+// (placement.go) holds the CPU every wheel timer and hrtimer was queued on
+// against the kernel's rule of its version (push at enqueue up to 6.8,
+// local since 6.9, hrtimers by kernel.timer_migration). The nextevt check (nextevt.go),
 // run with the tmigr check, rebuilds every CPU's timer bases from the
 // timer lines in a cpu.Set and holds every nextevt the kernel printed in
 // tmigr_cpu_idle and tmigr_cpu_new_timer_idle (the first global timer a CPU
@@ -185,8 +188,15 @@
 // evidence of a CPU's state besides its own lines: its bit in other CPUs'
 // transitions, a remote expiry of its timers (it was idle), a task running
 // on it (it was active, unless it is nohz_full or the trace shows it idle
-// under a task). Lost events (a "[LOST n EVENTS]" marker) make that CPU's
-// state unknown until the trace shows it again. A new timer printed while
+// under a task). Lost events (a "[LOST n EVENTS]" or "buffer started"
+// marker, which the kernel prints before the CPU's next event, the events
+// having been lost after its previous one) make that CPU untraced from its
+// last line before the marker to its first after: its state, event and
+// wakeup and the states of the groups on its path are unknown there, and
+// stay so until the trace shows them again; every decision that reads them
+// is undetermined with the reason "events lost", never a mismatch. The
+// wheel, nextevt and hrtimer checks likewise leave undetermined what a lost
+// timer line of that CPU could explain. A new timer printed while
 // another CPU expires that CPU's timers (the kernel then walks nothing) is
 // replayed inside that round; one the merged trace puts just beside it is
 // undetermined.
