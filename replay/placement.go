@@ -50,7 +50,19 @@ import (
 const (
 	whyPushTarget = "target depends on which CPUs were idle"
 	whySysctl     = "timer_migration changed then"
+	whyFinishing  = "re-armed as its callback returned on another CPU"
 )
+
+// finishingOn returns the CPU whose base may still hold tm as running
+// after its callback returned, or -1.
+func finishingOn(finishing map[int]uint64, tm uint64) int {
+	for c, t := range finishing {
+		if t == tm {
+			return c
+		}
+	}
+	return -1
+}
 
 // CheckPlacement runs the placement check over a trace of machine s.
 func CheckPlacement(t *Trace, s Shape) (Counts, error) {
@@ -83,7 +95,18 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	}
 	hpending := map[uint64]hstart{}
 	hrunning := map[uint64]int{}
+	// finishing: per CPU, a timer whose callback returned (its exit line)
+	// while the base may still hold it as running: __run_timers clears
+	// running_timer only after relocking, before the CPU prints anything
+	// else (a vCPU stalled there keeps it so for milliseconds).
+	finishing := map[int]uint64{}
 	for _, ev := range t.Events {
+		if tm, ok := finishing[ev.CPU]; ok {
+			delete(finishing, ev.CPU)
+			if _, again := ev.Data.(ftrace.TimerExpireEntry); !again || ev.Data.(ftrace.TimerExpireEntry).Timer != tm {
+				delete(running, tm)
+			}
+		}
 		switch d := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
 			lost[ev.CPU] = true
@@ -98,16 +121,28 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 			}
 			running[d.Timer] = base
 		case ftrace.TimerExpireExit:
-			delete(running, d.Timer)
+			if _, ok := running[d.Timer]; ok {
+				finishing[ev.CPU] = d.Timer
+			}
 		case ftrace.TimerStart:
 			a := ev.CPU
 			var want cpumask.Mask
 			why := ""
-			switch base, ok := running[d.Timer]; {
+			base, ok := running[d.Timer]
+			switch fin := finishingOn(finishing, d.Timer); {
 			case d.Flags&ftrace.TimerPinned != 0 && d.CPU != a:
 				// add_timer_on, which moves even a running timer:
 				// the caller chose the CPU.
 				continue
+			case ok && fin >= 0 && fin != a:
+				// Re-armed elsewhere as its callback is just done:
+				// the base has normally cleared running_timer, unless
+				// its CPU stalled before relocking (then it stays).
+				want.Set(a)
+				if d.CPU == base {
+					why = whyFinishing
+					want.Set(base)
+				}
 			case ok:
 				want.Set(base)
 			case d.Flags&ftrace.TimerPinned != 0:

@@ -424,6 +424,32 @@ func (r *replayer) expireRemote(handler, target int) {
 			}
 		}
 	}
+	// The target's timers ran as the handler's timer lines after the
+	// target's line show (cancel, expiry entry, callback, exit); the
+	// handler's first other line outside a callback comes after the
+	// expiry, and the walk that follows (which prints nothing at an idle
+	// top) takes no time to speak of.
+	inCallback := false
+	for i := ti + 1; i < end; i++ {
+		ev := r.ev[i]
+		if ev.CPU != handler {
+			continue
+		}
+		switch ev.Data.(type) {
+		case ftrace.TimerExpireEntry:
+			inCallback = true
+			continue
+		case ftrace.TimerExpireExit:
+			inCallback = false
+			continue
+		case ftrace.TimerCancel:
+			continue
+		}
+		if !inCallback {
+			end = i
+			break
+		}
+	}
 	// Operations of other CPUs that began since the round started and
 	// before its next line ran, as far as the trace can tell, while the
 	// handler was between its dequeue and its walk: replay them here.
