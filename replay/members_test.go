@@ -116,10 +116,14 @@ func TestWrongModel(t *testing.T) {
 	}
 }
 
-// editTrace replays a recording with lines dropped or added.
+// editTrace replays a recording (a path, or one relative to
+// testdata/traces) with lines changed, dropped or added.
 func editTrace(t *testing.T, file string, edit func(lines []string) []string) Counts {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../testdata/traces", file))
+	if !strings.Contains(file, "testdata/") {
+		file = filepath.Join("../testdata/traces", file)
+	}
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
