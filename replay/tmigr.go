@@ -95,9 +95,6 @@ type replayer struct {
 
 	rounds []*round // remote rounds in progress, innermost last
 
-	// debug, if set, sees every decision as it is counted (tests).
-	debug func(line int, event, why, kernel, model string)
-
 	boot   bool // the trace starts at the hierarchy's creation
 	km     kernel.Model
 	busy   cpumask.Mask // the machine line's busy CPUs
@@ -213,9 +210,6 @@ func startsAtBoot(events []ftrace.Event) bool {
 
 // check counts one comparison.
 func (r *replayer) check(line int, event, why, kernel, model string) {
-	if r.debug != nil {
-		r.debug(line, event, why, kernel, model)
-	}
 	switch {
 	case why != "":
 		r.c.undetermined(why)
@@ -229,9 +223,6 @@ func (r *replayer) check(line int, event, why, kernel, model string) {
 // decide counts one comparison whose outcome is ok, with the two sides
 // described for a mismatch.
 func (r *replayer) decide(line int, event, why string, ok bool, kernel, model string) {
-	if r.debug != nil {
-		r.debug(line, event, why, kernel, model)
-	}
 	switch {
 	case why != "":
 		r.c.undetermined(why)
