@@ -42,9 +42,11 @@
 // # Policies
 //
 // The kernel generation being modelled is an option (Policy): no migration
-// at all (timer_migration=0), the 2009 push at enqueue, the 2024 pull
-// hierarchy, and the pull hierarchy with isolated CPUs excluded (2025, the
-// default).
+// at all (6.1-6.8 with timer_migration=0), the 2009 push at enqueue, the
+// 2024 pull hierarchy, and the pull hierarchy with isolated CPUs excluded
+// (2025, the default). kernel.timer_migration is a switch of its own
+// (SetTimerMigration), whose meaning changed with 6.9; package kernel maps
+// a release onto both.
 //
 // # Concurrency
 //
@@ -98,8 +100,11 @@ const (
 	// idle CPU is queued on a busy CPU chosen by get_nohz_timer_target, and
 	// every CPU expires only its own timers.
 	Push
-	// None is timer_migration=0: every timer expires on the CPU it was
-	// queued on; an idle CPU wakes for its own global timers.
+	// None is Linux 6.1-6.8 with kernel.timer_migration=0 (Push with the
+	// sysctl off): every timer and hrtimer expires on the CPU it was queued
+	// on, and an idle CPU wakes for its own global timers. (From 6.9,
+	// timer_migration=0 leaves the pull hierarchy as it is and only keeps
+	// hrtimers local: Set.SetTimerMigration.)
 	None
 )
 
@@ -159,6 +164,12 @@ type Config struct {
 	Isolation hier.Isolation
 	// Tracer receives the hierarchy's trace events; nil for none.
 	Tracer hier.Tracer
+	// TimerMigrationOff is kernel.timer_migration=0 at boot (see
+	// Set.SetTimerMigration).
+	TimerMigrationOff bool
+	// ImbalancedNUMA builds the hierarchy as kernels before 5eb579dfd46b
+	// did (hier.Options.ImbalancedNUMA).
+	ImbalancedNUMA bool
 }
 
 // Snapshot is one reading of the last jiffies update, as the kernel's
@@ -183,6 +194,9 @@ type Set struct {
 	// hk holds the housekeeping masks the push policy looks for targets in;
 	// SetIsolation replaces it while timers are armed.
 	hk atomic.Pointer[housekeeping]
+	// migrationOff is kernel.timer_migration=0: the static key
+	// timers_migration_enabled off.
+	migrationOff atomic.Bool
 }
 
 // housekeeping is the part of the isolation setup the timer code reads:
@@ -251,6 +265,7 @@ func New(c Config) (*Set, error) {
 		nodeOf:   append([]int(nil), c.NodeOf...),
 	}
 	s.hk.Store(newHousekeeping(n, &c.Isolation))
+	s.migrationOff.Store(c.TimerMigrationOff)
 	for i := range s.cpus {
 		cp := &s.cpus[i]
 		cp.id = i
@@ -263,6 +278,7 @@ func New(c Config) (*Set, error) {
 		h, err := hier.New(hier.Options{
 			NodeOf:          c.NodeOf,
 			ExcludeIsolated: c.Policy == PullIsolated,
+			ImbalancedNUMA:  c.ImbalancedNUMA,
 			Isolation:       c.Isolation,
 			Tracer:          c.Tracer,
 		})
@@ -510,10 +526,37 @@ func (s *Set) Mod(this int, t *wheel.Timer, expires, jiffies uint64, opts ModOpt
 }
 
 // targetCPU is the CPU a timer armed on CPU this is queued on: this CPU
-// since the pull model, or under the push policy the get_nohz_timer_target
-// choice for a non-pinned timer.
+// since the pull model, or under the push policy with timer_migration on
+// the get_nohz_timer_target choice for a non-pinned timer.
 func (s *Set) targetCPU(this int, flags uint32) int {
-	if s.policy != Push || flags&wheel.FlagPinned != 0 {
+	if s.policy != Push || flags&wheel.FlagPinned != 0 || s.migrationOff.Load() {
+		return this
+	}
+	return s.NohzTimerTarget(this)
+}
+
+// SetTimerMigration writes kernel.timer_migration (timers_update_migration:
+// the static key timers_migration_enabled follows it, NOHZ being active).
+// What it changes depends on the kernel (docs/kernels.md K4): up to 6.8
+// (Push) it switches the push at enqueue of wheel timers and hrtimers on
+// or off, Push with the sysctl off being what None models; from 6.9
+// (b2cf7507e186) the wheel never reads it, and it only decides whether a
+// non-pinned hrtimer may go to another CPU (HrtimerTarget): the pull
+// hierarchy migrates wheel timers whatever its value.
+func (s *Set) SetTimerMigration(on bool) { s.migrationOff.Store(!on) }
+
+// TimerMigration reports kernel.timer_migration.
+func (s *Set) TimerMigration() bool { return !s.migrationOff.Load() }
+
+// HrtimerTarget is hrtimer.c's get_target_base for a start on CPU this:
+// with timer_migration on and the timer not pinned, get_nohz_timer_target's
+// CPU, else this CPU, on every kernel generation. The hrtimer code then
+// keeps the timer here if it would be the first to expire on the target
+// (hrtimer_check_target; hrtimer.CPUBase.StartOn does that). Not modelled:
+// 7.1's hrtimer_prefer_local (3288cd486376), which also keeps a timer that
+// is the first on this CPU.
+func (s *Set) HrtimerTarget(this int, pinned bool) int {
+	if pinned || s.migrationOff.Load() || s.policy == None {
 		return this
 	}
 	return s.NohzTimerTarget(this)
@@ -570,18 +613,16 @@ func (s *Set) AddOn(t *wheel.Timer, cpu int, expires, jiffies uint64) (kickCPU i
 	}
 	nb := &s.cpus[cpu].bases[baseIndex(t.Flags())]
 	if nb != b {
-		if b.running == t {
-			// add_timer_on moves the timer anyway once the function is
-			// done; the kernel spins on the migrating flag meanwhile.
-			// Arming a running timer on another CPU keeps it here.
-			nb = b
-		} else {
-			t.SetFlags(t.Flags() | wheel.FlagMigrating)
-			b.mu.Unlock()
-			b = nb
-			b.mu.Lock()
-			t.SetFlags(t.Flags()&^wheel.FlagBaseMask | uint32(cpu))
-		}
+		// Unlike mod_timer, add_timer_on has no running-timer check: a
+		// timer re-armed on another CPU from its own function moves at
+		// once (clocksource_watchdog hops so from CPU to CPU; the
+		// recordings show it, e.g. testdata/traces
+		// vm12-1node-nohzfull-busy.txt line 1706).
+		t.SetFlags(t.Flags() | wheel.FlagMigrating)
+		b.mu.Unlock()
+		b = nb
+		b.mu.Lock()
+		t.SetFlags(t.Flags()&^wheel.FlagBaseMask | uint32(cpu))
 	}
 	b.w.Forward(jiffies)
 	_, _, first := b.w.Add(t, expires)

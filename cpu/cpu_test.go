@@ -636,3 +636,48 @@ func TestSetIsolationMovesPushTargets(t *testing.T) {
 		t.Fatalf("target %d after isolating CPU 1, want 3", got)
 	}
 }
+
+// TestTimerMigrationSwitch: kernel.timer_migration switches the push at
+// enqueue (Push) and the hrtimer target (every policy); under the pull
+// policies it never moves a wheel timer.
+func TestTimerMigrationSwitch(t *testing.T) {
+	iso := hier.Isolation{NohzFull: cpumask.Range(1, 3), Timekeeper: 0}
+	for _, pol := range []Policy{Push, Pull, PullIsolated} {
+		s, err := New(Config{NodeOf: make([]int, 4), HZ: 250, Policy: pol, Isolation: iso})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c := range 4 {
+			if err := s.Online(c, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.SetBusy(0, true)
+		s.SetBusy(2, true)
+		if !s.TimerMigration() {
+			t.Fatalf("%v: timer_migration off at boot", pol)
+		}
+		// A sleeper started on nohz_full CPU 2 goes to the busy
+		// housekeeping CPU; a pinned one and CPU 0's own stay.
+		if got := s.HrtimerTarget(2, false); got != 0 {
+			t.Errorf("%v: hrtimer target of CPU 2 = %d, want 0", pol, got)
+		}
+		if got := s.HrtimerTarget(2, true); got != 2 {
+			t.Errorf("%v: pinned hrtimer target of CPU 2 = %d, want 2", pol, got)
+		}
+		wantWheel := 2
+		if pol == Push {
+			wantWheel = 0
+		}
+		if got := s.targetCPU(2, 0); got != wantWheel {
+			t.Errorf("%v: wheel target of CPU 2 = %d, want %d", pol, got, wantWheel)
+		}
+		s.SetTimerMigration(false)
+		if got := s.HrtimerTarget(2, false); got != 2 {
+			t.Errorf("%v, timer_migration=0: hrtimer target of CPU 2 = %d, want 2", pol, got)
+		}
+		if got := s.targetCPU(2, 0); got != 2 {
+			t.Errorf("%v, timer_migration=0: wheel target of CPU 2 = %d, want 2", pol, got)
+		}
+	}
+}

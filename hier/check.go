@@ -116,7 +116,9 @@ func (h *Hierarchy) Check() error {
 					return broken(1, where, "child %s has groupmask %#x, not a distinct one-hot bit", c.name(), c.mask)
 				}
 				masks |= c.mask
-				if g.level < h.crossnode {
+				// (Before 5eb579dfd46b a group could hold another
+				// node's old root: ImbalancedNUMA.)
+				if g.level < h.crossnode && !h.imbalancedNUMA {
 					node := 0
 					if c.g != nil {
 						node = c.g.node

@@ -38,6 +38,16 @@ type Options struct {
 	// initcall) and isolated CPUs are withdrawn.
 	ExcludeIsolated bool
 
+	// ImbalancedNUMA builds the tree as kernels before 5eb579dfd46b
+	// ("timers/migration: Fix imbalanced NUMA trees", 6.19; 6.18.2) did:
+	// a CPU of another node than the root's stops its climb at the first
+	// level with a single group, so that a node's first CPU can hang an
+	// earlier node's root below a group of its own node, under the
+	// crossnode level (docs/hierarchy.md T3). The trees differ only when
+	// that root is still below the level under the crossnode level then:
+	// a node much smaller than the average, or CPUs numbered across nodes.
+	ImbalancedNUMA bool
+
 	// Isolation is the housekeeping setup the isolation predicate reads.
 	// It can be changed later with SetIsolation (a cpuset update).
 	Isolation Isolation
@@ -116,6 +126,7 @@ type Hierarchy struct {
 	crossnode        int // tmigr_crossnode_level
 	tr               Tracer
 	excludeSupported bool
+	imbalancedNUMA   bool // the tree before 5eb579dfd46b (Options.ImbalancedNUMA)
 	possible         cpumask.Mask
 
 	cpus []tmcpu
@@ -179,6 +190,7 @@ func New(o Options) (*Hierarchy, error) {
 		nodeOf:           append([]int(nil), o.NodeOf...),
 		tr:               o.Tracer,
 		excludeSupported: o.ExcludeIsolated,
+		imbalancedNUMA:   o.ImbalancedNUMA,
 		possible:         cpumask.Range(0, n-1),
 		cpus:             make([]tmcpu, n),
 	}

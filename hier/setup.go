@@ -49,6 +49,17 @@ func (h *Hierarchy) addCPU(cpu int) error {
 		return err
 	}
 	if oldRoot != nil && oldRoot != h.root {
+		if h.imbalancedNUMA && h.root.level == oldRoot.level+1 {
+			// Before 5eb579dfd46b the parentless groups of the level
+			// below the new top, the old root, joined the new top as
+			// they were, whatever their node.
+			h.connectChildParent(oldRoot, h.root, true)
+			if st := oldRoot.loadState(); st.active() != 0 {
+				w := walk{childmask: oldRoot.groupmask, cpu: -1}
+				h.walkActiveUp(&w, oldRoot, h.root)
+			}
+			return nil
+		}
 		return h.setupGroups(-1, oldRoot.node, oldRoot, true)
 	}
 	return nil
@@ -132,7 +143,9 @@ func (h *Hierarchy) setupGroups(cpu, node int, start *group, activate bool) erro
 		stack[start.level] = start
 		startLvl = start.level + 1
 	}
-	rootMismatch := h.root != nil && h.root.node != node
+	// Since 5eb579dfd46b a CPU of another node than the root's unfolds its
+	// chain up to the crossnode level; before it, it did not.
+	rootMismatch := h.root != nil && h.root.node != node && !h.imbalancedNUMA
 	if !h.fits(node, startLvl, rootMismatch) {
 		h.warn()
 		if cpu >= 0 {

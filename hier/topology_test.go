@@ -220,3 +220,88 @@ func TestPicture(t *testing.T) {
 		t.Fatalf("%d level-0 groups listed, want 512", n0)
 	}
 }
+
+// mixedBelowCrossnode returns the groups below the crossnode level whose
+// children are of more than one node.
+func mixedBelowCrossnode(h *Hierarchy) []string {
+	gis := h.Groups()
+	node := map[string]int{}
+	for _, gi := range gis {
+		node[gi.Name] = gi.Node
+	}
+	var out []string
+	for _, gi := range gis {
+		if gi.Level == 0 || gi.Level >= h.CrossnodeLevel() {
+			continue
+		}
+		for _, k := range gi.Children {
+			if node[k] != gi.Node {
+				out = append(out, gi.Name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestImbalancedNUMATree: before 5eb579dfd46b the first CPU of a node
+// larger than the first one hung the first node's root under a group of
+// its own node below the crossnode level (docs/hierarchy.md T3); since, no
+// group below the crossnode level mixes nodes. Equal nodes numbered in
+// blocks, as every recorded machine, give the same tree either way.
+func TestImbalancedNUMATree(t *testing.T) {
+	build := func(nodeOf []int, old bool) *Hierarchy {
+		t.Helper()
+		h, err := New(Options{NodeOf: nodeOf, ImbalancedNUMA: old})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c := range nodeOf {
+			if err := h.Prepare(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return h
+	}
+	// 32 CPUs: node 0 holds 0-7, node 1 holds 8-31.
+	small := make([]int, 32)
+	for c := 8; c < 32; c++ {
+		small[c] = 1
+	}
+	old := build(small, true)
+	if m := mixedBelowCrossnode(old); len(m) == 0 {
+		t.Error("pre-fix tree of an 8+24 machine: no group mixes nodes below the crossnode level")
+	}
+	// The old tree works as a hierarchy all the same.
+	for c := range small {
+		if err := old.SetAvailable(c, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range []int{3, 9, 17, 0, 31} {
+		old.Activate(c)
+		if i%2 == 1 {
+			old.Deactivate(c, int64(1000*(i+1)))
+		}
+	}
+	if err := old.Check(); err != nil {
+		t.Errorf("pre-fix tree: %v", err)
+	}
+	if m := mixedBelowCrossnode(build(small, false)); len(m) > 0 {
+		t.Errorf("fixed tree of an 8+24 machine: %v mix nodes below the crossnode level", m)
+	}
+	// 64 CPUs on 4 equal nodes in blocks: the same tree.
+	blocks := make([]int, 64)
+	for c := range blocks {
+		blocks[c] = c / 16
+	}
+	a, b := build(blocks, true).Groups(), build(blocks, false).Groups()
+	if len(a) != len(b) {
+		t.Fatalf("4x16: %d groups before the fix, %d after", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Parent != b[i].Parent || a[i].Node != b[i].Node || fmt.Sprint(a[i].CPUs) != fmt.Sprint(b[i].CPUs) {
+			t.Errorf("4x16: %+v before the fix, %+v after", a[i], b[i])
+		}
+	}
+}

@@ -24,6 +24,7 @@
 //	                                            7.0.13             when it walks the hierarchy (livelock fix)
 //	per-capacity        098cbaad8e57  7.2       -                  one hierarchy per CPU capacity, built only with
 //	                                                               CONFIG_BROKEN and never under nohz_full
+//	hrtimer-prefer-local 3288cd486376 7.1       -                  hrtimer_start keeps a timer first on its CPU there
 //
 // How each entry was established (kernel source and mail, read for this
 // package; see also docs of hier and sim):
@@ -62,7 +63,9 @@
 //     interleaved CPU numbering, or a node much smaller than the average
 //     (one of 8 CPUs where the others have 16 or more). Nodes of equal size
 //     numbered in blocks, as on every machine we recorded, give the same
-//     tree.
+//     tree. hier builds the old tree with Options.ImbalancedNUMA
+//     (Model.ImbalancedNUMA): the old root joined the new top as it was,
+//     whatever its node.
 //   - exclude-isolated: 7dec062cfcf2 ("timers/migration: Exclude isolated
 //     cpus from hierarchy", tip 20 Nov 2025, in the timers-core-2025-11-30
 //     pull for 6.19). The predicate: (not HK_TYPE_DOMAIN housekeeping, or
@@ -85,7 +88,22 @@
 //     nohz_full ("Deactivate per-capacity hierarchies under nohz_full"); the
 //     pull text says the split "won't be active before v7.3". Model.Has
 //     reports that the code is there; whether a machine splits depends on
-//     its config and capacities (see PerCapacityActive).
+//     its config and capacities (see PerCapacityActive). No real build
+//     splits: CONFIG_BROKEN has no prompt (init/Kconfig: "config BROKEN /
+//     bool") and nothing selects it, and an arm64 guest of Debian's 7.3.4
+//     with CPUs of two capacities printed capacity=1024 for all of them
+//     (testdata/traces/README.md of the lab). The core models one
+//     hierarchy, which is what every real 7.x kernel builds.
+//   - hrtimer-prefer-local: 3288cd486376 ("hrtimer: Optimize for local
+//     timers", sched/hrtick, 7.1) with its follow-up ("Honour the NOHZ full
+//     restrictions"): a local timer that is the first on its CPU, or
+//     pinned, stays there; otherwise a nohz_full CPU moves it, and a
+//     housekeeping CPU keeps it unless its tick is stopped. Before, a
+//     timer was moved to get_nohz_timer_target()'s CPU unless it would be
+//     the first there (hrtimer_check_target). The results differ for a
+//     timer first on a nohz_full CPU that is not first on the target: 7.1
+//     keeps it, 6.x moved it. Not modelled (cpu.Set.HrtimerTarget has the
+//     6.x rule); the replay's placement check admits both.
 //
 // # Mapping onto the core
 //
@@ -93,9 +111,13 @@
 // cpu.Push (cpu.None with timer_migration=0), pull-hierarchy is cpu.Pull,
 // and with exclude-isolated cpu.PullIsolated, whatever timer_migration
 // says. For package hier, Options.ExcludeIsolated is Has(ExcludeIsolated);
-// an isolated partition goes into Isolation.CpusetIsolated on 6.19 and
-// (equivalently) into Domain from 7.0. The switches the core does not model
-// yet (the pre-fix NUMA tree, the pre-fix remote walk, per-capacity
-// hierarchies, hrtimer placement by timer_migration) are listed by
+// an isolated partition goes into Isolation.CpusetIsolated (Isolation; on
+// 7.0 it is part of HK_TYPE_DOMAIN instead, which excludes the same CPUs),
+// and Excluded says which CPUs leave the hierarchy. ImbalancedNUMA is
+// hier.Options.ImbalancedNUMA. kernel.timer_migration is a switch of the
+// core of its own (cpu.Set.SetTimerMigration): up to 6.8 it turns the push
+// at enqueue off (Push with it off is cpu.None), from 6.9 it only keeps
+// hrtimers local (cpu.Set.HrtimerTarget). The behaviours the core does not
+// model (the pre-fix remote walk, hrtimer_prefer_local) are listed by
 // Unmodelled.
 package kernel

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tmigr/tmigr/cpu"
+	"github.com/tmigr/tmigr/cpumask"
 )
 
 func TestParseRelease(t *testing.T) {
@@ -80,8 +81,8 @@ func TestModelByVersion(t *testing.T) {
 		{"6.19.3", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated}},
 		{"7.0.12", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain}},
 		{"7.0.13", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry}},
-		{"7.1.0", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry}},
-		{"7.3.0-1-rt-amd64", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry, PerCapacity}},
+		{"7.1.0", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry, HrtimerPreferLocal}},
+		{"7.3.0-1-rt-amd64", cpu.PullIsolated, cpu.PullIsolated, []Switch{PullHierarchy, SysctlHrtimerOnly, NUMABalancedTree, ExcludeIsolated, PartitionDomain, RemoteSelfExpiry, PerCapacity, HrtimerPreferLocal}},
 	} {
 		r, err := ParseRelease(c.rel)
 		if err != nil {
@@ -157,14 +158,19 @@ func TestSwitchInfo(t *testing.T) {
 
 func TestWithAndUnmodelled(t *testing.T) {
 	m := For(V(6, 12, 118))
-	if len(m.Unmodelled()) != 1 {
-		t.Errorf("6.12.118 unmodelled %q, want the NUMA tree only", m.Unmodelled())
+	// The pre-fix NUMA tree is modelled (ImbalancedNUMA); the pre-fix
+	// remote walk and 7.1's hrtimer_prefer_local are not.
+	if len(m.Unmodelled()) != 0 || !m.ImbalancedNUMA() {
+		t.Errorf("6.12.118: unmodelled %q, imbalanced tree %v; want none and true", m.Unmodelled(), m.ImbalancedNUMA())
 	}
-	if n := len(For(V(6, 12, 10)).Unmodelled()); n != 2 {
-		t.Errorf("6.12.10: %d unmodelled behaviours, want 2", n)
+	if n := len(For(V(6, 12, 10)).Unmodelled()); n != 1 {
+		t.Errorf("6.12.10: %d unmodelled behaviours, want 1 (the walk before the livelock fix)", n)
 	}
-	if n := len(For(V(7, 3, 0)).Unmodelled()); n != 0 {
-		t.Errorf("7.3: %d unmodelled behaviours, want 0", n)
+	if u := For(V(7, 3, 0)).Unmodelled(); len(u) != 1 || !strings.Contains(u[0], "3288cd486376") {
+		t.Errorf("7.3: unmodelled %q, want hrtimer_prefer_local only", u)
+	}
+	if For(V(6, 19, 0)).ImbalancedNUMA() || For(V(6, 1, 0)).ImbalancedNUMA() {
+		t.Error("6.19 (fixed) and 6.1 (no hierarchy) build no imbalanced tree")
 	}
 	if got := m.With(ExcludeIsolated, true).Policy(true); got != cpu.PullIsolated {
 		t.Errorf("6.12 with exclude-isolated: %v", got)
@@ -215,4 +221,49 @@ func FuzzParseRelease(f *testing.F) {
 			t.Fatalf("%v: exclusion without a hierarchy", r.Version)
 		}
 	})
+}
+
+// TestExcluded: the CPUs each kernel keeps out of the hierarchy for
+// isolation, by the rules of docs/kernels.md K6 and K7.
+func TestExcluded(t *testing.T) {
+	all := cpumask.Range(0, 15)
+	m := func(s string) cpumask.Mask {
+		x, err := cpumask.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, c := range []struct {
+		v                        Version
+		domain, nohz, part, excl string
+		timekeeper               int
+	}{
+		{V(6, 12, 118), "1-7,9-15", "", "", "", -1},       // kept before 6.19
+		{V(6, 19, 0), "1-7,9-15", "", "", "1-7,9-15", -1}, // domain-isolated out
+		{V(7, 3, 4), "", "", "9-15", "9-15", -1},          // an isolated partition out
+		{V(6, 18, 44), "", "", "9-15", "", -1},            // ... not before 6.19
+		{V(7, 0, 0), "1-7", "4-7", "", "1-3", 0},          // nohz_full CPUs stay
+		{V(6, 19, 14), "0-3", "1-3", "", "", 0},           // the timekeeper under nohz_full stays
+		{V(6, 1, 192), "1-3", "", "", "", -1},             // no hierarchy at all
+	} {
+		km := For(c.v)
+		var d, n, p cpumask.Mask
+		if c.domain != "" {
+			d = m(c.domain)
+		}
+		if c.nohz != "" {
+			n = m(c.nohz)
+		}
+		if c.part != "" {
+			p = m(c.part)
+		}
+		got := km.Excluded(km.Isolation(d, n, p, c.timekeeper), all)
+		if got.String() != c.excl {
+			t.Errorf("%v domain=%q nohz_full=%q partition=%q: excluded %q, want %q", c.v, c.domain, c.nohz, c.part, got, c.excl)
+		}
+	}
+	if Timekeeper(cpumask.Mask{}) != -1 || Timekeeper(m("1-3")) != 0 || Timekeeper(m("0-3")) != -1 {
+		t.Error("Timekeeper: the boot CPU under nohz_full only")
+	}
 }

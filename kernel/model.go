@@ -41,9 +41,18 @@ const (
 	// PerCapacity: one hierarchy per CPU capacity (098cbaad8e57, 7.2), in
 	// effect only with CONFIG_BROKEN and without nohz_full.
 	PerCapacity
+	// HrtimerPreferLocal: hrtimer_start keeps a timer on the local CPU
+	// when it is the first to expire there, even on a nohz_full CPU with
+	// timer_migration on (3288cd486376 "hrtimer: Optimize for local
+	// timers", 7.1).
+	HrtimerPreferLocal
 
 	numSwitches
 )
+
+// Newest is the newest release whose rules the package knows: the default
+// kernel of the simulator.
+var Newest = V(7, 3, 0)
 
 // Info describes a switch.
 type Info struct {
@@ -75,6 +84,8 @@ var infos = [numSwitches]Info{
 		Since: V(7, 1, 0), Stable: []Version{V(6, 12, 94), V(6, 18, 36), V(7, 0, 13)}},
 	PerCapacity: {Name: "per-capacity", Commit: "098cbaad8e57", Title: "timers/migration: Split per-capacity hierarchies",
 		Since: V(7, 2, 0)},
+	HrtimerPreferLocal: {Name: "hrtimer-prefer-local", Commit: "3288cd486376", Title: "hrtimer: Optimize for local timers",
+		Since: V(7, 1, 0)},
 }
 
 // Switches returns every switch, oldest first.
@@ -223,15 +234,20 @@ func (m Model) TimerMigration(value bool) string {
 	return "timer_migration=0 keeps every timer and hrtimer on the CPU that arms it; an idle CPU wakes for its own timers"
 }
 
+// ImbalancedNUMA reports whether the kernel builds its hierarchy as before
+// 5eb579dfd46b (hier.Options.ImbalancedNUMA): a pull kernel without
+// NUMABalancedTree.
+func (m Model) ImbalancedNUMA() bool { return m.Has(PullHierarchy) && !m.Has(NUMABalancedTree) }
+
 // Unmodelled returns the model's behaviours that the core does not
-// reproduce: the core always builds the NUMA-balanced tree and walks with
-// the remote-self-expiry fix. (Nor does it model per-capacity hierarchies,
-// see PerCapacityActive, or the hrtimer placement timer_migration=1 asks
-// for, see TimerMigration.)
+// reproduce: the core walks with the remote-self-expiry fix. (Nor does it
+// model per-capacity hierarchies, which no real build enables, see
+// PerCapacityActive, or 7.1's hrtimer_prefer_local, see
+// cpu.Set.HrtimerTarget.)
 func (m Model) Unmodelled() []string {
 	var out []string
-	if m.Has(PullHierarchy) && !m.Has(NUMABalancedTree) {
-		out = append(out, "the tree before "+infos[NUMABalancedTree].Commit+" (it can connect groups of different nodes below the crossnode level)")
+	if m.Has(HrtimerPreferLocal) {
+		out = append(out, "hrtimer_prefer_local of "+infos[HrtimerPreferLocal].Commit+" (a timer first on its CPU stays there even on a nohz_full CPU)")
 	}
 	if m.Has(PullHierarchy) && !m.Has(RemoteSelfExpiry) {
 		out = append(out, "the remote walk before "+infos[RemoteSelfExpiry].Commit+" (the migrator skipped its own global timers)")

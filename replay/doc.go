@@ -2,8 +2,11 @@
 // compares, decision by decision, what our model computes with what the
 // kernel printed.
 //
-// Four checks exist. The wheel check (wheel.go) recomputes the bucket of
-// every timer_start with package wheel. The nextevt check (nextevt.go),
+// Five checks exist. The wheel check (wheel.go) recomputes the bucket of
+// every timer_start with package wheel. The placement check
+// (placement.go) holds the CPU every wheel timer and hrtimer was queued on
+// against the kernel's rule of its version (push at enqueue up to 6.8,
+// local since 6.9, hrtimers by kernel.timer_migration). The nextevt check (nextevt.go),
 // run with the tmigr check, rebuilds every CPU's timer bases from the
 // timer lines in a cpu.Set and holds every nextevt the kernel printed in
 // tmigr_cpu_idle and tmigr_cpu_new_timer_idle (the first global timer a CPU
@@ -42,13 +45,43 @@
 // # The machine
 //
 // The "# machine:" line (or Options) gives the possible CPUs, the nodes and
-// their CPUs, HZ, the kernel release and the isolation parameters of the
-// command line. The hierarchy is built by preparing CPUs 0 to N-1 in order,
-// as the kernel brings them up. The release selects the generation: the
-// exclusion of isolated CPUs (merged for 6.19) is modelled for 6.19 and
-// later, with the static key on from the start unless the trace starts at
-// boot; 6.9 to 6.18, and traces that name no release, keep isolated CPUs in
-// the hierarchy.
+// their CPUs, HZ, the kernel release, the isolation parameters of the
+// command line, the busy CPUs and the changes made while it was recorded
+// (at=). The hierarchy is built by preparing CPUs 0 to N-1 in order, as the
+// kernel brings them up. The release selects the kernel model (package
+// kernel): the exclusion of isolated CPUs (7dec062cfcf2, 6.19) is modelled
+// for 6.19 and later, with the static key on from the start unless the
+// trace starts at boot; 6.9 to 6.18, and traces that name no release
+// (DefaultKernel), keep isolated CPUs in the hierarchy.
+//
+// # Who is in the hierarchy
+//
+// The model says which CPUs are in: every online CPU before 6.19, all but
+// the isolated ones after (nohz_full CPUs and, under nohz_full, the
+// timekeeper stay). The trace says it too (members.go): a CPU is in when it
+// prints tmigr lines of its own, when its bit is set in a group state, or
+// when another CPU expires its timers; a busy CPU the model keeps in, not
+// nohz_full, is active all the time, so a printed state of a group above
+// it that leaves its branch idle shows it out. Each CPU whose membership
+// the trace shows is one decision, "hierarchy membership"; where model and
+// kernel differ, the model takes the kernel's membership for the rest of
+// the recording. A CPU that neither is busy nor ever shows is idle without
+// events or out, which no decision can tell: it is taken as out, so that
+// nothing depends on it (a CPU the kernel left out is known out, not
+// untraced). Replaying a 6.19+ recording with busy isolated CPUs under the
+// 6.18 model, or a 6.12 one under the 6.19 model, therefore reports
+// membership mismatches.
+//
+// The changes of the machine line's at= (changes.go) move CPUs in and out
+// as the model says: offline and online, and an isolated cpuset partition
+// from 6.19 on; timer_migration moves nobody. Every CPU a change moves (or
+// could move: a partition's CPUs on older kernels) is one "availability"
+// decision: the kernel's tmigr_cpu_available/unavailable (online/offline
+// before 6.19) within the change's window, or its absence, against the
+// model; an availability event no change explains is a mismatch, except in
+// a trace without a machine line. A change's time counts from the guest's
+// start marker (tracing_mark_write "tmigr-lab: start") and says when it was
+// done; its effects lie between the previous change and it.
 //
 // # Groups
 //
@@ -117,8 +150,15 @@
 // migrator role only if there was none; a deactivation cleared the bit and,
 // if it was the migrator, handed the role to the lowest remaining bit, so
 // when the printed migrator is that bit the old one may have been either
-// (unknown until printed again). The first transition itself is
-// undetermined: it is what the state was inferred from. A CPU whose first
+// (unknown until printed again: "migrator from before the recording").
+// The first transition itself is undetermined: it is what the state was
+// inferred from. A CPU that never transitions in the recording is in one
+// state throughout: idle if it publishes a new timer or is expired
+// remotely, else active if a task runs on it (and it is not nohz_full); a
+// group none of whose CPUs transitions then has a known active mask (and
+// migrator, unless several children are active). A remote round that
+// visits the top group with an unknown migrator and nothing queued there
+// does the same whichever child is the migrator. A CPU whose first
 // operation is a deactivation was active (its event is ignored: known); a
 // CPU idle when the recording began has an unknown event until it publishes
 // one (tmigr_cpu_idle, a walking new timer, a remote expiry's walk, or a
@@ -148,8 +188,15 @@
 // evidence of a CPU's state besides its own lines: its bit in other CPUs'
 // transitions, a remote expiry of its timers (it was idle), a task running
 // on it (it was active, unless it is nohz_full or the trace shows it idle
-// under a task). Lost events (a "[LOST n EVENTS]" marker) make that CPU's
-// state unknown until the trace shows it again. A new timer printed while
+// under a task). Lost events (a "[LOST n EVENTS]" or "buffer started"
+// marker, which the kernel prints before the CPU's next event, the events
+// having been lost after its previous one) make that CPU untraced from its
+// last line before the marker to its first after: its state, event and
+// wakeup and the states of the groups on its path are unknown there, and
+// stay so until the trace shows them again; every decision that reads them
+// is undetermined with the reason "events lost", never a mismatch. The
+// wheel, nextevt and hrtimer checks likewise leave undetermined what a lost
+// timer line of that CPU could explain. A new timer printed while
 // another CPU expires that CPU's timers (the kernel then walks nothing) is
 // replayed inside that round; one the merged trace puts just beside it is
 // undetermined.
@@ -170,7 +217,10 @@
 // The model's HandleRemote asks an Expirer (remote.go) to run the target's
 // timers, and then for the target's next global expiry: the nextevt of the
 // level-0 tmigr_update_events the kernel printed for that target. At an
-// idle top, the walk after a remote expiry prints nothing; then only a trace
-// from boot, which holds every timer, tells the expiry (from its timer
-// lines); otherwise it is unknown.
+// idle top, the walk after a remote expiry prints nothing (on the 6.19+
+// machines whose only available CPU expires its own timers, every round);
+// then the timer lines tell the expiry: in a trace from boot, which holds
+// every timer, always; otherwise when no timer armed before the recording
+// can still be pending on the target and due no later, and the answer lies
+// within the recording. Else it is unknown.
 package replay

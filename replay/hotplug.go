@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 )
@@ -26,6 +27,7 @@ func (r *replayer) runHotplug(o *op) {
 	case ftrace.TmigrCPUOffline:
 		printed = p.Wakeup
 	}
+	r.availability(c, up, ev)
 	ci := r.m.h.CPU(c)
 	why := ""
 	if ci.Available != !up {
@@ -36,6 +38,7 @@ func (r *replayer) runHotplug(o *op) {
 			if up {
 				_, _ = r.m.h.ClearAvailable(c)
 			} else {
+				r.m.forceIn(c)
 				_ = r.m.h.SetAvailable(c, false)
 			}
 		})
@@ -92,4 +95,26 @@ func (r *replayer) silently(f func()) {
 	r.rec.on = false
 	f()
 	r.rec.on = on
+}
+
+// availability decides whether the model expected the kernel to move cpu
+// into (up) or out of the hierarchy at this event. In a trace from boot,
+// CPUs come up as they are brought online (no decision), and before the
+// late initcall of a kernel that excludes isolated CPUs has run, an
+// isolated CPU leaving is that initcall's work, which the model must
+// expect; every other move is a change of the machine line's at=
+// (changes.go).
+func (r *replayer) availability(cpu int, up bool, ev ftrace.Event) {
+	if r.boot && up && !r.broughtUp.Test(cpu) {
+		r.broughtUp.Set(cpu)
+		return
+	}
+	if r.boot && !r.keyOn && !up {
+		if r.exclude && r.iso.IsIsolated(cpu) {
+			out := r.km.Excluded(r.iso, cpumask.Range(0, r.topo.ncpus-1))
+			r.decide(ev.Line, "availability", "", out.Test(cpu), "", "")
+			return
+		}
+	}
+	r.explainAvailability(cpu, up, ev.TS, ev.Line, ev.Name)
 }

@@ -164,9 +164,12 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 	inits := map[uint64]sleeperInit{}
 	pending := map[uint64]*sleeperDecision{}
 	cpuOf := map[int]int{} // a sleeper task's CPU, by pid
+	lost := map[int]bool{} // CPUs whose buffer lost events
 	for i := range t.Events {
 		ev := &t.Events[i]
 		switch d := ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			lost[ev.CPU] = true
 		case ftrace.HrtimerInit:
 			inits[d.Hrtimer] = initOf(d.ClockID, d.Mode)
 			delete(pending, d.Hrtimer)
@@ -219,6 +222,13 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 				mode, dec.soft = m, soft
 			}
 			if !agree {
+				c.undetermined(dec.why)
+				continue
+			}
+			if kernel := d.Mode.String(); kernel != mode.String() && !seen && lost[ev.CPU] {
+				// Its setup line, which says how it was set up, may be
+				// among the lost events.
+				dec.why = whyLost
 				c.undetermined(dec.why)
 				continue
 			}

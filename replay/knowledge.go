@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 )
 
@@ -42,7 +43,7 @@ func (r *replayer) qIdle(g hier.GroupID) string {
 // is known.
 func (r *replayer) qReason(g hier.GroupID, s gstate) string {
 	n := r.topo.info[g]
-	activeKnown := r.gk[g] == ""
+	activeKnown := r.gk[g] == "" || r.gk[g] == whyMigrator
 	for _, c := range n.cpus {
 		if activeKnown && s.active&r.topo.cpuBit[c] != 0 {
 			continue
@@ -70,16 +71,63 @@ func (r *replayer) onUpdate(child, g hier.GroupID) {
 	}
 }
 
-// volatile marks what opaque CPUs may change at any moment.
+// volatile marks what opaque CPUs may change at any moment, and CPUs
+// inside a stretch their buffer lost.
 func (r *replayer) volatile() {
+	mark := func(c int, why string) {
+		r.setEvUnknown(c, why)
+		r.wk[c] = why
+		for _, g := range r.topo.path[c] {
+			r.gk[g] = why
+		}
+	}
 	for c, o := range r.opaque {
-		if !o {
+		if o {
+			mark(c, whyOpaque)
+		}
+	}
+	for c, ws := range r.lostWin {
+		for _, w := range ws {
+			if r.pos >= w[0] && r.pos <= w[1] {
+				mark(c, whyLost)
+			}
+		}
+	}
+}
+
+// findLost finds, per CPU, the stretches of the trace its lost events lie
+// in: the kernel prints "[LOST n EVENTS]" before the CPU's next event, and
+// the events were lost after its previous one. Until its next line the
+// CPU may have done anything at any moment, as an untraced CPU.
+func (r *replayer) findLost() {
+	last := map[int]int{}
+	var pending []struct{ cpu, from int }
+	for i, ev := range r.ev {
+		switch ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			from := 0
+			if l, ok := last[ev.CPU]; ok {
+				from = l
+			}
+			pending = append(pending, struct{ cpu, from int }{ev.CPU, from})
 			continue
 		}
-		r.setEvUnknown(c, whyOpaque)
-		r.wk[c] = whyOpaque
-		for _, g := range r.topo.path[c] {
-			r.gk[g] = whyOpaque
+		for k := 0; k < len(pending); k++ {
+			if pending[k].cpu == ev.CPU {
+				if r.lostWin == nil {
+					r.lostWin = map[int][][2]int{}
+				}
+				r.lostWin[ev.CPU] = append(r.lostWin[ev.CPU], [2]int{pending[k].from, i})
+				pending = append(pending[:k], pending[k+1:]...)
+				k--
+			}
 		}
+		last[ev.CPU] = i
+	}
+	for _, p := range pending {
+		if r.lostWin == nil {
+			r.lostWin = map[int][][2]int{}
+		}
+		r.lostWin[p.cpu] = append(r.lostWin[p.cpu], [2]int{p.from, len(r.ev)})
 	}
 }

@@ -3,12 +3,11 @@ package replay
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
+	"github.com/tmigr/tmigr/kernel"
 )
 
 // Shape describes the machine a trace was recorded on, as far as the
@@ -22,13 +21,21 @@ type Shape struct {
 	HZ       int            // CONFIG_HZ
 	Kernel   string         // release ("6.12.117"); "" if unknown
 	Cmdline  string         // the isolation parameters of the command line
+	// Busy lists the CPUs that ran a busy loop throughout (the machine
+	// line's busy=): a kernel that keeps such a CPU in the hierarchy has it
+	// active there, unless it is nohz_full.
+	Busy cpumask.Mask
+	// At lists the changes made while the trace was recorded (the machine
+	// line's at=): isolated partitions, hotplug, timer_migration.
+	At []ftrace.Change
 }
 
 // shapeOf combines the trace's "# machine:" line with the overrides in o.
 func shapeOf(t *Trace, o Options) (Shape, error) {
 	var s Shape
 	if m := t.Header.Machine; m != nil {
-		s = Shape{CPUs: m.CPUs, Nodes: m.Nodes, NodeCPUs: m.NodeCPUs, HZ: m.HZ, Kernel: m.Kernel, Cmdline: m.Cmdline}
+		s = Shape{CPUs: m.CPUs, Nodes: m.Nodes, NodeCPUs: m.NodeCPUs, HZ: m.HZ, Kernel: m.Kernel, Cmdline: m.Cmdline,
+			Busy: m.Busy, At: m.At}
 	}
 	if o.CPUs > 0 {
 		if o.CPUs != s.CPUs {
@@ -107,59 +114,50 @@ func (s *Shape) nodeOf() []int {
 	return nodeOf
 }
 
-// excludeIsolated tells which kernel generation the trace comes from: the
-// exclusion of isolated CPUs from the hierarchy (commit 7dec062cfcf2, merged
-// for 6.19) is in kernels 6.19 and later. A trace whose kernel is unknown is
-// replayed as 6.9 to 6.18, which is what every recording so far ran.
-func (s *Shape) excludeIsolated() (bool, error) {
+// DefaultKernel is the model of a trace whose kernel is unknown: 6.9 to
+// 6.18's hierarchy, isolated CPUs kept in it, which is what every recording
+// without a release ran.
+var DefaultKernel = kernel.V(6, 18, 0)
+
+// model returns the kernel model of the trace's release (see package
+// kernel): its switches decide the hierarchy's generation (the exclusion of
+// isolated CPUs from 6.19, 7dec062cfcf2) and what the availability events
+// must show.
+func (s *Shape) model() (kernel.Model, error) {
 	if s.Kernel == "" {
-		return false, nil
+		return kernel.For(DefaultKernel), nil
 	}
-	major, minor, err := kernelVersion(s.Kernel)
+	rel, err := kernel.ParseRelease(s.Kernel)
 	if err != nil {
-		return false, err
+		return kernel.Model{}, err
 	}
-	return major > 6 || major == 6 && minor >= 19, nil
+	return kernel.For(rel.Version), nil
 }
 
-// kernelVersion reads the major and minor numbers of a kernel release
-// ("6.12.117", "6.19.0-rc3+", "7.0.13-200.fc44.x86_64").
-func kernelVersion(rel string) (major, minor int, err error) {
-	parts := strings.SplitN(rel, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, fmt.Errorf("kernel release %q: no major.minor version", rel)
+// isolation returns the command line's isolation with the partition given
+// (the CPUs of isolated cpuset partitions in effect), as the model's
+// hierarchy reads it.
+func (s *Shape) isolation(km kernel.Model, partition cpumask.Mask) (hier.Isolation, error) {
+	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
+	if err != nil {
+		return hier.Isolation{}, fmt.Errorf("command line: %v", err)
 	}
-	minorStr := parts[1]
-	if i := strings.IndexFunc(minorStr, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		minorStr = minorStr[:i]
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(minorStr)
-	if err1 != nil || err2 != nil || major < 0 || minor < 0 {
-		return 0, 0, fmt.Errorf("kernel release %q: no major.minor version", rel)
-	}
-	return major, minor, nil
+	// The boot CPU keeps the timekeeping duty under nohz_full.
+	return km.Isolation(iso.Domain, iso.NohzFull, partition, kernel.Timekeeper(iso.NohzFull)), nil
 }
 
 // hierOptions returns the options of a hierarchy that models the trace's
-// kernel on this machine.
+// kernel on this machine, as it booted (partitions made at run time come
+// later, see changes.go).
 func (s *Shape) hierOptions() (hier.Options, error) {
-	exclude, err := s.excludeIsolated()
+	km, err := s.model()
 	if err != nil {
 		return hier.Options{}, err
 	}
-	o := hier.Options{NodeOf: s.nodeOf(), Nodes: s.Nodes, ExcludeIsolated: exclude}
-	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
+	iso, err := s.isolation(km, cpumask.Mask{})
 	if err != nil {
-		return hier.Options{}, fmt.Errorf("command line: %v", err)
+		return hier.Options{}, err
 	}
-	o.Isolation = hier.Isolation{Domain: iso.Domain, NohzFull: iso.NohzFull, Timekeeper: -1}
-	if !iso.NohzFull.Empty() {
-		// The boot CPU keeps the timekeeping duty under nohz_full.
-		o.Isolation.Timekeeper = 0
-		if iso.NohzFull.Test(0) {
-			o.Isolation.Timekeeper = -1
-		}
-	}
-	return o, nil
+	return hier.Options{NodeOf: s.nodeOf(), Nodes: s.Nodes, ExcludeIsolated: km.Has(kernel.ExcludeIsolated),
+		ImbalancedNUMA: km.ImbalancedNUMA(), Isolation: iso}, nil
 }

@@ -86,9 +86,11 @@ type model struct {
 // them online itself).
 func newModel(opts hier.Options, rec *recorder, boot bool) (*model, error) {
 	m := &model{opts: opts, rec: rec, boot: boot}
-	avail := make([]bool, len(opts.NodeOf))
-	for c := range avail {
-		avail[c] = !boot
+	// Not at boot: every CPU online, the model's isolation leaving out
+	// whom it excludes (nil). At boot: none yet.
+	var avail []bool
+	if boot {
+		avail = make([]bool, len(opts.NodeOf))
 	}
 	if err := m.fresh(avail); err != nil {
 		return nil, err
@@ -104,8 +106,20 @@ func newModel(opts hier.Options, rec *recorder, boot bool) (*model, error) {
 }
 
 // fresh replaces the hierarchy by a new one whose available CPUs are idle
-// and have no event.
+// and have no event: those of avail, or with nil every CPU the model's
+// isolation lets in.
 func (m *model) fresh(avail []bool) error {
+	if m.opts.ExcludeIsolated {
+		// A CPU the kernel showed in although the model excludes it
+		// (a mismatch already counted) joins: the model follows the
+		// kernel's membership from then on.
+		for c, a := range avail {
+			if a && m.opts.Isolation.IsIsolated(c) {
+				m.opts.Isolation.Domain.Clear(c)
+				m.opts.Isolation.CpusetIsolated.Clear(c)
+			}
+		}
+	}
 	o := m.opts
 	o.Tracer = m.rec
 	h, err := hier.New(o)
@@ -125,7 +139,7 @@ func (m *model) fresh(avail []bool) error {
 		h.InitIsolation(nil)
 	}
 	for c := 0; c < h.CPUs(); c++ {
-		if avail[c] {
+		if avail == nil || avail[c] {
 			if err := h.SetAvailable(c, true); err != nil {
 				return err
 			}
@@ -208,4 +222,24 @@ func (m *model) seed(st map[hier.GroupID]gstate, evts []seedEvt, avail []bool) e
 		}
 	}
 	return nil
+}
+
+// setIsolation gives the model a new isolation setup (a cpuset partition
+// change), kept for the hierarchies a resynchronisation builds.
+func (m *model) setIsolation(iso hier.Isolation) {
+	m.opts.Isolation = iso
+	_ = m.h.SetIsolation(iso)
+}
+
+// forceIn lets cpu into the model's hierarchy although the model's
+// isolation excludes it: the kernel showed it in (a mismatch already
+// counted), and the rest of the recording is compared on the kernel's
+// terms.
+func (m *model) forceIn(cpu int) {
+	if !m.opts.Isolation.IsIsolated(cpu) {
+		return
+	}
+	m.opts.Isolation.Domain.Clear(cpu)
+	m.opts.Isolation.CpusetIsolated.Clear(cpu)
+	_ = m.h.SetIsolation(m.opts.Isolation)
 }

@@ -31,7 +31,9 @@ import (
 // global timer, ns being the clock of clock.go. Where that clock's offset
 // is not known, or a timer armed before the recording (its first line is a
 // cancel or an expiry) may still be pending on the CPU and could explain a
-// difference, a difference is undetermined, not a mismatch.
+// difference, a difference is undetermined, not a mismatch; so is one on a
+// CPU whose buffer lost events ("events lost": a timer line of that CPU
+// may be missing).
 
 // CheckNextevt runs the nextevt check over a trace of the machine s.
 func CheckNextevt(t *Trace, s Shape) (Counts, error) {
@@ -62,8 +64,13 @@ func CheckNextevt(t *Trace, s Shape) (Counts, error) {
 		}
 		return tm
 	}
+	lost := make([]bool, s.CPUs) // CPUs whose buffer lost events
 	for i, ev := range t.Events {
 		switch p := ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			if ev.CPU >= 0 && ev.CPU < s.CPUs {
+				lost[ev.CPU] = true
+			}
 		case ftrace.TimerStart:
 			if p.CPU >= s.CPUs {
 				return c, fmt.Errorf("line %d: timer_start on CPU %d of a %d-CPU machine", ev.Line, p.CPU, s.CPUs)
@@ -94,7 +101,7 @@ func CheckNextevt(t *Trace, s Shape) (Counts, error) {
 			if lo, _, hasLo, _ := clk.bounds(i, ev.CPU); hasLo {
 				basej = lo
 			}
-			checkNextevt(&c, ev, i, kind, c0, printed, set, clk, basej, start, end, pre)
+			checkNextevt(&c, ev, i, kind, c0, printed, set, clk, basej, start, end, pre, c0 >= 0 && c0 < len(lost) && lost[c0])
 		}
 	}
 	return c, nil
@@ -102,7 +109,7 @@ func CheckNextevt(t *Trace, s Shape) (Counts, error) {
 
 // checkNextevt checks one printed nextevt of CPU c against our timer code.
 func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c int, printed int64,
-	set *cpu.Set, clk *clock, basej, start, end uint64, pre []preTimer) {
+	set *cpu.Set, clk *clock, basej, start, end uint64, pre []preTimer, lost bool) {
 	if c < 0 || c >= set.NumCPUs() {
 		cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String(), Kernel: fmt.Sprintf("cpu=%d", c), Model: "no such CPU"})
 		return
@@ -126,6 +133,12 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 	// nextevt beyond the recording's end. One that expires shows its bucket
 	// (and its CPU); one that is cancelled does not, but it had not expired
 	// by then, so its bucket is no earlier than the jiffy before.
+	if lost {
+		// Its buffer lost events: timers started or removed in the gap
+		// are not in our bases.
+		cnt.undetermined(whyLost)
+		return
+	}
 	if printed != cpu.KtimeMax && printed > clk.ns(end) && (model == cpu.KtimeMax || model > printed) {
 		cnt.undetermined("timer armed before the recording, pending beyond its end")
 		return

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
+	"github.com/tmigr/tmigr/wheel"
 )
 
 // Remote rounds.
@@ -149,6 +150,11 @@ func (r *replayer) roundDeps(h int, rd *round, idx int) string {
 		if k > 0 {
 			bit = r.topo.info[r.topo.path[h][k-1]].bit
 		}
+		if r.gk[g] == whyMigrator && r.topo.info[g].parent == hier.NoGroup && r.qReason(g, st[g]) == "" && !live(queues[g]) {
+			// Whichever active child is the top's migrator, the visit
+			// finds nothing to expire and goes no further.
+			continue
+		}
 		why = first(why, r.gk[g])
 		if m := st[g].migrator; m != bit && m != hier.MigratorNone {
 			break
@@ -167,6 +173,16 @@ func (r *replayer) roundDeps(h int, rd *round, idx int) string {
 		}
 	}
 	return why
+}
+
+// live reports whether a queue holds an event that is not ignored.
+func live(q []hier.EventInfo) bool {
+	for _, e := range q {
+		if !e.Ignore {
+			return true
+		}
+	}
+	return false
 }
 
 // expirer implements hier.Expirer for the replay.
@@ -189,9 +205,10 @@ func (r *replayer) runRemote(idx int, o *op) {
 	h := o.cpu
 	rd := &round{idx: idx, o: o, used: make([]bool, len(o.targets)), cur: -1, lo: minNS, hi: maxNS}
 	why := ""
-	if !r.clk.known {
-		why = whyNoClock
-	} else {
+	// Without the clock, now is anywhere: a round that finds no event
+	// queued in the groups it handles decides nothing that depends on it;
+	// one that finds an event is undetermined (below).
+	if r.clk.known {
 		lo, hi, hasLo, hasHi := r.clk.bounds(o.first(), h)
 		if hasLo {
 			rd.lo = r.clk.ns(lo)
@@ -255,6 +272,9 @@ func (r *replayer) runRemote(idx int, o *op) {
 		if kernel == model || strings.Join(kl, ",") == strings.Join(ml0, ",") &&
 			fmtCPUs(rd.without(kt)) == fmtCPUs(rd.without(mt)) {
 			why = whyNow
+			if !r.clk.known {
+				why = whyNoClock
+			}
 		}
 	}
 	if o.cut && kernel != model && strings.HasPrefix(strings.Join(ml0, ","), strings.Join(kl, ",")) &&
@@ -404,6 +424,32 @@ func (r *replayer) expireRemote(handler, target int) {
 			}
 		}
 	}
+	// The target's timers ran as the handler's timer lines after the
+	// target's line show (cancel, expiry entry, callback, exit); the
+	// handler's first other line outside a callback comes after the
+	// expiry, and the walk that follows (which prints nothing at an idle
+	// top) takes no time to speak of.
+	inCallback := false
+	for i := ti + 1; i < end; i++ {
+		ev := r.ev[i]
+		if ev.CPU != handler {
+			continue
+		}
+		switch ev.Data.(type) {
+		case ftrace.TimerExpireEntry:
+			inCallback = true
+			continue
+		case ftrace.TimerExpireExit:
+			inCallback = false
+			continue
+		case ftrace.TimerCancel:
+			continue
+		}
+		if !inCallback {
+			end = i
+			break
+		}
+	}
 	// Operations of other CPUs that began since the round started and
 	// before its next line ran, as far as the trace can tell, while the
 	// handler was between its dequeue and its walk: replay them here.
@@ -427,7 +473,7 @@ func (r *replayer) nextGlobalRemote(target int) int64 {
 			return n
 		}
 	}
-	if rd.cur >= 0 && r.boot {
+	if rd.cur >= 0 {
 		if j, ok := r.wheel[rd.o.targets[rd.cur]]; ok {
 			r.ek[target] = ""
 			if j == 0 {
@@ -446,17 +492,21 @@ func (r *replayer) nextGlobalRemote(target int) int64 {
 	return hier.KtimeMax
 }
 
-// wheelNext answers, for a trace from boot, what the target of each remote
-// expiry has as its next global timer once its timers ran: the earliest
-// bucket among its pending global timers, if strictly before its first
-// pinned one (a local timer wins ties: the target wakes up for it anyway),
-// in jiffies; 0 for none. The kernel prints that value in the level-0
-// update of its walk, except at an idle top, where the walk of a remote
-// expiry prints nothing (a single-level hierarchy whose last CPU handles
-// its own wakeup); then the timer lines tell, if they hold every timer: a
-// timer cancelled or expired without a start in the trace (armed before
-// it) leaves nothing answered.
-func wheelNext(events []ftrace.Event, ops []*op) map[int]uint64 {
+// wheelNext answers what the target of each remote expiry has as its next
+// global timer once its timers ran: the earliest bucket among its pending
+// global timers, if strictly before its first pinned one (a local timer
+// wins ties: the target wakes up for it anyway), in jiffies; 0 for none.
+// The kernel prints that value in the level-0 update of its walk, except at
+// an idle top, where the walk of a remote expiry prints nothing (a
+// single-level hierarchy whose last CPU handles its own wakeup); then the
+// timer lines tell, if they hold every timer that can matter. In a trace
+// from boot they hold every timer. Otherwise a timer armed before the
+// recording (pre, see preexisting) that may still sit on the target's bases
+// at that moment and may be due no later than the answer leaves it
+// unanswered, and so does an answer of none or one beyond the recording's
+// last jiffy end (a timer that outlives the recording shows no line at
+// all).
+func wheelNext(events []ftrace.Event, ops []*op, pre []preTimer, clk *clock, boot bool, end uint64) map[int]uint64 {
 	// The answer for a target line is read at the handler's next tmigr
 	// line: its timers ran in between.
 	at := map[int][]int{} // event index -> target lines answered there
@@ -483,6 +533,29 @@ func wheelNext(events []ftrace.Event, ops []*op) map[int]uint64 {
 	pending := map[uint64]pend{}
 	started := map[uint64]bool{}
 	out := map[int]uint64{}
+	// blocked reports whether a timer from before the recording may change
+	// the answer g (0: none) for cpu at event index i.
+	blocked := func(cpu, i int, g uint64) bool {
+		if boot {
+			return false
+		}
+		if g == 0 || wheel.After(g, end) {
+			return true
+		}
+		for _, p := range pre {
+			if i >= p.until || p.deferrable || p.cpu >= 0 && p.cpu != cpu {
+				continue
+			}
+			earliest := p.bucket
+			if !p.revealed {
+				earliest = p.atJ - 1
+			}
+			if !wheel.After(earliest, g) {
+				return true
+			}
+		}
+		return false
+	}
 	for i, ev := range events {
 		for _, ti := range at[i] {
 			cpu := events[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
@@ -501,7 +574,9 @@ func wheelNext(events []ftrace.Event, ops []*op) map[int]uint64 {
 			if g != 0 && l != 0 && l <= g {
 				g = 0
 			}
-			out[ti] = g
+			if !blocked(cpu, i, g) {
+				out[ti] = g
+			}
 		}
 		switch p := ev.Data.(type) {
 		case ftrace.TimerStart:
@@ -513,7 +588,7 @@ func wheelNext(events []ftrace.Event, ops []*op) map[int]uint64 {
 			}
 		case ftrace.TimerCancel, ftrace.TimerExpireEntry:
 			tm := timerOf(p)
-			if !started[tm] {
+			if !started[tm] && boot {
 				return nil
 			}
 			delete(pending, tm)

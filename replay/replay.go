@@ -137,6 +137,9 @@ type Options struct {
 	// Hrtimer checks the expiry context of sleepers (hrtimer.go) when the
 	// trace holds hrtimer_start events of sleepers.
 	Hrtimer bool
+	// Placement checks on which CPU every timer is queued when armed
+	// (placement.go).
+	Placement bool
 	// HZ is the tick rate (0: from the trace).
 	HZ int
 	// CPUs and Nodes are the machine's possible CPUs and NUMA nodes (0:
@@ -162,12 +165,15 @@ type Result struct {
 	// Hrtimer is nil when the check was not asked for or the trace has no
 	// sleeper events.
 	Hrtimer *Counts `json:"hrtimer,omitempty"`
+	// Placement is the placement check (placement.go).
+	Placement *Counts `json:"placement,omitempty"`
 }
 
 // Mismatched reports whether any check found a mismatch.
 func (r *Result) Mismatched() bool {
 	return r.Wheel != nil && len(r.Wheel.Mismatches) > 0 || r.Tmigr != nil && len(r.Tmigr.Mismatches) > 0 ||
-		r.Nextevt != nil && len(r.Nextevt.Mismatches) > 0 || r.Hrtimer != nil && len(r.Hrtimer.Mismatches) > 0
+		r.Nextevt != nil && len(r.Nextevt.Mismatches) > 0 || r.Hrtimer != nil && len(r.Hrtimer.Mismatches) > 0 ||
+		r.Placement != nil && len(r.Placement.Mismatches) > 0
 }
 
 // Run runs the selected checks on a trace.
@@ -203,6 +209,16 @@ func Run(t *Trace, o Options) (*Result, error) {
 			return nil, err
 		}
 		r.Nextevt = c.forJSON()
+	}
+	if o.Placement {
+		if err != nil {
+			return nil, err
+		}
+		c, err := CheckPlacement(t, s)
+		if err != nil {
+			return nil, err
+		}
+		r.Placement = c.forJSON()
 	}
 	if o.Hrtimer {
 		var l Load

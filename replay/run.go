@@ -14,6 +14,9 @@ func (r *replayer) run() {
 			r.exec(i)
 		}
 	}
+	if len(r.ev) > 0 && (r.gm == nil || r.gm.err == nil) {
+		r.closeChanges(maxNS, r.ev[len(r.ev)-1].Line)
+	}
 }
 
 func (r *replayer) exec(i int) {
@@ -21,6 +24,8 @@ func (r *replayer) exec(i int) {
 	o := r.ops[i]
 	if len(o.lines) > 0 {
 		r.line = r.ev[o.first()].Line
+		r.pos = o.key()
+		r.closeChanges(r.ev[o.key()].TS, r.line)
 	}
 	r.volatile()
 	switch o.kind {
@@ -139,13 +144,25 @@ const (
 	bridgeNS  = 1_000_000
 )
 
-// bridge returns the index of a pending operation of another CPU with a
-// transition of group g from state cur to one that want admits, or -1. It
-// must be the next operation of its CPU (a CPU's lines are in program
-// order) and close in time to o.
+// bridge returns the index of a pending operation of another CPU whose
+// transition of group g starts from state cur and begins a chain of such
+// operations (at most bridgeDepth, of distinct CPUs) that ends in a state
+// want admits, or -1: the merged trace put them after o, their CPUs made
+// them first. Each must be the next pending operation of its CPU (a CPU's
+// lines are in program order) and close in time to o. A chain longer than
+// one is common under QEMU TCG, where several vCPUs' lines carry the same
+// stamp: CPUs leaving an isolated partition one by one, or waking
+// together.
 func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want prior) int {
 	at := o.idx
 	ts := r.ev[o.key()].TS
+	type cand struct {
+		j     int
+		cpu   int
+		from  prior
+		after gstate
+	}
+	var cands []cand
 	blocked := map[int]bool{o.cpu: true} // CPUs with an earlier pending operation
 	for j := at + 1; j < len(r.ops) && j <= at+lookahead; j++ {
 		p := r.ops[j]
@@ -153,21 +170,66 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want prior) int {
 			continue
 		}
 		blocked[p.cpu] = true
-		if d := r.ev[p.key()].TS - ts; d > bridgeNS || d < -bridgeNS {
-			break
+		// An activation's compare-and-swap lies between its
+		// tmigr_cpu_active line and its first transition's: a vCPU
+		// descheduled in between stretches that.
+		from := r.ev[p.key()].TS
+		if p.kind == opActivate {
+			from = r.ev[p.first()].TS
+		}
+		if from-ts > bridgeNS {
+			continue
+		}
+		if ts-r.ev[p.key()].TS > bridgeNS {
+			continue
 		}
 		if p.kind != opActivate && p.kind != opDeactivate && p.kind != opHotplug {
 			continue
 		}
 		for _, i := range p.groups {
-			gl := r.groupLine(i)
-			if gl.id == g && priorOf(gl.activate, gl.after, gl.childmask).admits(cur) && want.admits(gl.after) {
-				return j
+			if gl := r.groupLine(i); gl.id == g {
+				cands = append(cands, cand{j, p.cpu, priorOf(gl.activate, gl.after, gl.childmask), gl.after})
+				break
 			}
+		}
+	}
+	used := map[int]bool{}
+	var search func(s gstate, depth int) bool
+	search = func(s gstate, depth int) bool {
+		for _, c := range cands {
+			if used[c.cpu] || !c.from.admits(s) {
+				continue
+			}
+			if want.admits(c.after) {
+				return true
+			}
+			if depth > 1 {
+				used[c.cpu] = true
+				ok := search(c.after, depth-1)
+				used[c.cpu] = false
+				if ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, c := range cands {
+		if !c.from.admits(cur) {
+			continue
+		}
+		used[c.cpu] = true
+		ok := want.admits(c.after) || search(c.after, bridgeDepth-1)
+		used[c.cpu] = false
+		if ok {
+			return c.j
 		}
 	}
 	return -1
 }
+
+// bridgeDepth bounds the chains bridge looks for.
+const bridgeDepth = 8
 
 // fmtGroup formats a group's state after a transition.
 func fmtGroup(id hier.GroupID, s gstate) string {

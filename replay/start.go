@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"math/bits"
+
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 )
@@ -39,6 +41,10 @@ func (r *replayer) findOpaque() {
 			r.opaque[c] = changed[c] && !own[c]
 		}
 	}()
+	// A CPU out of the hierarchy has no bit in any group and its tasks
+	// say nothing of a hierarchy state: only while it is available is
+	// what the trace shows of it evidence.
+	avail := append([]bool(nil), r.avail0...)
 	// A CPU that goes idle in the hierarchy while running a task stops
 	// its tick while busy (nohz_full, whether or not the command line says
 	// so): a task running on it is no evidence.
@@ -52,6 +58,16 @@ func (r *replayer) findOpaque() {
 		}
 	}
 	for _, ev := range r.ev {
+		switch ev.Data.(type) {
+		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline:
+			if ev.CPU >= 0 && ev.CPU < len(avail) {
+				avail[ev.CPU] = true
+			}
+		case ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOffline:
+			if ev.CPU >= 0 && ev.CPU < len(avail) {
+				avail[ev.CPU] = false
+			}
+		}
 		switch p := ev.Data.(type) {
 		case ftrace.TmigrCPUActive, ftrace.TmigrCPUIdle:
 			if ev.CPU >= 0 && ev.CPU < len(own) {
@@ -81,12 +97,12 @@ func (r *replayer) findOpaque() {
 				}
 				if c == ev.CPU {
 					state[c], own[c] = s, true
-				} else {
+				} else if avail[c] || s == active {
 					saw(c, s)
 				}
 			}
 		default:
-			if ev.PID != 0 && ev.Name != "" && ev.CPU >= 0 && ev.CPU < len(state) && !r.nohzFull.Test(ev.CPU) && !taskIdle[ev.CPU] {
+			if ev.PID != 0 && ev.Name != "" && ev.CPU >= 0 && ev.CPU < len(state) && avail[ev.CPU] && !r.nohzFull.Test(ev.CPU) && !taskIdle[ev.CPU] {
 				saw(ev.CPU, active)
 			}
 		}
@@ -130,11 +146,15 @@ func (r *replayer) seedStart() error {
 			known[gl.id] = true
 			p := priorOf(gl.activate, gl.after, gl.childmask)
 			st[gl.id] = p.s
-			if !p.bad && p.alt == 0 {
+			switch {
+			case !p.bad && p.alt == 0:
 				r.gk[gl.id] = ""
+			case !p.bad:
+				r.gk[gl.id] = whyMigrator // the active children are known
 			}
 		}
 	}
+	constant := r.constantCPUs(cpuState)
 	for _, g := range r.topo.groups {
 		n := r.topo.info[g]
 		if known[g] || len(n.cpus) == 0 {
@@ -150,15 +170,136 @@ func (r *replayer) seedStart() error {
 		st[g] = s
 	}
 	r.complete(st, known, whyBefore)
+	r.constantGroups(st, known, constant)
 	for c := range r.ek {
-		if st[r.topo.cpuG[c]].active&r.topo.cpuBit[c] != 0 {
-			r.ek[c] = "" // an active CPU's event is ignored
+		if st[r.topo.cpuG[c]].active&r.topo.cpuBit[c] != 0 || !r.avail0[c] {
+			// An active CPU's event is ignored; one out of the hierarchy
+			// has none there.
+			r.ek[c] = ""
+		}
+		if !r.avail0[c] {
+			r.wk[c] = ""
+		}
+	}
+	// A CPU that may have lost its lines before it showed anything is
+	// unknown, and so is everything above it.
+	for c, l := range r.lostAtStart {
+		if l && r.avail0[c] {
+			r.setEvUnknown(c, whyLost)
+			r.wk[c] = whyLost
+			for _, g := range r.topo.path[c] {
+				r.gk[g] = first(r.gk[g], whyLost)
+			}
+		}
+	}
+	// A group without an available CPU below it is idle and has no
+	// event: known, whatever the recording shows of it.
+	for _, g := range r.topo.groups {
+		if r.emptyGroup(g) {
+			r.gk[g], r.gev[g] = "", ""
 		}
 	}
 	r.volatile()
-	avail := make([]bool, r.topo.ncpus)
-	for c := range avail {
-		avail[c] = true
+	return r.m.seed(st, nil, r.avail0)
+}
+
+// emptyGroup reports whether no CPU below g was available when the
+// recording began.
+func (r *replayer) emptyGroup(g hier.GroupID) bool {
+	n := r.topo.info[g]
+	for _, c := range n.cpus {
+		if r.avail0[c] {
+			return false
+		}
 	}
-	return r.m.seed(st, nil, avail)
+	for _, k := range n.kids {
+		if !r.emptyGroup(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// constantCPUs finds the CPUs the recording shows in one state throughout:
+// available, with no transition of their own (no activation, deactivation,
+// availability change, partial operation or lost events), and either
+// idle (they publish a new timer or another CPU expires their timers) or
+// active (busy, or a task runs on them, and not nohz_full, whose tick
+// stops under a task). It sets their state in cpuState (1 idle, 2 active).
+func (r *replayer) constantCPUs(cpuState []int) []bool {
+	n := r.topo.ncpus
+	moves, idle, task := make([]bool, n), make([]bool, n), make([]bool, n)
+	for _, o := range r.ops {
+		switch o.kind {
+		case opNewTimer:
+			idle[o.cpu] = true
+		case opRemote:
+			for _, ti := range o.targets {
+				if x := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU; x >= 0 && x < n {
+					idle[x] = true
+				}
+			}
+		default:
+			moves[o.cpu] = true
+		}
+	}
+	for _, ev := range r.ev {
+		if ev.PID != 0 && ev.CPU >= 0 && ev.CPU < n {
+			if _, ok := ev.Data.(ftrace.TracingMark); !ok {
+				task[ev.CPU] = true
+			}
+		}
+	}
+	out := make([]bool, n)
+	for c := range out {
+		if !r.avail0[c] || moves[c] {
+			continue
+		}
+		switch {
+		case idle[c]:
+			out[c], cpuState[c] = true, 1
+		case (task[c] || r.busy.Test(c)) && !r.nohzFull.Test(c):
+			out[c], cpuState[c] = true, 2
+		}
+	}
+	return out
+}
+
+// whyMigrator is why a group whose active children are known, more than
+// one, has an unknown migrator: the first of them to become active, before
+// the recording.
+const whyMigrator = "migrator from before the recording"
+
+// constantGroups marks known the states of the groups the recording never
+// shows in transition whose children are all in one state throughout
+// (constant CPUs, groups without an available CPU, known groups): their
+// active mask is then known, and so is their migrator when at most one
+// child is active; with more, the migrator is unknown (whyMigrator).
+func (r *replayer) constantGroups(st map[hier.GroupID]gstate, known map[hier.GroupID]bool, constant []bool) {
+	for _, g := range r.topo.groups {
+		if known[g] {
+			continue
+		}
+		n := r.topo.info[g]
+		ok := true
+		for _, c := range n.cpus {
+			if r.avail0[c] && !constant[c] {
+				ok = false
+			}
+		}
+		for _, k := range n.kids {
+			if r.gk[k] != "" && r.gk[k] != whyMigrator {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		switch bits.OnesCount8(st[g].active) {
+		case 0, 1:
+			r.gk[g] = ""
+		default:
+			r.gk[g] = whyMigrator
+		}
+	}
 }

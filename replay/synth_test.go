@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
@@ -37,6 +38,7 @@ type synth struct {
 	global []uint64 // each CPU's global timer (jiffies), 0: none
 	wake   []int64  // an idle CPU's wakeup for the hierarchy
 	timers uint64   // timer pointers handed out
+	at     []timedChange
 }
 
 func newSynth(t *testing.T, s Shape, seed int64) *synth {
@@ -340,21 +342,43 @@ func (y *synth) run(n int) {
 			if y.active[c] && !y.out[c] {
 				y.cur = c
 				trig, _ := y.h.ClearAvailable(c)
+				y.changed(ftrace.Change{Kind: ftrace.ChangeOffline, CPU: c})
 				if trig >= 0 && !y.active[trig] {
 					y.wakeUp(trig)
 				}
 				y.cur = c
 				_ = y.h.SetAvailable(c, false)
+				y.changed(ftrace.Change{Kind: ftrace.ChangeOnline, CPU: c})
 			}
 		}
 	}
 }
 
-// trace returns the recording as text and read back.
+// changed notes a change made to the machine now, for the machine line's
+// at= (its time is when it was done, as the lab records it).
+func (y *synth) changed(c ftrace.Change) {
+	y.at = append(y.at, timedChange{y.ts, c})
+}
+
+type timedChange struct {
+	ts int64
+	c  ftrace.Change
+}
+
+// trace returns the recording as text and read back. The machine line
+// lists the changes made since its first event.
 func (y *synth) trace(t *testing.T) (*Trace, string) {
 	t.Helper()
 	s := y.shape
 	m := &ftrace.Machine{CPUs: s.CPUs, Nodes: s.Nodes, NodeCPUs: s.NodeCPUs, Kernel: s.Kernel, HZ: s.HZ, Cmdline: s.Cmdline, Note: "synthetic"}
+	if len(y.events) > 0 {
+		for _, a := range y.at {
+			if a.ts >= y.events[0].TS {
+				a.c.At = time.Duration(a.ts - y.events[0].TS)
+				m.At = append(m.At, a.c)
+			}
+		}
+	}
 	if m.NodeCPUs == nil {
 		nodeOf := s.nodeOf()
 		m.NodeCPUs = make([]cpumask.Mask, s.Nodes)
@@ -396,7 +420,7 @@ func TestSynthetic(t *testing.T) {
 			y.boot(t)
 			y.run(300)
 			tr, text := y.trace(t)
-			c, err := CheckTmigr(tr, s)
+			c, err := CheckTmigr(tr, withAt(s, tr))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -413,4 +437,12 @@ func TestSynthetic(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withAt returns s with the changes the trace's machine line lists.
+func withAt(s Shape, tr *Trace) Shape {
+	if m := tr.Header.Machine; m != nil {
+		s.At = m.At
+	}
+	return s
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
+	"github.com/tmigr/tmigr/kernel"
 )
 
 // Why a decision is undetermined: the reasons, as counted in
@@ -94,19 +95,40 @@ type replayer struct {
 
 	rounds []*round // remote rounds in progress, innermost last
 
-	boot    bool // the trace starts at the hierarchy's creation
-	exclude bool // the kernel excludes isolated CPUs
-	keyOn   bool // ... and its late initcall ran (boot traces)
-	iso     hier.Isolation
-	wheel   map[int]uint64 // boot traces: targets' next global timers (wheelNext)
-	spans   map[int][][2]int64
-	witness map[int][]int // notDueYet
-	changes map[int][]int
+	boot   bool // the trace starts at the hierarchy's creation
+	km     kernel.Model
+	busy   cpumask.Mask // the machine line's busy CPUs
+	avail0 []bool       // CPUs in the hierarchy when the recording starts (members.go)
+	at     []*change    // the machine line's at= (changes.go)
+	// described: the trace has a machine line, so that an availability
+	// change it does not list is the model's to explain.
+	described bool
+	broughtUp cpumask.Mask // boot traces: CPUs whose bring-up was seen
+	// lostAtStart: CPUs whose evidence may be among lost events (members.go)
+	lostAtStart []bool
+	lostWin     map[int][][2]int // per CPU, event index ranges its lost events lie in
+	pos         int              // event index of the operation being replayed
+	exclude     bool             // the kernel excludes isolated CPUs
+	keyOn       bool             // ... and its late initcall ran (boot traces)
+	iso         hier.Isolation
+	wheel       map[int]uint64 // targets' next global timers where the timer lines tell (wheelNext)
+	spans       map[int][][2]int64
+	witness     map[int][]int // notDueYet
+	changes     map[int][]int
 }
 
 func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
-	r := &replayer{ev: t.Events, rec: &recorder{}, nohzFull: opts.Isolation.NohzFull,
+	r := &replayer{ev: t.Events, rec: &recorder{}, nohzFull: opts.Isolation.NohzFull, busy: s.Busy,
 		gk: map[hier.GroupID]string{}, gev: map[hier.GroupID]string{}, seen: map[hier.GroupID]bool{}}
+	km, err := s.model()
+	if err != nil {
+		return nil, err
+	}
+	r.km = km
+	r.iso = opts.Isolation
+	if err := r.planChanges(s, t); err != nil {
+		return nil, err
+	}
 	r.boot = startsAtBoot(t.Events)
 	m, err := newModel(opts, r.rec, r.boot)
 	if err != nil {
@@ -114,7 +136,6 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	}
 	r.m, r.topo = m, m.topo
 	r.exclude = opts.ExcludeIsolated
-	r.iso = opts.Isolation
 	r.rec.onUpdate = r.onUpdate
 	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = "" }
 	r.rec.onRemoteCPU = func(cpu int) string {
@@ -141,9 +162,21 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 		r.ops = nil
 		return r, nil
 	}
-	r.findOpaque()
 	if r.boot {
-		r.wheel = wheelNext(t.Events, r.ops)
+		// Every CPU joins the hierarchy in the recording.
+		r.avail0 = make([]bool, n)
+	} else {
+		ms := r.findMembers()
+		r.avail0 = r.checkMembers(ms)
+		r.lostAtStart = make([]bool, n)
+		for c, m := range ms {
+			r.lostAtStart[c] = m.lost && m.in < 0
+		}
+	}
+	r.findOpaque()
+	r.findLost()
+	r.wheel = wheelNext(t.Events, r.ops, preexisting(t, r.clk), r.clk, r.boot, lastJiffies(t))
+	if r.boot {
 		// Everything is known: no group is active, no CPU has an event or
 		// a wakeup, and the groups' first transitions start from that.
 		for _, g := range r.topo.groups {
@@ -181,6 +214,19 @@ func (r *replayer) check(line int, event, why, kernel, model string) {
 	case why != "":
 		r.c.undetermined(why)
 	case kernel == model:
+		r.c.match()
+	default:
+		r.c.mismatch(Mismatch{Line: line, Event: event, Kernel: kernel, Model: model})
+	}
+}
+
+// decide counts one comparison whose outcome is ok, with the two sides
+// described for a mismatch.
+func (r *replayer) decide(line int, event, why string, ok bool, kernel, model string) {
+	switch {
+	case why != "":
+		r.c.undetermined(why)
+	case ok:
 		r.c.match()
 	default:
 		r.c.mismatch(Mismatch{Line: line, Event: event, Kernel: kernel, Model: model})

@@ -74,37 +74,23 @@ func TestTmigrTraces(t *testing.T) {
 // outcome and the line's number.
 func corrupt(t *testing.T, file, at, old, new string) (Counts, int) {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(b), "\n")
 	n := -1
-	for i, l := range lines {
-		if strings.Contains(l, at) {
-			if !strings.Contains(l, old) {
-				t.Fatalf("line %d lacks %q: %s", i+1, old, l)
+	c := editTrace(t, file, func(lines []string) []string {
+		for i, l := range lines {
+			if strings.Contains(l, at) {
+				if !strings.Contains(l, old) {
+					t.Fatalf("line %d lacks %q: %s", i+1, old, l)
+				}
+				lines[i] = strings.Replace(l, old, new, 1)
+				n = i + 1
+				break
 			}
-			lines[i] = strings.Replace(l, old, new, 1)
-			n = i + 1
-			break
 		}
-	}
-	if n < 0 {
-		t.Fatalf("no line holds %q", at)
-	}
-	tr, err := Read(strings.NewReader(strings.Join(lines, "\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := shapeOf(tr, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := CheckTmigr(tr, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+		if n < 0 {
+			t.Fatalf("no line holds %q", at)
+		}
+		return lines
+	})
 	return c, n
 }
 
@@ -215,7 +201,7 @@ func TestSyntheticCut(t *testing.T) {
 		y.run(300)
 		y.events = y.events[cut:]
 		tr, _ := y.trace(t)
-		c, err := CheckTmigr(tr, s)
+		c, err := CheckTmigr(tr, withAt(s, tr))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +245,7 @@ func TestSyntheticCorruption(t *testing.T) {
 		y.events = append([]ftrace.Event(nil), events...)
 		y.events[k].Data = changed
 		tr, _ := y.trace(t)
-		c, err := CheckTmigr(tr, s)
+		c, err := CheckTmigr(tr, withAt(s, tr))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,3 +68,13 @@ func (t *topology) at(cpu, lvl int) hier.GroupID {
 	}
 	return t.path[cpu][lvl]
 }
+
+// cpusBelow returns the CPUs of g's subtree.
+func (t *topology) cpusBelow(g hier.GroupID) []int {
+	n := t.info[g]
+	out := append([]int(nil), n.cpus...)
+	for _, k := range n.kids {
+		out = append(out, t.cpusBelow(k)...)
+	}
+	return out
+}

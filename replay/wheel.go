@@ -31,7 +31,10 @@ import (
 // so a first pass finds them and counts them pending from the start. A
 // timer that was only ever cancelled leaves its base's next_expiry unknown
 // until then: a start whose bucket a lagging clock could explain is then
-// undetermined, not matched and not a mismatch.
+// undetermined, not matched and not a mismatch. Events lost in a CPU's
+// buffer ("[LOST n EVENTS]") leave its bases' pending timers unknown from
+// then on: a start there that any clock up to jiffies could explain is
+// undetermined ("events lost").
 
 type baseKey struct {
 	cpu int
@@ -54,6 +57,9 @@ type wheelBase struct {
 	unknown  map[uint64]bool   // pending since before the trace, bucket unknown
 	expiring bool              // a timer function of this base is running
 	baseclk  uint64            // the tick being expired, while expiring
+	// lost: the CPU's buffer lost events (a start, cancel or expiry may
+	// be missing): its pending timers, and so its clock, are unknown.
+	lost bool
 }
 
 func (b *wheelBase) nextExpiry() (uint64, bool) {
@@ -100,6 +106,12 @@ func CheckWheel(t *Trace, hz int) Counts {
 
 	for _, ev := range t.Events {
 		switch p := ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			// The lines this CPU printed in the gap are gone: timers
+			// started, cancelled or expired on its bases.
+			for idx := range 3 {
+				getBase(baseKey{ev.CPU, idx}).lost = true
+			}
 		case ftrace.TmigrHandleRemoteCPU:
 			remote[ev.CPU] = p.CPU
 		case ftrace.TmigrHandleRemote, ftrace.TmigrUpdateEvents:
@@ -118,6 +130,15 @@ func CheckWheel(t *Trace, hz int) Counts {
 				b.expiring, b.baseclk = true, p.BaseClk
 				delete(b.pending, p.Timer)
 				delete(b.unknown, p.Timer)
+				// __run_timers took the whole bucket of this tick off
+				// the wheel (collect_expired_timers) before running its
+				// first timer: the others wait on a list, no longer
+				// pending for next_expiry, until their own turn.
+				for tm, be := range b.pending {
+					if be == p.BaseClk {
+						delete(b.pending, tm)
+					}
+				}
 				running[ev.CPU] = k
 				runningTimer[ev.CPU] = p.Timer
 			}
@@ -130,8 +151,11 @@ func CheckWheel(t *Trace, hz int) Counts {
 		case ftrace.TimerStart:
 			k := baseKey{p.CPU, baseOfFlags(p.Flags)}
 			b := getBase(k)
-			checkStart(&c, ev, p, b, len(getBase(anywhere).unknown) > 0, depth)
-			b.pending[p.Timer] = p.BucketExpiry
+			be := checkStart(&c, ev, p, b, len(getBase(anywhere).unknown) > 0, depth)
+			if !p.NoBucketExpiry {
+				be = p.BucketExpiry
+			}
+			b.pending[p.Timer] = be
 			where[p.Timer] = k
 			last[p.Timer] = k
 		}
@@ -139,8 +163,10 @@ func CheckWheel(t *Trace, hz int) Counts {
 	return c
 }
 
-// checkStart compares one timer_start with our wheel.
-func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int) {
+// checkStart compares one timer_start with our wheel and returns the
+// bucket expiry our wheel gives it. Linux 6.1 prints no bucket_expiry:
+// the bucket index alone is compared then.
+func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int) uint64 {
 	jiffies := p.Now()
 	clk := jiffies
 	if b.expiring && wheel.After(b.baseclk+1, jiffies) {
@@ -166,20 +192,31 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 		}
 	}
 	idx, be := wheel.Index(p.Expires, clk, depth)
-	if idx == p.Idx && be == p.BucketExpiry {
+	if idx == p.Idx && (be == p.BucketExpiry || p.NoBucketExpiry) {
 		c.match()
-		return
+		return be
 	}
 	if lower != clk && explainable(p, lower, clk, depth) {
 		c.undetermined("base clock held back by a timer armed before the recording")
-		return
+		return be
+	}
+	if b.lost && explainable(p, 0, later(clk, jiffies), depth) {
+		// A lost start may hold the clock back, a lost cancel or expiry
+		// may have let it run up to jiffies.
+		c.undetermined(whyLost)
+		return be
+	}
+	kernel := fmt.Sprintf("idx=%d bucket_expiry=%d", p.Idx, p.BucketExpiry)
+	if p.NoBucketExpiry {
+		kernel = fmt.Sprintf("idx=%d", p.Idx)
 	}
 	c.mismatch(Mismatch{
 		Line:   ev.Line,
 		Event:  "timer_start",
-		Kernel: fmt.Sprintf("idx=%d bucket_expiry=%d", p.Idx, p.BucketExpiry),
+		Kernel: kernel,
 		Model:  fmt.Sprintf("idx=%d bucket_expiry=%d (base clock %d)", idx, be, clk),
 	})
+	return be
 }
 
 // explainable reports whether some base clock in [lo, hi] gives the

@@ -227,6 +227,9 @@ func (m *Machine) Costs() *Costs { return &m.costs }
 // Isolation returns the current isolation setup.
 func (m *Machine) Isolation() hier.Isolation { return m.iso }
 
+// Online reports whether cpu is online.
+func (m *Machine) Online(cpu int) bool { return cpu >= 0 && cpu < len(m.cpus) && m.cpus[cpu].online }
+
 // Housekeeping returns the CPUs isolated neither by isolcpus, nor by
 // nohz_full, nor by the cpuset partition.
 func (m *Machine) Housekeeping() cpumask.Mask {

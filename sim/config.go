@@ -30,8 +30,16 @@ type Config struct {
 	// boot.
 	Isolcpus, NohzFull, Partition cpumask.Mask
 
-	// Policy is the timer-migration model (default pull-isolated).
+	// Policy is the timer-migration model (default pull-isolated); package
+	// kernel gives a release's (tmigr sim --kernel).
 	Policy cpu.Policy
+	// ImbalancedNUMA builds the hierarchy as kernels before 5eb579dfd46b
+	// did (6.9 to 6.18; hier.Options.ImbalancedNUMA).
+	ImbalancedNUMA bool
+	// TimerMigrationOff is kernel.timer_migration=0 from boot (see
+	// cpu.Set.SetTimerMigration: since 6.9 it keeps hrtimers local and
+	// leaves the pull hierarchy alone).
+	TimerMigrationOff bool
 	// PreemptRT models a PREEMPT_RT kernel: softirqs run in the ktimers
 	// thread, which real-time tasks preempt.
 	PreemptRT bool
@@ -73,6 +81,8 @@ const (
 	Online
 	// SetPartition replaces the isolated cpuset partition with Mask.
 	SetPartition
+	// TimerMigration writes kernel.timer_migration (On).
+	TimerMigration
 )
 
 // Action is a change made at a time of the run (counted from boot, so
@@ -82,6 +92,7 @@ type Action struct {
 	Kind ActionKind
 	CPU  int
 	Mask cpumask.Mask
+	On   bool // TimerMigration: the value written
 }
 
 func (a Action) String() string {
@@ -90,6 +101,12 @@ func (a Action) String() string {
 		return fmt.Sprintf("%v offline %d", a.At, a.CPU)
 	case Online:
 		return fmt.Sprintf("%v online %d", a.At, a.CPU)
+	case TimerMigration:
+		v := 0
+		if a.On {
+			v = 1
+		}
+		return fmt.Sprintf("%v timer_migration=%d", a.At, v)
 	}
 	if a.Mask.Empty() {
 		return fmt.Sprintf("%v partition none", a.At)
@@ -176,6 +193,7 @@ func (c *Config) Validate() error {
 			if rest := hk.AndNot(a.Mask); rest.Empty() {
 				return fmt.Errorf("action %q would leave no housekeeping CPU", a)
 			}
+		case TimerMigration:
 		default:
 			return fmt.Errorf("unknown action kind %d", a.Kind)
 		}

@@ -171,7 +171,8 @@ func New(cfg Config) (*Machine, error) {
 	// with the boot isolation only.
 	bootIso := m.iso
 	bootIso.CpusetIsolated = cpumask.Mask{}
-	set, err := cpu.New(cpu.Config{NodeOf: nodes, HZ: cfg.HZ, Policy: cfg.Policy, Isolation: bootIso, Tracer: m.tracer})
+	set, err := cpu.New(cpu.Config{NodeOf: nodes, HZ: cfg.HZ, Policy: cfg.Policy, Isolation: bootIso, Tracer: m.tracer,
+		TimerMigrationOff: cfg.TimerMigrationOff, ImbalancedNUMA: cfg.ImbalancedNUMA})
 	if err != nil {
 		return nil, err
 	}
@@ -515,7 +516,7 @@ func (m *Machine) runWork(c int, t int64, name string) {
 	m.wake(w, t, nil)
 }
 
-// doAction carries out a hotplug or cpuset change.
+// doAction carries out a hotplug, cpuset or sysctl change.
 func (m *Machine) doAction(a Action) {
 	switch a.Kind {
 	case Offline:
@@ -524,6 +525,8 @@ func (m *Machine) doAction(a Action) {
 		m.online(a.CPU, m.now)
 	case SetPartition:
 		m.setPartition(a.Mask, m.now)
+	case TimerMigration:
+		m.set.SetTimerMigration(a.On)
 	}
 }
 

@@ -162,7 +162,10 @@ func (m *Machine) sleep(c *cpuState, task *Task, t, at int64) {
 		task.setup = true
 	}
 	slack := hrtimer.SleeperSlack(task.Policy, hrtimer.DefaultTimerSlack)
-	eff, err := c.hr.Start(&task.sleeper, t, at, slack, task.sleeper.SleeperStartMode(hrtimer.ModeAbs))
+	// hrtimer.c's get_target_base: with timer_migration on, a sleeper
+	// started on a nohz_full CPU may be queued on a housekeeping one.
+	target := m.cpus[m.set.HrtimerTarget(c.id, false)].hr
+	eff, err := c.hr.StartOn(&task.sleeper, target, t, at, slack, task.sleeper.SleeperStartMode(hrtimer.ModeAbs))
 	if err != nil {
 		m.fail(fmt.Errorf("task %s: %w", task.Name, err))
 		return

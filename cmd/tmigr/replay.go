@@ -32,7 +32,15 @@ input. The checks:
   hrtimer  for traces with hrtimer events: the mode every sleeper
            (hrtimer_wakeup) starts with and the context, hard or soft, it
            expires in, against our sleeper rule for the task's policy (on
-           PREEMPT_RT, SCHED_FIFO sleepers hard, others soft).
+           PREEMPT_RT, SCHED_FIFO sleepers hard, others soft);
+  placement the CPU every wheel timer (timer_start cpu=) and hrtimer (where
+           it expires) was queued on, against the kernel's rule for the
+           arming CPU: since 6.9 wheel timers stay where armed, up to 6.8
+           get_nohz_timer_target() may push them, and hrtimers follow
+           kernel.timer_migration (the machine line's at=) on every kernel;
+  membership which CPUs are in the hierarchy (from 6.19 the isolated ones
+           are out) and whether each availability event is one the model
+           expects, part of tmigr.
 
 A decision that depends on what the recording does not hold (state from
 before it started, a jiffy the trace cannot pin) is counted undetermined,
@@ -48,13 +56,14 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	wheel := fs.Bool("wheel", false, "check the timer wheel (default: every check)")
 	tmigr := fs.Bool("tmigr", false, "check the migration hierarchy (default: every check)")
 	hrt := fs.Bool("hrtimer", false, "check the sleepers' hard/soft modes (default: every check)")
+	place := fs.Bool("placement", false, "check on which CPU every timer is queued when armed (default: every check)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	check := fs.Bool("check", false, "run the hierarchy's invariant checker after every replayed operation")
 	hz := fs.Int("hz", 0, "tick rate (CONFIG_HZ), for traces without a \"# machine:\" line")
 	cpus := fs.Int("cpus", 0, "number of possible CPUs, for traces without a \"# machine:\" line")
 	nodes := fs.Int("nodes", 0, "number of NUMA nodes, CPUs in contiguous blocks")
 	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
-	kernel := fs.String("kernel", "", "kernel release (e.g. 6.12.117); 6.19 and later exclude isolated CPUs")
+	kernel := fs.String("kernel", "", "replay under the model of this kernel release instead of the trace's (e.g. 6.18.0: isolated CPUs kept in the hierarchy; 6.19 and later exclude them)")
 	maxShow := fs.Int("show", 5, "mismatches to print per file and check")
 	var pics viz.Pictures
 	fs.StringVar(&pics.Perfetto, "perfetto", "", "write the recording as Perfetto / Chrome trace-event JSON to FILE (one trace file only)")
@@ -67,8 +76,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if pics.Any() && fs.NArg() != 1 {
 		return fs.failf("--perfetto and --html picture one trace file, not %d", fs.NArg())
 	}
-	all := !*wheel && !*tmigr && !*hrt
-	opts := replay.Options{Wheel: *wheel || all, Tmigr: *tmigr || all, Hrtimer: *hrt || all, HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Check: *check}
+	all := !*wheel && !*tmigr && !*hrt && !*place
+	opts := replay.Options{Wheel: *wheel || all, Tmigr: *tmigr || all, Hrtimer: *hrt || all, Placement: *place || all,
+		HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Check: *check}
 	// 0 means "from the trace": given on the command line it is a
 	// mistake, not a request for the trace's value.
 	for _, n := range []struct {
@@ -142,7 +152,7 @@ func printResult(w io.Writer, r *replay.Result, maxShow int) {
 		c    *replay.Counts
 	}
 	var checks []check
-	for _, c := range []check{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}, {"nextevt", r.Nextevt}, {"hrtimer", r.Hrtimer}} {
+	for _, c := range []check{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}, {"nextevt", r.Nextevt}, {"hrtimer", r.Hrtimer}, {"placement", r.Placement}} {
 		if c.c != nil {
 			checks = append(checks, c)
 		}

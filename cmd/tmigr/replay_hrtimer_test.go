@@ -19,7 +19,7 @@ func TestReplayHrtimer(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
 	lines := strings.Split(o.String(), "\n")
-	if !regexp.MustCompile(`^.*vm8-1node-rt-fifo-other-sleepers.txt: wheel \d+/\d+, tmigr \d+/\d+, nextevt \d+/\d+, hrtimer \d+/\d+ matched$`).MatchString(lines[0]) {
+	if !regexp.MustCompile(`^.*vm8-1node-rt-fifo-other-sleepers.txt: wheel \d+/\d+, tmigr \d+/\d+, nextevt \d+/\d+, hrtimer \d+/\d+, placement \d+/\d+ matched$`).MatchString(lines[0]) {
 		t.Errorf("rt line %q", lines[0])
 	}
 	for _, l := range lines {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmigr/tmigr/kernel"
 	"github.com/tmigr/tmigr/sim/repro"
 )
 
@@ -14,7 +15,7 @@ func init() {
 	register("repro", "reproduce a published experiment on the simulator", runRepro)
 }
 
-const reproUsage = `usage: tmigr repro NAME [--json] [--seed S] [--duration D] [--short] [--check] [--full]
+const reproUsage = `usage: tmigr repro NAME [--kernel VERSION] [--json] [--seed S] [--duration D] [--short] [--check] [--full]
 
 Runs a published experiment (a seed post) on the simulator under each
 policy or kernel behaviour the post compares, prints the post's
@@ -40,6 +41,7 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check", false, "run the hierarchy's invariant checker after every step (slow)")
 	full := fs.Bool("full", false, "also print every run's complete tool report and migration summary")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	kernelRel := fs.String("kernel", kernel.Newest.String(), "the kernel under test (isolation's after run, hrtimer-soft, panic; kernbench compares the post's policies)")
 	var set repeated
 	fs.Var(&set, "set", "override a parameter in every run, NAME=VALUE (repeatable; see tmigr sim --explain)")
 	// The experiment's name may come before or after the flags.
@@ -53,6 +55,11 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 		return fs.fail(err)
 	}
 	o := repro.Options{Seed: *seed, Short: *short, Check: *check, Full: *full, Set: set}
+	rel, err := kernel.ParseRelease(*kernelRel)
+	if err != nil {
+		return fs.failf("--kernel: %v", err)
+	}
+	o.Kernel = rel.Version
 	if *duration != "" {
 		if o.Duration, err = parseSeconds("--duration", *duration); err != nil {
 			return fs.fail(err)

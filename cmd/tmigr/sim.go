@@ -17,7 +17,9 @@ import (
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/kernel"
 	"github.com/tmigr/tmigr/report"
 	"github.com/tmigr/tmigr/sim"
 	"github.com/tmigr/tmigr/sim/workload"
@@ -29,8 +31,8 @@ func init() {
 }
 
 const simUsage = `usage: tmigr sim --cpus N [--nodes K] [--hz 250] [--isolcpus LIST] [--nohz-full LIST]
-                [--isolated-partition LIST] [--policy P] --workload W [--duration D]
-                [--seed S] [--json] [flags]
+                [--isolated-partition LIST] [--kernel VERSION] [--policy P] --workload W
+                [--duration D] [--at CHANGE]... [--seed S] [--json] [flags]
 
 Simulates an N-CPU Linux machine on a virtual clock, running the real
 timer core (wheels, migration hierarchy, hrtimers) under a workload, and
@@ -42,9 +44,15 @@ of other CPUs each CPU expired. The housekeeping timer mix (vmstat,
 writeback, watchdogs, TCP, driver work, ...) runs on the housekeeping
 CPUs in every run; --set hk.CLASS.enabled=false switches a class off.
 
-Policies: pull-isolated (Linux 6.19, the default), pull (6.9-6.18: isolated
-CPUs take part), push (the 2009 push at enqueue, up to 6.8), none
-(timer_migration=0).
+The kernel (--kernel, a release such as 6.12 or 7.3.4; the default is the
+newest modelled, %s) picks the rules (package kernel): pull-isolated from
+6.19 (isolated CPUs excluded from the hierarchy), pull for 6.9-6.18
+(isolated CPUs take part), push up to 6.8 (the 2009 push at enqueue), and
+none for 6.1-6.8 with kernel.timer_migration=0. --policy overrides it. From
+6.9 timer_migration=0 (--at '0s timer_migration=0') leaves the pull
+hierarchy as it is and only keeps hrtimers on the CPU that starts them;
+with it on, a sleeper started on a nohz_full CPU may be queued on a
+housekeeping CPU (hrtimer.c's get_target_base).
 
 Workloads:
 %s
@@ -98,14 +106,15 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 
 // runSimContext is one run of tmigr sim; ctx's end stops it (partial).
 func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("tmigr sim", fmt.Sprintf(simUsage, indent(workload.Usage, "  ")), stdout, stderr)
+	fs := newFlagSet("tmigr sim", fmt.Sprintf(simUsage, kernel.Newest, indent(workload.Usage, "  ")), stdout, stderr)
 	cpus := fs.Int("cpus", 0, "number of CPUs (1-8192)")
 	nodes := fs.Int("nodes", 1, "number of NUMA nodes, CPUs in contiguous blocks")
 	hz := fs.Int("hz", 250, "tick rate")
 	isolcpus := fs.String("isolcpus", "", "isolcpus= (domain) list")
 	nohzFull := fs.String("nohz-full", "", "nohz_full= list")
 	partition := fs.String("isolated-partition", "", "CPUs of an isolated cpuset partition created after boot")
-	policy := fs.String("policy", "pull-isolated", "timer migration policy: none, push, pull, pull-isolated")
+	kernelRel := fs.String("kernel", kernel.Newest.String(), "the kernel release whose rules to model (6.1 to "+kernel.Newest.Series()+")")
+	policy := fs.String("policy", "", "override the kernel's timer migration policy: none, push, pull, pull-isolated")
 	wl := fs.String("workload", "", "the workload (see above)")
 	duration := fs.String("duration", "10s", "measured time (a Go duration, or seconds)")
 	warmup := fs.String("warmup", "1s", "simulated time before the measurement starts (oslat's pre-heat)")
@@ -122,11 +131,12 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&pics.HTML, "html", "", "write a self-contained HTML page of the run to FILE: hierarchy, migrators, who ran whose timers, latency")
 	dryRun := fs.Bool("dry-run", false, "check the flags and the configuration, print the estimated wall time, and exit")
 	var at repeated
-	fs.Var(&at, "at", "change the machine while it runs: 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST|none',\nTIME counted from boot, the warm-up included, before the run's end (repeatable)")
+	fs.Var(&at, "at", "change the machine while it runs: 'TIME offline CPU', 'TIME online CPU', 'TIME partition LIST|none'\nor 'TIME timer_migration=0|1' (a recording's at= field, element by element), TIME counted from boot,\nthe warm-up included, before the run's end (repeatable)")
 	var sf simFlags
 	sf.register(fs)
 	fs.files("trace", "perfetto", "html")
 	fs.words("policy", "pull-isolated", "pull", "push", "none")
+	fs.words("kernel", "6.1", "6.12", "6.18", "6.19", "7.0", "7.2", "7.3")
 	fs.words("sleepers", "by-policy", "all-hard")
 	fs.words("workload", "oslat", "cyclictest", "idle", "kernbench:", "panic:")
 	fs.operands("", 0, 0, completion{})
@@ -166,8 +176,17 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return fs.fail(err)
 		}
 	}
-	if cfg.Policy, err = cpu.ParsePolicy(*policy); err != nil {
-		return fs.failf("--policy: %v", err)
+	rel, err := kernel.ParseRelease(*kernelRel)
+	if err != nil {
+		return fs.failf("--kernel: %v", err)
+	}
+	km := kernel.For(rel.Version)
+	cfg.Policy = km.Policy(true)
+	cfg.ImbalancedNUMA = km.ImbalancedNUMA()
+	if *policy != "" {
+		if cfg.Policy, err = cpu.ParsePolicy(*policy); err != nil {
+			return fs.failf("--policy: %v", err)
+		}
 	}
 	switch *sleepers {
 	case "by-policy":
@@ -181,6 +200,11 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 		act, err := parseAction(a, *cpus)
 		if err != nil {
 			return fs.fail(err)
+		}
+		if act.Kind == sim.TimerMigration && act.At == 0 {
+			// Written as the run starts: the boot value. (Up to 6.8,
+			// push with the sysctl off is what the none policy models.)
+			cfg.TimerMigrationOff = !act.On
 		}
 		cfg.Actions = append(cfg.Actions, act)
 	}
@@ -365,40 +389,26 @@ func parseSeconds(flagName, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// parseAction reads "TIME offline CPU", "TIME online CPU" or "TIME
-// partition LIST".
+// parseAction reads one change of the machine, in the words of the machine
+// line's at= field: "TIME offline CPU", "TIME online CPU", "TIME partition
+// LIST|none" or "TIME timer_migration=0|1".
 func parseAction(s string, cpus int) (sim.Action, error) {
-	f := strings.Fields(s)
-	if len(f) != 3 {
-		return sim.Action{}, fmt.Errorf("--at %q: want 'TIME offline CPU', 'TIME online CPU' or 'TIME partition LIST'", s)
-	}
-	t, err := parseSeconds("--at", f[0])
+	c, err := ftrace.ParseChange(s, cpus)
 	if err != nil {
-		return sim.Action{}, err
+		return sim.Action{}, fmt.Errorf("--at %v", err)
 	}
-	a := sim.Action{At: t}
-	switch f[1] {
-	case "offline", "online":
-		n, err := strconv.Atoi(f[2])
-		if err != nil || n < 0 || n >= cpus {
-			return sim.Action{}, fmt.Errorf("--at %q: CPU %q is not a CPU of 0-%d", s, f[2], cpus-1)
-		}
-		a.CPU = n
+	a := sim.Action{At: c.At, CPU: c.CPU}
+	switch c.Kind {
+	case ftrace.ChangeOffline:
 		a.Kind = sim.Offline
-		if f[1] == "online" {
-			a.Kind = sim.Online
-		}
-	case "partition":
-		m := cpumask.Mask{}
-		if f[2] != "none" && f[2] != "-" {
-			if m, err = cpumask.ParseFor(f[2], cpus); err != nil {
-				return sim.Action{}, fmt.Errorf("--at %q: %v", s, err)
-			}
-		}
-		a.Kind = sim.SetPartition
-		a.Mask = m
+	case ftrace.ChangeOnline:
+		a.Kind = sim.Online
+	case ftrace.ChangePartition:
+		a.Kind, a.Mask = sim.SetPartition, c.CPUs
+	case ftrace.ChangeTimerMigration:
+		a.Kind, a.On = sim.TimerMigration, c.On
 	default:
-		return sim.Action{}, fmt.Errorf("--at %q: unknown action %q (want offline, online or partition)", s, f[1])
+		return sim.Action{}, fmt.Errorf("--at %q: unknown change", s)
 	}
 	return a, nil
 }

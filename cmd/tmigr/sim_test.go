@@ -28,13 +28,15 @@ func TestSimErrors(t *testing.T) {
 		{"unknown workload", []string{"--cpus", "4", "--workload", "stress-ng"}, `unknown workload "stress-ng"`},
 		{"no workload", []string{"--cpus", "4"}, "--workload is required"},
 		{"unknown policy", []string{"--cpus", "4", "--policy", "pul", "--workload", "idle"}, `unknown policy "pul"`},
+		{"bad kernel", []string{"--cpus", "4", "--kernel", "linux", "--workload", "idle"}, "--kernel: "},
+		{"bad sysctl", []string{"--cpus", "4", "--at", "1s timer_migration=2", "--workload", "idle"}, "timer_migration"},
 		{"unknown platform", []string{"--cpus", "4", "--platform", "pdp11", "--workload", "idle"}, `unknown platform "pdp11"`},
 		{"unknown parameter", []string{"--cpus", "4", "--set", "cost.nope=1us", "--workload", "idle"}, `unknown parameter "cost.nope"`},
 		{"bad parameter value", []string{"--cpus", "4", "--set", "cost.tick=fast", "--workload", "idle"}, "cost.tick: bad duration"},
 		{"bad duration", []string{"--cpus", "4", "--duration", "soon", "--workload", "idle"}, "--duration: bad duration"},
 		{"bad hz", []string{"--cpus", "4", "--hz", "7", "--workload", "idle"}, "--hz 7"},
 		{"bad sleepers", []string{"--cpus", "4", "--sleepers", "some", "--workload", "idle"}, `unknown rule "some"`},
-		{"bad action", []string{"--cpus", "4", "--at", "1s reboot 2", "--workload", "idle"}, `unknown action "reboot"`},
+		{"bad action", []string{"--cpus", "4", "--at", "1s reboot 2", "--workload", "idle"}, `unknown change "reboot"`},
 		{"action CPU out of range", []string{"--cpus", "4", "--at", "1s offline 4", "--workload", "idle"}, "is not a CPU of 0-3"},
 		{"workload list out of range", []string{"--cpus", "4", "--workload", "oslat:2-5"}, "beyond the last CPU 3"},
 		{"missing params file", []string{"--cpus", "4", "--params", "no-such-file", "--workload", "idle"}, "--params: "},
@@ -167,7 +169,7 @@ func TestSimActionsAndTrace(t *testing.T) {
 }
 
 func FuzzParseAction(f *testing.F) {
-	for _, s := range []string{"1s offline 3", "1.5 online 0", "2s partition 4-5", "3s partition none", "1s", "x offline 1", "1s offline -1", "1s partition 1-"} {
+	for _, s := range []string{"1s offline 3", "1.5 online 0", "2s partition 4-5", "3s partition none", "0s timer_migration=0", "2s timer_migration=1", "1s", "x offline 1", "1s offline -1", "1s partition 1-"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -178,7 +180,7 @@ func FuzzParseAction(f *testing.F) {
 		if a.At < 0 || a.CPU < 0 || a.CPU >= 8 {
 			t.Fatalf("%q parsed to an impossible action %+v", s, a)
 		}
-		if back, err := parseAction(a.String(), 8); err != nil || back.Kind != a.Kind || back.CPU != a.CPU || !back.Mask.Equal(a.Mask) {
+		if back, err := parseAction(a.String(), 8); err != nil || back.Kind != a.Kind || back.CPU != a.CPU || !back.Mask.Equal(a.Mask) || back.On != a.On {
 			t.Fatalf("%q -> %q -> %+v, %v", s, a.String(), back, err)
 		}
 	})
@@ -230,5 +232,42 @@ func TestSimTraceKeptOnFailure(t *testing.T) {
 	code, _, errs = runCmd("sim", "--quiet", "--cpus", "2", "--workload", "idle", "--duration", "0.2", "--trace", filepath.Join(dir, "no", "such", "dir", "t.txt"))
 	if code != 2 || !strings.Contains(errs, "--trace: ") {
 		t.Errorf("exit %d, %q", code, errs)
+	}
+}
+
+// TestSimByKernel: --kernel picks the model. On the seed machine's shapes
+// (the 16x2 isolcpus one here; the 128-CPU one in the report) busy isolated
+// CPUs pull the housekeeping CPUs' timers under 6.12 and none does under
+// 6.19 or 7.3; --policy overrides the kernel; the default is the newest.
+func TestSimByKernel(t *testing.T) {
+	pullers := func(args ...string) string {
+		t.Helper()
+		var o, e strings.Builder
+		base := []string{"sim", "--quiet", "--duration", "3", "--cpus", "16", "--nodes", "2", "--isolcpus", "1-7,9-15", "--workload", "oslat"}
+		if code := run(append(base, args...), &o, &e); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, e.String())
+		}
+		for _, l := range strings.Split(o.String(), "\n") {
+			if strings.HasPrefix(l, "# isolated CPUs that ran other CPUs' timers:") {
+				return strings.TrimSpace(strings.TrimPrefix(l, "# isolated CPUs that ran other CPUs' timers:"))
+			}
+		}
+		t.Fatalf("%v: no summary line in %q", args, o.String())
+		return ""
+	}
+	old := pullers("--kernel", "6.12")
+	if !strings.Contains(old, "CPU 1 (") || !strings.Contains(old, "CPU 9 (") {
+		t.Errorf("6.12: isolated pullers %q, want CPUs 1 and 9 (the lowest of each housekeeping CPU's group)", old)
+	}
+	for _, k := range []string{"6.19", "7.3.4"} {
+		if got := pullers("--kernel", k); got != "none" {
+			t.Errorf("%s: isolated pullers %q, want none", k, got)
+		}
+	}
+	if got := pullers(); got != "none" {
+		t.Errorf("default kernel: isolated pullers %q, want none", got)
+	}
+	if got := pullers("--kernel", "7.3", "--policy", "pull"); got != old {
+		t.Errorf("7.3 with --policy pull: %q, want 6.12's %q", got, old)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hrtimer"
 	"github.com/tmigr/tmigr/report"
@@ -45,7 +44,7 @@ func runHrtimerSoft(o Options) (*Outcome, error) {
 	results := make([][2]run, len(hrPlatforms))
 	for i, p := range hrPlatforms {
 		for j, rule := range []hrtimer.SleeperRule{hrtimer.SleepersAllHard, hrtimer.SleepersByPolicy} {
-			mc, err := newMachine(o, p.platform, sim.Config{CPUs: 2, HZ: 250, Policy: cpu.PullIsolated,
+			mc, err := newMachine(o, p.platform, sim.Config{CPUs: 2, HZ: 250, Policy: o.kernel().Policy(true),
 				PreemptRT: true, Sleepers: rule, Duration: dur})
 			if err != nil {
 				return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/kernel"
 	"github.com/tmigr/tmigr/report"
 	"github.com/tmigr/tmigr/sim"
 	"github.com/tmigr/tmigr/sim/workload"
@@ -58,8 +59,11 @@ func runIsolation(o Options) (*Outcome, error) {
 		hk     *workload.Housekeeping
 	}
 	var runs []run
-	for _, pol := range []cpu.Policy{cpu.Pull, cpu.PullIsolated} {
-		mc, err := newMachine(o, "server", sim.Config{CPUs: cpus, Nodes: nodes, HZ: 250, Isolcpus: iso, Policy: pol, Duration: dur})
+	after := o.kernel()
+	for _, km := range []kernel.Model{kernel.For(kernel.V(6, 18, 0)), after} {
+		pol := km.Policy(true)
+		mc, err := newMachine(o, "server", sim.Config{CPUs: cpus, Nodes: nodes, HZ: 250, Isolcpus: iso, Policy: pol,
+			ImbalancedNUMA: km.ImbalancedNUMA(), Duration: dur})
 		if err != nil {
 			return nil, err
 		}
@@ -72,13 +76,14 @@ func runIsolation(o Options) (*Outcome, error) {
 		out.Runs = append(out.Runs, res)
 	}
 	c := &runs[0].res.Config
-	out.printf("isolation (seed posts 000, 001): oslat on the isolated CPUs, policies pull (before) and pull-isolated (after)\n")
+	out.printf("isolation (seed posts 000, 001): oslat on the isolated CPUs, policies %s (before, Linux 6.9-6.18) and %s (after, Linux %s)\n",
+		runs[0].policy, runs[1].policy, after.Version.Series())
 	out.printf("  machine: %s\n", describe(c))
 	out.printf("  # oslat -c %s -D %s      (seed %d, %.0f s measured per run)\n\n", iso, durArg(dur), o.Seed, dur.Seconds())
 	out.printf("  %-34s %s\n", "post, before the change:", postBefore)
 	out.printf("  %-34s %s\n", "simulated, pull (Linux 6.9-6.18):", report.MaximumRow(runs[0].oslat.Max(), 4))
 	out.printf("  %-34s %s\n", "post, after the change:", postAfter)
-	out.printf("  %-34s %s\n\n", "simulated, pull-isolated (6.19):", report.MaximumRow(runs[1].oslat.Max(), 4))
+	out.printf("  %-34s %s\n\n", fmt.Sprintf("simulated, %s (%s):", runs[1].policy, after.Version.Series()), report.MaximumRow(runs[1].oslat.Max(), 4))
 	for _, r := range runs {
 		out.printf("  worst CPUs under %-14s %s\n", r.policy.String()+":", worst(r.oslat, 4))
 	}
@@ -123,12 +128,17 @@ func runIsolation(o Options) (*Outcome, error) {
 			isoRemote++
 		}
 	}
-	out.printf("  pull-isolated: the isolated CPUs are unavailable to the hierarchy; %d isolated CPU(s) expired a remote timer.\n", isoRemote)
-	out.printf("  The housekeeping CPUs handle each other's timers (the last one to go idle wakes for the first event):\n")
-	for _, l := range remoteSummary(r1.hk.Stats(), nil) {
-		out.printf("    %s\n", l)
+	if runs[1].policy == cpu.PullIsolated {
+		out.printf("  pull-isolated: the isolated CPUs are unavailable to the hierarchy; %d isolated CPU(s) expired a remote timer.\n", isoRemote)
+		out.printf("  The housekeeping CPUs handle each other's timers (the last one to go idle wakes for the first event):\n")
+		for _, l := range remoteSummary(r1.hk.Stats(), nil) {
+			out.printf("    %s\n", l)
+		}
+		out.printf("  so the isolated CPUs see only their own tick: maxima at the noise floor (worst %s).\n", worst(r1.oslat, 1))
+	} else {
+		out.printf("  %s (Linux %s) keeps the isolated CPUs in the hierarchy too: %d isolated CPU(s) expired a remote timer.\n",
+			runs[1].policy, after.Version.Series(), isoRemote)
 	}
-	out.printf("  so the isolated CPUs see only their own tick: maxima at the noise floor (worst %s).\n", worst(r1.oslat, 1))
 	if o.Full {
 		for _, r := range runs {
 			out.printf("\n--- policy %s: the full oslat report and migration summary ---\n", r.policy)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/sim"
 	"github.com/tmigr/tmigr/sim/workload"
 )
@@ -31,7 +30,7 @@ func runPanic(o Options) (*Outcome, error) {
 	out := &Outcome{Experiment: "panic"}
 	var rs [2]*workload.PanicResult
 	for i, halt := range []bool{false, true} {
-		mc, err := newMachine(o, "kvm-guest", sim.Config{CPUs: 8, HZ: 250, Policy: cpu.PullIsolated, Duration: dur},
+		mc, err := newMachine(o, "kvm-guest", sim.Config{CPUs: 8, HZ: 250, Policy: o.kernel().Policy(true), Duration: dur},
 			fmt.Sprintf("panic.sample_hz=%g", hz))
 		if err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmigr/tmigr/kernel"
 	"github.com/tmigr/tmigr/report"
 	"github.com/tmigr/tmigr/sim"
 	"github.com/tmigr/tmigr/sim/workload"
@@ -39,6 +40,20 @@ type Options struct {
 	Full bool
 	// Set overrides parameters (NAME=VALUE) in every run.
 	Set []string
+	// Kernel is the kernel under test (zero: kernel.Newest): the model of
+	// the experiments that run one kernel (hrtimer-soft, panic) and of
+	// isolation's "after" run; isolation's "before" is 6.9-6.18's, and
+	// kernbench compares the policies of the post (6.1-6.8 with and
+	// without timer_migration, and the 6.9 hierarchy).
+	Kernel kernel.Version
+}
+
+// kernel returns the model of the kernel under test.
+func (o Options) kernel() kernel.Model {
+	if o.Kernel == (kernel.Version{}) {
+		return kernel.For(kernel.Newest)
+	}
+	return kernel.For(o.Kernel)
 }
 
 // Experiment is one reproduction.

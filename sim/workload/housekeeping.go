@@ -23,9 +23,15 @@ const (
 	PerNode
 	// PerMachine: one, armed on the first housekeeping CPU.
 	PerMachine
+	// PerNohzFull: one per nohz_full CPU, armed there (the kernel threads
+	// and RCU callbacks that still run on a nohz_full CPU).
+	PerNohzFull
+	// Hop: one, armed on the first CPU and re-armed on the next online CPU
+	// at every expiry (add_timer_on), visiting every CPU in turn.
+	Hop
 )
 
-var scopeNames = [...]string{"per-cpu", "per-node", "per-machine"}
+var scopeNames = [...]string{"per-cpu", "per-node", "per-machine", "per-nohz_full-cpu", "hop"}
 
 func (s Scope) String() string { return scopeNames[s] }
 
@@ -100,6 +106,21 @@ func DefaultMix() []Class {
 			Cost: sim.LN(2*us, 0.5), Enabled: true,
 			Doc: "TCP delayed-ACK timer of the node's management traffic: a packet every 100 ms on average arms it\n" +
 				"40 ms ahead from the NIC's receive interrupt (include/net/tcp.h TCP_DELACK_MIN)"},
+		{Name: "kthread", Scope: PerCPU, Period: 132 * time.Millisecond,
+			Cost: sim.LN(1500*time.Nanosecond, 0.4), Enabled: true,
+			Doc: "process_timeout of the kernel threads that sleep in schedule_timeout on a housekeeping CPU\n" +
+				"(rcu_preempt's force-quiescent-state waits, kcompactd's 500 ms wait): a global timer on every\n" +
+				"housekeeping CPU, 7.6 arms/s per CPU (the median of the isolcpus recordings, mix_test.go)"},
+		{Name: "nohz_timers", Scope: PerNohzFull, Period: 5 * time.Second,
+			Cost: sim.LN(1500*time.Nanosecond, 0.4), Enabled: true,
+			Doc: "the global timers a nohz_full CPU still arms: kcompactd's process_timeout, RCU's deferred\n" +
+				"nocb wake-up (do_nocb_deferred_wakeup_timer); 0.2 arms/s per nohz_full CPU (the median of the\n" +
+				"nohz_full recordings, mix_test.go), pulled by the housekeeping CPUs while the tick is stopped"},
+		{Name: "clocksource_watchdog", Scope: Hop, Pinned: true, Period: 500 * time.Millisecond,
+			Cost: sim.LN(4*time.Microsecond, 0.3), Enabled: false,
+			Doc: "clocksource_watchdog: WATCHDOG_INTERVAL 0.5 s, re-armed with add_timer_on on the next online\n" +
+				"CPU, so it visits every CPU, isolated and nohz_full ones included; only for a clocksource that\n" +
+				"must be verified (one recording of seven shows it: off by default)"},
 		{Name: "driver", Scope: PerNode, Period: time.Second, Round: true,
 			Cost: sim.LN(5*us, 0.3), HeavyProb: 0.02, HeavyCost: sim.U(1150*us, 1220*us), Enabled: true,
 			Doc: "a device driver's service timer (NIC/storage) whose callback now and then does ~1.2 ms of work:\n" +
@@ -218,6 +239,10 @@ func (h *Housekeeping) Start(m *sim.Machine) error {
 			}
 		case PerMachine:
 			homes = []int{first}
+		case PerNohzFull:
+			homes = m.Config().NohzFull.CPUs()
+		case Hop:
+			homes = []int{0}
 		}
 		for _, home := range homes {
 			ht := &hkTimer{c: cl, home: home, rng: m.Rand(fmt.Sprintf("hk/%s/%d", cl.Name, home))}
@@ -276,6 +301,17 @@ func (h *Housekeeping) arm(x *sim.Exec, ht *hkTimer, expires uint64) {
 	}
 }
 
+// nextOnline is cpumask_next_wrap over the online CPUs.
+func (h *Housekeeping) nextOnline(cpu int) int {
+	n := h.m.NumCPUs()
+	for i := 1; i <= n; i++ {
+		if c := (cpu + i) % n; h.m.Online(c) {
+			return c
+		}
+	}
+	return cpu
+}
+
 func (h *Housekeeping) jiffies(x *sim.Exec) uint64 {
 	if x != nil {
 		return x.Jiffies()
@@ -311,6 +347,12 @@ func (h *Housekeeping) fire(x *sim.Exec, t *sim.Timer) {
 		return
 	}
 	period := uint64(int64(cl.Period) / h.m.TickNs())
+	if cl.Scope == Hop {
+		// clocksource_watchdog: add_timer_on the next online CPU.
+		ht.home = h.nextOnline(x.CPU)
+		x.AddOn(ht.t, ht.home, x.Jiffies()+max(period, 1))
+		return
+	}
 	h.arm(x, ht, x.Jiffies()+max(period, 1))
 }
 

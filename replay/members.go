@@ -1,0 +1,152 @@
+package replay
+
+import (
+	"fmt"
+
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
+)
+
+// Who is in the hierarchy when the recording starts.
+//
+// The kernel model says which CPUs are in: every online CPU before 6.19,
+// and from 6.19 all but the isolated ones (package kernel, Model.Excluded).
+// The trace says so too, by evidence: a CPU is in when it prints tmigr
+// lines of its own, when its bit is set in a group state another CPU
+// prints, or when another CPU expires its timers remotely. A busy CPU that
+// the model keeps in (and that is not nohz_full, whose tick stops under its
+// task) is active there all the time, so its bit is set in every state its
+// level-0 group prints: a printed state without it shows it out. A CPU
+// that is neither busy nor seen is idle without events or out, which the
+// trace cannot tell apart; it is taken as out (the 6.18 inference: a CPU
+// whose bit never appears in any group state and that never transitions is
+// not in the hierarchy), and nothing depends on it.
+//
+// A CPU whose buffer lost events keeps the model's membership, its state
+// unknown. Each CPU whose membership the trace shows gives one decision
+// ("hierarchy membership"): the kernel's evidence against the model's
+// expectation. Where they differ the model takes the kernel's membership
+// from then on, so that the rest of the recording is compared on the
+// kernel's terms; the mismatch has said that the model is wrong.
+
+// membership is what the trace shows of one CPU before its first
+// availability change.
+type membership struct {
+	in     int // index of the first event showing the CPU in the hierarchy, -1
+	inWhat string
+	out    int  // busy CPUs: index of the first state of its group printed without it, -1
+	lost   bool // its buffer lost events meanwhile: its evidence may be gone
+}
+
+const whyMembership = "hierarchy membership"
+
+// findMembers gathers the evidence of each CPU's membership from the start
+// of the recording up to its first availability event.
+func (r *replayer) findMembers() []membership {
+	n := r.topo.ncpus
+	ms := make([]membership, n)
+	stop := make([]bool, n) // its first availability event was reached
+	for c := range ms {
+		ms[c] = membership{in: -1, out: -1}
+	}
+	in := func(c, i int, what string) {
+		if c >= 0 && c < n && !stop[c] && ms[c].in < 0 {
+			ms[c].in, ms[c].inWhat = i, what
+		}
+	}
+	for i, ev := range r.ev {
+		switch p := ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			if ev.CPU >= 0 && ev.CPU < n && !stop[ev.CPU] {
+				ms[ev.CPU].lost = true
+			}
+		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUOffline:
+			if ev.CPU >= 0 && ev.CPU < n {
+				stop[ev.CPU] = true
+			}
+		case ftrace.TmigrHandleRemoteCPU:
+			in(p.CPU, i, fmt.Sprintf("CPU %d expired its timers remotely", ev.CPU))
+		case ftrace.TmigrGroupSetCPUActive, ftrace.TmigrGroupSetCPUInactive:
+			in(ev.CPU, i, ev.Name+" of its own")
+			gl := r.groupLine(i)
+			if gl.id == hier.NoGroup {
+				break
+			}
+			n := r.topo.info[gl.id]
+			for _, c := range n.cpus {
+				if gl.after.active&r.topo.cpuBit[c] != 0 {
+					in(c, i, fmt.Sprintf("its bit in %s", fmtGroup(gl.id, gl.after)))
+				} else if !stop[c] && ms[c].out < 0 {
+					ms[c].out = i
+				}
+			}
+			// A child group shown idle has no active CPU below it.
+			for _, k := range n.kids {
+				if gl.after.active&r.topo.info[k].bit != 0 {
+					continue
+				}
+				for _, c := range r.topo.cpusBelow(k) {
+					if !stop[c] && ms[c].out < 0 {
+						ms[c].out = i
+					}
+				}
+			}
+		default:
+			if ftrace.IsTmigr(ev.Data) {
+				in(ev.CPU, i, ev.Name+" of its own")
+			}
+		}
+	}
+	return ms
+}
+
+// checkMembers makes the start-of-recording membership decisions and
+// returns which CPUs are available in the model from the start: the
+// model's own choice where the trace agrees or shows nothing, the kernel's
+// where it disagrees.
+func (r *replayer) checkMembers(ms []membership) []bool {
+	avail := make([]bool, r.topo.ncpus)
+	for c := range avail {
+		modelIn := r.m.h.CPU(c).Available
+		busy := r.busy.Test(c) && !r.nohzFull.Test(c)
+		m := ms[c]
+		model := r.memberText(c, modelIn, busy)
+		switch {
+		case m.in >= 0:
+			r.decide(r.ev[m.in].Line, whyMembership, "", modelIn, fmt.Sprintf("CPU %d in the hierarchy (%s)", c, m.inWhat), model)
+			avail[c] = true
+		case busy && m.out >= 0:
+			gl := r.groupLine(m.out)
+			r.decide(r.ev[m.out].Line, whyMembership, "", !modelIn,
+				fmt.Sprintf("CPU %d out of the hierarchy (busy, yet not active below %s)", c, fmtGroup(gl.id, gl.after)), model)
+			avail[c] = false
+		case m.lost:
+			// What showed it may be among the lost events: the model's
+			// membership stands, and the CPU's state is unknown (seedStart).
+			avail[c] = modelIn
+			if busy && modelIn {
+				r.decide(0, whyMembership, whyLost, false, "", "")
+			}
+		default:
+			// Nothing shows it in: idle without events, or out.
+			avail[c] = false
+		}
+	}
+	return avail
+}
+
+// memberText is the model's expectation about cpu, in the words the
+// membership check compares with the kernel's.
+func (r *replayer) memberText(cpu int, in, busy bool) string {
+	switch {
+	case !in:
+		why := r.km.ExcludedWhy(r.iso, cpu)
+		if why == "" {
+			why = "not online"
+		}
+		return fmt.Sprintf("CPU %d out of the hierarchy (%s)", cpu, why)
+	case busy:
+		return fmt.Sprintf("CPU %d in the hierarchy (busy: active in it)", cpu)
+	}
+	return fmt.Sprintf("CPU %d in the hierarchy", cpu)
+}

@@ -1,0 +1,297 @@
+package replay
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/kernel"
+)
+
+// The placement check: on which CPU a timer is queued when it is armed.
+//
+// A wheel timer's timer_start prints the CPU of the base it went to (cpu=)
+// and is printed by the CPU that armed it; an hrtimer expires on the CPU
+// of the base it was queued on (hrtimer_expire_entry's CPU), started by
+// the CPU of its hrtimer_start. The kernel's rules, by version
+// (docs/kernels.md K1, K4):
+//
+//   - a pinned wheel timer queued on another CPU is add_timer_on's, whose
+//     caller chose the CPU, even from the timer's own callback (no
+//     running-timer check there: clocksource_watchdog hops so): no
+//     placement decision;
+//   - a timer re-armed from its own callback stays on its base (the base's
+//     running_timer), on every kernel: for a wheel timer expired remotely
+//     that is the remote CPU's base;
+//   - a pinned timer is queued on the arming CPU;
+//   - wheel timers: up to 6.8 (kernel.PushAtEnqueue) with
+//     kernel.timer_migration=1 a non-pinned timer goes to
+//     get_nohz_timer_target(): the arming CPU if it is housekeeping (not
+//     nohz_full) and not idle, else a busy housekeeping CPU of its
+//     scheduler domains, else the arming CPU if housekeeping, else any
+//     housekeeping CPU; from 6.9 (b2cf7507e186) always the arming CPU,
+//     whatever the sysctl says;
+//   - hrtimers, on every kernel: with timer_migration=1 a non-pinned
+//     hrtimer may go to get_nohz_timer_target() too, unless it would be the
+//     first to expire there (hrtimer_check_target) or, from 7.1
+//     (3288cd486376), it is the first on the arming CPU; with
+//     timer_migration=0 it stays on the arming CPU.
+//
+// An arm from a task (not the idle task) means the CPU is not idle. Where
+// the rules leave one CPU the decision is determined; where they leave
+// several (which CPUs were idle then, which was the target's next event)
+// the kernel's CPU must be one of them, else it is a mismatch, and within
+// them it is undetermined. timer_migration comes from the machine line's
+// at= (1 before its first change): an arm within a change's window is
+// undetermined.
+
+// whyPushTarget and the other reasons of the placement check.
+const (
+	whyPushTarget = "target depends on which CPUs were idle"
+	whySysctl     = "timer_migration changed then"
+	whyFinishing  = "re-armed as its callback returned on another CPU"
+)
+
+// finishingOn returns the CPU whose base may still hold tm as running
+// after its callback returned, or -1.
+func finishingOn(finishing map[int]uint64, tm uint64) int {
+	for c, t := range finishing {
+		if t == tm {
+			return c
+		}
+	}
+	return -1
+}
+
+// CheckPlacement runs the placement check over a trace of machine s.
+func CheckPlacement(t *Trace, s Shape) (Counts, error) {
+	var c Counts
+	km, err := s.model()
+	if err != nil {
+		return c, err
+	}
+	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
+	if err != nil {
+		return c, fmt.Errorf("command line: %v", err)
+	}
+	all := cpumask.Range(0, s.CPUs-1)
+	hk := all.AndNot(iso.NohzFull) // HK_TYPE_TIMER
+	p := placer{km: km, hk: hk, domains: all.AndNot(iso.Domain), start: traceStart(t.Events)}
+	for _, ch := range s.At {
+		if ch.Kind == ftrace.ChangeTimerMigration {
+			p.sysctl = append(p.sysctl, ch)
+		}
+	}
+	lost := map[int]bool{}
+	// The wheel: which timer runs its callback where, and on whose base.
+	remote := map[int]int{} // handler CPU -> the CPU whose timers it expires
+	running := map[uint64]int{}
+	// hrtimers: the start waiting for its expiry, and the ones running.
+	type hstart struct {
+		ev   ftrace.Event
+		want cpumask.Mask
+		why  string
+	}
+	hpending := map[uint64]hstart{}
+	hrunning := map[uint64]int{}
+	// finishing: per CPU, a timer whose callback returned (its exit line)
+	// while the base may still hold it as running: __run_timers clears
+	// running_timer only after relocking, before the CPU prints anything
+	// else (a vCPU stalled there keeps it so for milliseconds).
+	finishing := map[int]uint64{}
+	for _, ev := range t.Events {
+		if tm, ok := finishing[ev.CPU]; ok {
+			delete(finishing, ev.CPU)
+			if _, again := ev.Data.(ftrace.TimerExpireEntry); !again || ev.Data.(ftrace.TimerExpireEntry).Timer != tm {
+				delete(running, tm)
+			}
+		}
+		switch d := ev.Data.(type) {
+		case ftrace.Lost, ftrace.BufferStarted:
+			lost[ev.CPU] = true
+		case ftrace.TmigrHandleRemoteCPU:
+			remote[ev.CPU] = d.CPU
+		case ftrace.TmigrHandleRemote, ftrace.TmigrUpdateEvents:
+			delete(remote, ev.CPU)
+		case ftrace.TimerExpireEntry:
+			base := ev.CPU
+			if x, ok := remote[ev.CPU]; ok {
+				base = x
+			}
+			running[d.Timer] = base
+		case ftrace.TimerExpireExit:
+			if _, ok := running[d.Timer]; ok {
+				finishing[ev.CPU] = d.Timer
+			}
+		case ftrace.TimerStart:
+			a := ev.CPU
+			var want cpumask.Mask
+			why := ""
+			base, ok := running[d.Timer]
+			switch fin := finishingOn(finishing, d.Timer); {
+			case d.Flags&ftrace.TimerPinned != 0 && d.CPU != a:
+				// add_timer_on, which moves even a running timer:
+				// the caller chose the CPU.
+				continue
+			case ok && fin >= 0 && fin != a:
+				// Re-armed elsewhere as its callback is just done:
+				// the base has normally cleared running_timer, unless
+				// its CPU stalled before relocking (then it stays).
+				want.Set(a)
+				if d.CPU == base {
+					why = whyFinishing
+					want.Set(base)
+				}
+			case ok:
+				want.Set(base)
+			case d.Flags&ftrace.TimerPinned != 0:
+				want.Set(a)
+			default:
+				want, why = p.wheel(a, ev)
+			}
+			p.decide(&c, ev, "timer_start", d.CPU, want, why, lost[a])
+		case ftrace.HrtimerStart:
+			a := ev.CPU
+			var want cpumask.Mask
+			why := ""
+			switch base, ok := hrunning[d.Hrtimer]; {
+			case ok:
+				want.Set(base)
+			case d.Mode.Pinned():
+				want.Set(a)
+			default:
+				want, why = p.hrtimer(a, ev)
+			}
+			hpending[d.Hrtimer] = hstart{ev, want, why}
+		case ftrace.HrtimerCancel:
+			delete(hpending, d.Hrtimer)
+		case ftrace.HrtimerExpireEntry:
+			hrunning[d.Hrtimer] = ev.CPU
+			if st, ok := hpending[d.Hrtimer]; ok {
+				delete(hpending, d.Hrtimer)
+				p.decide(&c, st.ev, "hrtimer_start", ev.CPU, st.want, st.why, lost[st.ev.CPU])
+			}
+		case ftrace.HrtimerExpireExit:
+			delete(hrunning, d.Hrtimer)
+		}
+	}
+	return c, nil
+}
+
+// placer holds what the placement rules read.
+type placer struct {
+	km      kernel.Model
+	hk      cpumask.Mask // HK_TYPE_TIMER: not nohz_full
+	domains cpumask.Mask // CPUs in the scheduler domains (not isolcpus domain)
+	start   int64
+	sysctl  []ftrace.Change
+}
+
+// migration returns kernel.timer_migration at trace time ts, or why it is
+// not known.
+func (p *placer) migration(ts int64) (bool, string) {
+	on := true
+	prev := p.start
+	for _, ch := range p.sysctl {
+		done := p.start + int64(ch.At) + int64(time.Millisecond)
+		switch {
+		case ts > done:
+			on = ch.On
+		case ts >= prev && ch.On != on:
+			return on, whySysctl
+		}
+		prev = p.start + int64(ch.At)
+	}
+	return on, ""
+}
+
+// nohzTarget is what get_nohz_timer_target may return for an arm on CPU a
+// (busy: the arm comes from a task): the CPUs it may pick.
+func (p *placer) nohzTarget(a int, busy bool) cpumask.Mask {
+	var out cpumask.Mask
+	if p.hk.Test(a) {
+		if busy {
+			out.Set(a)
+			return out
+		}
+		out.Set(a) // the default when no other housekeeping CPU is busy
+	}
+	if p.domains.Test(a) {
+		// Any busy housekeeping CPU of its domains.
+		out = out.Or(p.domains.And(p.hk))
+		out.Clear(a)
+		if p.hk.Test(a) {
+			out.Set(a)
+		}
+	}
+	if out.Empty() {
+		out = p.hk // housekeeping_any_cpu
+	}
+	return out
+}
+
+// wheel is the rule of a non-pinned wheel timer armed on CPU a.
+func (p *placer) wheel(a int, ev ftrace.Event) (cpumask.Mask, string) {
+	var local cpumask.Mask
+	local.Set(a)
+	if !p.km.Has(kernel.PushAtEnqueue) {
+		return local, ""
+	}
+	on, why := p.migration(ev.TS)
+	if why != "" {
+		return p.nohzTarget(a, ev.PID != 0).Or(local), why
+	}
+	if !on {
+		return local, ""
+	}
+	return p.nohzTarget(a, ev.PID != 0), ""
+}
+
+// hrtimer is the rule of a non-pinned hrtimer started on CPU a.
+func (p *placer) hrtimer(a int, ev ftrace.Event) (cpumask.Mask, string) {
+	var local cpumask.Mask
+	local.Set(a)
+	on, why := p.migration(ev.TS)
+	if why != "" {
+		return p.nohzTarget(a, ev.PID != 0).Or(local), why
+	}
+	if !on {
+		return local, ""
+	}
+	// hrtimer_check_target (and from 7.1 a timer first on its CPU) may
+	// keep it here whatever the target.
+	return p.nohzTarget(a, ev.PID != 0).Or(local), ""
+}
+
+// decide counts one placement: the kernel put the timer on got.
+func (p *placer) decide(c *Counts, ev ftrace.Event, event string, got int, want cpumask.Mask, why string, lost bool) {
+	switch {
+	case want.Test(got) && want.Weight() == 1 && why == "":
+		c.match()
+	case want.Test(got) && why != "":
+		c.undetermined(why)
+	case want.Test(got):
+		c.undetermined(whyPushTarget)
+	case lost:
+		c.undetermined(whyLost) // a line that would explain it may be lost
+	default:
+		c.mismatch(Mismatch{Line: ev.Line, Event: event + " placement",
+			Kernel: fmt.Sprintf("armed on CPU %d, queued on CPU %d", ev.CPU, got),
+			Model:  fmt.Sprintf("queued on CPU %s (%s)", want, p.rule(ev, event))})
+	}
+}
+
+// rule names the rule that applied, for a mismatch.
+func (p *placer) rule(ev ftrace.Event, event string) string {
+	on, _ := p.migration(ev.TS)
+	switch {
+	case event == "timer_start" && !p.km.Has(kernel.PushAtEnqueue):
+		return "since 6.9 a wheel timer is queued where it is armed (b2cf7507e186)"
+	case !on:
+		return "timer_migration=0"
+	case event == "timer_start":
+		return "push at enqueue: get_nohz_timer_target"
+	}
+	return "get_nohz_timer_target or the arming CPU"
+}

@@ -1,0 +1,109 @@
+package replay
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tmigr/tmigr/ftrace"
+)
+
+// placementFiles are the recordings of every kernel in testdata/traces.
+func placementFiles(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, pat := range []string{"*.txt", "6.1/*.txt", "partition/*.txt"} {
+		m, err := filepath.Glob(filepath.Join("../testdata/traces", pat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m...)
+	}
+	if len(out) < 20 {
+		t.Fatalf("only %d recordings", len(out))
+	}
+	return out
+}
+
+func placementOf(t *testing.T, file, kernel string, edit func(*ftrace.Machine)) Counts {
+	t.Helper()
+	tr, err := ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(tr.Header.Machine)
+	}
+	s, err := shapeOf(tr, Options{Kernel: kernel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := CheckPlacement(tr, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestPlacementTraces: on every recording, 6.1 to 7.3, each timer is
+// queued where the kernel's rule of its version puts it. On Debian's 6.1
+// every decision is determined: the guests armed their timers from tasks
+// on housekeeping CPUs (plain isolcpus= does not take a CPU out of
+// HK_TYPE_TIMER, so the busy isolated CPUs keep their own timers) or
+// re-armed them from their callbacks, so get_nohz_timer_target kept every
+// one local. With timer_migration=0 (6.12 and 7.3) every hrtimer started
+// after the write stays where it was started.
+func TestPlacementTraces(t *testing.T) {
+	for _, f := range placementFiles(t) {
+		c := placementOf(t, f, "", nil)
+		name := strings.TrimPrefix(f, "../testdata/traces/")
+		t.Logf("%s: placement %d/%d matched, %d undetermined (%s)", name, c.Matched, c.Checked, c.Undetermined, sortedReasons(c.UndeterminedReasons))
+		for i, m := range c.Mismatches {
+			if i < 5 {
+				t.Errorf("%s line %d: %s: kernel %s, model %s", name, m.Line, m.Event, m.Kernel, m.Model)
+			}
+		}
+		if c.Checked == 0 {
+			t.Errorf("%s: no placement checked", name)
+		}
+		if strings.HasPrefix(name, "6.1/") && c.Matched != c.Checked {
+			t.Errorf("%s: %d of %d determined", name, c.Matched, c.Checked)
+		}
+	}
+}
+
+// TestPlacementTellsModelsApart: the rules differ by version and by
+// sysctl, and the check says so. Under the 6.1 model the 6.12 nohz_full
+// recordings' timers armed by tasks on nohz_full CPUs would have gone to
+// the housekeeping CPU; the 6.12 and 7.3 recordings with
+// timer_migration=1, told they ran with 0, have hrtimers of nohz_full CPUs
+// on CPU 0 where 0 keeps them local.
+func TestPlacementTellsModelsApart(t *testing.T) {
+	for _, f := range []string{"vm24-1node-nohzfull-busy-sleepers.txt", "vm12-1node-nohzfull-busy.txt"} {
+		c := placementOf(t, filepath.Join("../testdata/traces", f), "6.1.0", nil)
+		if !hasPlacement(c, "timer_start placement") {
+			t.Errorf("%s under 6.1: no wheel placement mismatch: %v", f, c.Mismatches)
+		}
+	}
+	for _, f := range []string{"vm4-1node-nohzfull-hrtimers-tm1-6.12.txt", "vm4-1node-nohzfull-hrtimers-tm1-7.3.txt"} {
+		c := placementOf(t, filepath.Join("../testdata/traces", f), "", func(m *ftrace.Machine) {
+			for i := range m.At {
+				if m.At[i].Kind == ftrace.ChangeTimerMigration {
+					m.At[i].On = false
+				}
+			}
+		})
+		if !hasPlacement(c, "hrtimer_start placement") {
+			t.Errorf("%s told timer_migration=0: no hrtimer placement mismatch: %v", f, c.Mismatches)
+		}
+	}
+}
+
+func hasPlacement(c Counts, event string) bool {
+	for _, m := range c.Mismatches {
+		if m.Event == event {
+			return true
+		}
+	}
+	return false
+}
