@@ -164,13 +164,6 @@ func Matrix() []Shape {
 			lab.Spec{CPUs: 4, Cmdline: "nohz_full=1-3", HRTimers: true, Busy: mask("3"), Sleepers: mask("1-2"), Period: 10 * time.Millisecond,
 				Duration: 1500 * time.Millisecond, At: at(tm(true))}},
 	}
-	// Recordings that the replay's own tests (over testdata/traces/*.txt)
-	// cannot take yet: on 7.2 and 7.3 isolcpus shapes, more than a tenth
-	// of the tmigr decisions stay undetermined until the replay learns
-	// that isolated CPUs leave the hierarchy, and 18x2-isol@6.19 holds a
-	// timer_start whose base clock a timer from before the recording held
-	// back (undetermined). testdata/traces/README.md says so.
-	pending := map[string]bool{"4-isol@7.3": true, "16x2-isol@7.2": true, "40-isol@7.3": true, "18x2-isol@6.19": true}
 	for _, k := range []struct {
 		series string
 		names  []string
@@ -185,21 +178,7 @@ func Matrix() []Shape {
 			c := common[n]
 			sp := c.spec
 			sp.KernelVersion = k.series
-			// Two kinds of recording stay out of
-			// testdata/traces/*.txt, which CI replays expecting no
-			// mismatch: 6.1's, whose timer_start has no
-			// bucket_expiry for the wheel check to compare, and the
-			// run-time partitions, which the replay does not apply
-			// yet (it takes the machine as it booted).
 			file := c.file + "-" + k.series + ".txt"
-			switch {
-			case k.series == "6.1":
-				file = "6.1/" + file
-			case n == "16-partition":
-				file = "partition/" + file
-			case pending[n+"@"+k.series]:
-				file = "pending/" + file
-			}
 			shapes = append(shapes, Shape{Name: n + "@" + k.series, File: file, Note: c.note, Spec: sp})
 		}
 	}

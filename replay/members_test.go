@@ -14,7 +14,7 @@ var newKernelTraces = []string{
 	"vm4-1node-isol-busy-sleeper-7.2.txt",
 	"vm16-2node-isol-busy-sleepers-7.3.txt",
 	"vm40-1node-isol-busy-6.19.txt",
-	"partition/vm16-1node-partition-busy-sleepers-7.3.txt",
+	"vm16-1node-partition-busy-sleepers-7.3.txt",
 }
 
 // replayFile runs the tmigr check of a recording under its own kernel, or
@@ -91,10 +91,10 @@ func TestWrongModel(t *testing.T) {
 		{"vm4-1node-isol-busy-sleeper-7.2.txt", "6.18.0", whyMembership, "CPU 1 out"},
 		{"vm16-2node-isol-busy-sleepers-7.3.txt", "6.18.44", whyMembership, "CPU 9 out"},
 		{"vm40-1node-isol-busy-6.19.txt", "6.12.118", whyMembership, "CPU 39 out"},
-		{"partition/vm16-1node-partition-busy-sleepers-7.3.txt", "6.18.0", "availability", "CPU 15 left"},
+		{"vm16-1node-partition-busy-sleepers-7.3.txt", "6.18.0", "availability", "CPU 15 left"},
 		{"vm16-2node-isol-busy-sleepers.txt", "6.19.0", whyMembership, "CPU 1 in"},
 		{"vm40-1node-isol-busy.txt", "7.3.0", whyMembership, "CPU 15 in"},
-		{"partition/vm16-1node-partition-busy-sleepers-6.12.txt", "6.19.0", "availability", "CPU 9: no tmigr_cpu_unavailable"},
+		{"vm16-1node-partition-busy-sleepers-6.12.txt", "6.19.0", "availability", "CPU 9: no tmigr_cpu_unavailable"},
 	} {
 		got := replayFile(t, c.file, c.kernel)
 		found := false
@@ -161,7 +161,7 @@ func editTrace(t *testing.T, file string, edit func(lines []string) []string) Co
 // the model misses it; a withdrawal the machine line does not explain (a
 // housekeeping CPU's) is a mismatch too.
 func TestAvailabilityChecked(t *testing.T) {
-	const f = "partition/vm16-1node-partition-busy-sleepers-7.3.txt"
+	const f = "vm16-1node-partition-busy-sleepers-7.3.txt"
 	dropped := editTrace(t, f, func(l []string) []string {
 		var out []string
 		for _, s := range l {
@@ -207,8 +207,8 @@ func hasMismatch(c Counts, event, kernel string) bool {
 // its CPU, once that expiry's timer lines are over, walks (7.3).
 func TestFindings(t *testing.T) {
 	for _, f := range []string{
-		"findings/vm16-1node-partition-busy-sleepers-6.19-wheel-clock.txt",
-		"findings/vm4-1node-nohzfull-hrtimers-tm1-7.3-replay-walk.txt",
+		"vm16-1node-partition-busy-sleepers-6.19-wheel-clock.txt",
+		"vm4-1node-nohzfull-hrtimers-tm1-7.3-replay-walk.txt",
 	} {
 		tr, err := ReadFile(filepath.Join("../testdata/traces", f))
 		if err != nil {

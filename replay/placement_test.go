@@ -12,7 +12,7 @@ import (
 func placementFiles(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, pat := range []string{"*.txt", "6.1/*.txt", "partition/*.txt"} {
+	for _, pat := range []string{"*.txt"} {
 		m, err := filepath.Glob(filepath.Join("../testdata/traces", pat))
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ func TestPlacementTraces(t *testing.T) {
 		if c.Checked == 0 {
 			t.Errorf("%s: no placement checked", name)
 		}
-		if strings.HasPrefix(name, "6.1/") && c.Matched != c.Checked {
+		if strings.Contains(name, "-6.1.") && c.Matched != c.Checked {
 			t.Errorf("%s: %d of %d determined", name, c.Matched, c.Checked)
 		}
 	}
