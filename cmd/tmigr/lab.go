@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -76,8 +74,7 @@ flags:
 `
 
 func runLabRecord(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("lab record", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("tmigr lab record", labRecordUsage, stdout, stderr)
 	var s lab.Spec
 	fs.IntVar(&s.CPUs, "cpus", 0, "vCPUs of the guest (1-288)")
 	fs.IntVar(&s.Nodes, "nodes", 0, "NUMA nodes, the CPUs spread in contiguous blocks (default 1)")
@@ -112,23 +109,15 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&s.Host.SourceDir, "source", "", "the tmigr module's directory, to build the guest program from (default: the working directory's module)")
 	console := fs.String("console", "", "also write the guest's serial console log to this file")
 	out := fs.String("o", "", "the recording's file (\"-\" for standard output)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, labRecordUsage)
-		fs.PrintDefaults()
+	fs.files("o", "console", "qemu", "busybox", "guest", "kernel-image", "kernel-config")
+	fs.dirs("cache", "source")
+	fs.words("kernel", "generic", "rt")
+	fs.words("kernel-version", "6.1", "6.12", "6.19", "7.0", "7.2", "7.3")
+	fs.operands("", 0, 0, completion{})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	bad := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "tmigr lab record: "+format+"\n", args...)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
-	}
+	bad := fs.failf
 	if *out == "" {
 		return bad("give the output file with -o FILE")
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,8 +35,7 @@ flags:
 `
 
 func runLabCompare(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("lab compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("tmigr lab compare", labCompareUsage, stdout, stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	timers := fs.String("timers", "recorded,mix", "the simulations to run: recorded, mix, or both (comma-separated)")
 	seed := fs.Uint64("seed", 1, "the simulator's random seed")
@@ -46,19 +43,10 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 0, "simulated span (default: the recording's)")
 	check := fs.Bool("check", false, "run the hierarchy's invariant checker after every simulated step (slow)")
 	simTrace := fs.String("sim-trace", "", "write each simulation's trace to PREFIX-SOURCE.txt (one FILE only)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, labCompareUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
+	fs.files("sim-trace")
+	fs.operands("FILE", 1, -1, completion{kind: completeFile})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
 	}
 	o := conformance.CompareOptions{Seed: *seed, Warmup: *warmup, Duration: *duration, Check: *check}
 	if *warmup < 0 || *duration < 0 {

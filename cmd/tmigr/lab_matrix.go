@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,8 +35,13 @@ flags:
 `
 
 func runLabMatrix(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("lab matrix", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var shapeList strings.Builder
+	tw := tabwriter.NewWriter(&shapeList, 0, 0, 2, ' ', 0)
+	for _, sh := range conformance.Matrix() {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", sh.Name, sh.Flags(), sh.Note)
+	}
+	tw.Flush()
+	fs := newFlagSet("tmigr lab matrix", fmt.Sprintf(labMatrixUsage, shapeList.String()), stdout, stderr)
 	shapes := fs.String("shapes", "", "comma-separated shape names (default: all)")
 	noRecord := fs.Bool("no-record", false, "check the recordings in --dir as they are; record nothing")
 	dir := fs.String("dir", filepath.Join("testdata", "traces"), "the recordings' directory")
@@ -50,25 +53,11 @@ func runLabMatrix(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&host.NoInstall, "no-install", false, "never run apt-get install; fail naming what is missing")
 	seed := fs.Uint64("seed", 1, "the simulator's random seed")
 	retries := fs.Int("retries", 1, "record a shape whose recording failed again, this many times")
-	fs.Usage = func() {
-		var b strings.Builder
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		for _, sh := range conformance.Matrix() {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", sh.Name, sh.Flags(), sh.Note)
-		}
-		tw.Flush()
-		fmt.Fprintf(stderr, labMatrixUsage, b.String())
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tmigr lab matrix: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	fs.files("out")
+	fs.dirs("dir", "cache")
+	fs.operands("", 0, 0, completion{})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
 	}
 	if *duration < 0 || (*noRecord && *duration != 0) {
 		fmt.Fprintln(stderr, "tmigr lab matrix: --duration must be positive, and goes with recording (not with --no-record)")

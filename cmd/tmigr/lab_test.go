@@ -28,8 +28,8 @@ func TestLabDispatch(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, `unknown subcommand "frob"`) {
 		t.Errorf("tmigr lab frob: %d %q", code, stderr)
 	}
-	if code, _, stderr := runLabCmd("record", "-h"); code != 0 || !strings.Contains(stderr, "-rt-sleepers") {
-		t.Errorf("tmigr lab record -h: %d %q", code, stderr)
+	if code, stdout, _ := runLabCmd("record", "-h"); code != 0 || !strings.Contains(stdout, "-rt-sleepers") {
+		t.Errorf("tmigr lab record -h: %d %q", code, stdout)
 	}
 }
 
