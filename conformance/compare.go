@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/kernel"
 	"github.com/tmigr/tmigr/lab"
 	"github.com/tmigr/tmigr/replay"
 	"github.com/tmigr/tmigr/sim"
@@ -331,6 +331,21 @@ func Compare(t *replay.Trace, o CompareOptions) (*Comparison, error) {
 		return nil, err
 	}
 	cfg.Seed, cfg.Warmup, cfg.Duration, cfg.Check = o.Seed, o.Warmup, o.Duration, o.Check
+	// The recording's run-time changes (at=), at the same moments of the
+	// span: they count from the guest's start marker, and the span's first
+	// event is simulated at the end of the warm-up.
+	start := replay.ChangesStart(t.Events)
+	for _, ch := range m.At {
+		at := o.Warmup + time.Duration(start+int64(ch.At)-first)
+		if at < 0 || at >= cfg.Warmup+cfg.Duration {
+			continue // before or after what is simulated
+		}
+		a, err := sim.ActionOf(ch, at)
+		if err != nil {
+			return nil, fmt.Errorf("machine: at=: %v", err)
+		}
+		cfg.Actions = append(cfg.Actions, a)
+	}
 	kernel := ExtractStructure(t.Events, first, last+1)
 	c := &Comparison{File: t.File, Machine: m.String(), Policy: cfg.Policy.String(), PreemptRT: cfg.PreemptRT,
 		Span: span, Kernel: side("kernel", "", kernel)}
@@ -391,10 +406,11 @@ func simConfig(m *ftrace.Machine, t *replay.Trace) (sim.Config, *workload.Loads,
 	if err != nil {
 		return sim.Config{}, nil, fmt.Errorf("machine: command line: %v", err)
 	}
-	policy, err := policyOf(m.Kernel)
+	km, err := modelOf(m.Kernel)
 	if err != nil {
 		return sim.Config{}, nil, err
 	}
+	policy := km.Policy(true)
 	nodeOf := make([]int, m.CPUs)
 	for c := range nodeOf {
 		nodeOf[c] = m.Node(c)
@@ -408,7 +424,7 @@ func simConfig(m *ftrace.Machine, t *replay.Trace) (sim.Config, *workload.Loads,
 		return sim.Config{}, nil, err
 	}
 	cfg := sim.Config{CPUs: m.CPUs, Nodes: m.Nodes, NodeOf: nodeOf, HZ: m.HZ,
-		Isolcpus: iso.Domain, NohzFull: iso.NohzFull, Policy: policy,
+		Isolcpus: iso.Domain, NohzFull: iso.NohzFull, Policy: policy, ImbalancedNUMA: km.ImbalancedNUMA(),
 		PreemptRT: rt, Sleepers: hrtimer.SleepersByPolicy, Platform: p.Name, Costs: p.Costs}
 	loads := &workload.Loads{Busy: load.Busy, Sleepers: load.Sleepers, FIFO: load.FIFOSleepers,
 		Period: load.Period, Absolute: load.Absolute}
@@ -421,34 +437,17 @@ func simConfig(m *ftrace.Machine, t *replay.Trace) (sim.Config, *workload.Loads,
 	return cfg, loads, nil
 }
 
-// policyOf is the timer migration policy of a kernel release: none before
-// the pull hierarchy (6.9) but the push model, pull up to 6.18, the
-// exclusion of isolated CPUs from 6.19. A release without a version
-// (traces from elsewhere) is taken as 6.12, what every recording so far ran.
-func policyOf(release string) (cpu.Policy, error) {
+// modelOf is the kernel model of a recording's release (package kernel);
+// a trace without one is taken as the replay takes it (replay.DefaultKernel).
+func modelOf(release string) (kernel.Model, error) {
 	if release == "" {
-		return cpu.Pull, nil
+		return kernel.For(replay.DefaultKernel), nil
 	}
-	parts := strings.SplitN(release, ".", 3)
-	if len(parts) < 2 {
-		return 0, fmt.Errorf("machine: kernel release %q: no major.minor version", release)
+	rel, err := kernel.ParseRelease(release)
+	if err != nil {
+		return kernel.Model{}, fmt.Errorf("machine: %v", err)
 	}
-	minorStr := parts[1]
-	if i := strings.IndexFunc(minorStr, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		minorStr = minorStr[:i]
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(minorStr)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("machine: kernel release %q: no major.minor version", release)
-	}
-	switch v := major*1000 + minor; {
-	case v >= 6019:
-		return cpu.PullIsolated, nil
-	case v >= 6009:
-		return cpu.Pull, nil
-	}
-	return cpu.Push, nil
+	return kernel.For(rel.Version), nil
 }
 
 // WriteText prints the comparison: the pulls of every side, level by

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -288,14 +289,14 @@ func TestCompareErrors(t *testing.T) {
 	if _, err := Compare(tr, CompareOptions{Warmup: -1}); err == nil {
 		t.Error("negative warm-up accepted")
 	}
-	for rel, want := range map[string]string{"6.12.118": "pull", "6.19.0-rc3": "pull-isolated", "6.8.0": "push", "": "pull"} {
-		p, err := policyOf(rel)
-		if err != nil || p.String() != want {
-			t.Errorf("policyOf(%q) = %v, %v; want %s", rel, p, err, want)
+	for rel, want := range map[string]string{"6.12.118": "pull", "6.19.0-rc3": "pull-isolated", "6.8.0": "push", "": "pull", "7.3.4": "pull-isolated"} {
+		km, err := modelOf(rel)
+		if p := km.Policy(true); err != nil || p.String() != want {
+			t.Errorf("modelOf(%q).Policy = %v, %v; want %s", rel, p, err, want)
 		}
 	}
-	if _, err := policyOf("six"); err == nil {
-		t.Error("policyOf(six): no error")
+	if _, err := modelOf("six"); err == nil {
+		t.Error("modelOf(six): no error")
 	}
 }
 
@@ -325,6 +326,34 @@ func TestRecordedBackground(t *testing.T) {
 			if got[c][i] != want[c][i] {
 				t.Errorf("CPU %d span %d: %v, want %v", c, i, got[c][i], want[c][i])
 			}
+		}
+	}
+}
+
+// TestCompareAppliesChanges: the simulation of a recording made with a
+// run-time change (the machine line's at=) makes the same change at the
+// same moment: on 7.3 an isolated partition of 9-15 takes those CPUs out of
+// the hierarchy (tmigr_cpu_unavailable in the simulator's trace), on 6.12
+// it takes nobody out.
+func TestCompareAppliesChanges(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want int // CPUs the simulation takes out
+	}{
+		{"vm16-1node-partition-busy-sleepers-7.3.txt", 7},
+		{"vm16-1node-partition-busy-sleepers-6.12.txt", 0},
+	} {
+		tr, err := replay.ReadFile(filepath.Join("..", "testdata", "traces", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		o := CompareOptions{Sources: []TimerSource{HousekeepingMix}, SimTraces: map[TimerSource]io.Writer{HousekeepingMix: &buf}}
+		if _, err := Compare(tr, o); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(buf.String(), "tmigr_cpu_unavailable:"); got != c.want {
+			t.Errorf("%s: the simulation took %d CPUs out of the hierarchy, want %d", c.file, got, c.want)
 		}
 	}
 }

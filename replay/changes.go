@@ -54,8 +54,9 @@ type change struct {
 // machine line is undetermined.
 const whyUndescribed = "availability change the machine line does not describe"
 
-// traceStart returns the trace time changes count from.
-func traceStart(events []ftrace.Event) int64 {
+// ChangesStart returns the trace time the machine line's changes (at=)
+// count from: the guest's start marker, else the first event.
+func ChangesStart(events []ftrace.Event) int64 {
 	for _, ev := range events {
 		if m, ok := ev.Data.(ftrace.TracingMark); ok && m.Text == "tmigr-lab: start" {
 			return ev.TS
@@ -74,7 +75,7 @@ func (r *replayer) planChanges(s Shape, t *Trace) error {
 	if len(s.At) == 0 {
 		return nil
 	}
-	base := traceStart(t.Events)
+	base := ChangesStart(t.Events)
 	online := cpumask.Range(0, s.CPUs-1)
 	var partition cpumask.Mask
 	iso := r.iso

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/hrtimer"
 )
@@ -93,6 +94,25 @@ type Action struct {
 	CPU  int
 	Mask cpumask.Mask
 	On   bool // TimerMigration: the value written
+}
+
+// ActionOf is the action that makes a recording's run-time change (an
+// element of the machine line's at=; ftrace.Change) at time at of the run.
+func ActionOf(c ftrace.Change, at time.Duration) (Action, error) {
+	a := Action{At: at, CPU: c.CPU}
+	switch c.Kind {
+	case ftrace.ChangeOffline:
+		a.Kind = Offline
+	case ftrace.ChangeOnline:
+		a.Kind = Online
+	case ftrace.ChangePartition:
+		a.Kind, a.Mask = SetPartition, c.CPUs
+	case ftrace.ChangeTimerMigration:
+		a.Kind, a.On = TimerMigration, c.On
+	default:
+		return Action{}, fmt.Errorf("unknown change %q", c)
+	}
+	return a, nil
 }
 
 func (a Action) String() string {

@@ -397,18 +397,9 @@ func parseAction(s string, cpus int) (sim.Action, error) {
 	if err != nil {
 		return sim.Action{}, fmt.Errorf("--at %v", err)
 	}
-	a := sim.Action{At: c.At, CPU: c.CPU}
-	switch c.Kind {
-	case ftrace.ChangeOffline:
-		a.Kind = sim.Offline
-	case ftrace.ChangeOnline:
-		a.Kind = sim.Online
-	case ftrace.ChangePartition:
-		a.Kind, a.Mask = sim.SetPartition, c.CPUs
-	case ftrace.ChangeTimerMigration:
-		a.Kind, a.On = sim.TimerMigration, c.On
-	default:
-		return sim.Action{}, fmt.Errorf("--at %q: unknown change", s)
+	a, err := sim.ActionOf(c, c.At)
+	if err != nil {
+		return sim.Action{}, fmt.Errorf("--at %q: %v", s, err)
 	}
 	return a, nil
 }
