@@ -231,7 +231,7 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 	b.orderTransitions()
 	tmigr := false
 	for _, e := range evs {
-		if cg, ok := perCPU(e.Data); ok {
+		if cg, ok := ftrace.CPUGroupOf(e.Data); ok {
 			b.traced[cg.CPU] = true
 		}
 		if isTmigr(e.Data) {
@@ -350,7 +350,7 @@ func payloadCPU(p ftrace.Payload) (int, bool) {
 	case ftrace.TimerBaseIdle:
 		return p.CPU, true
 	}
-	if cg, ok := perCPU(p); ok {
+	if cg, ok := ftrace.CPUGroupOf(p); ok {
 		return cg.CPU, true
 	}
 	return 0, false
@@ -402,7 +402,7 @@ func isTmigr(p ftrace.Payload) bool {
 		ftrace.TmigrConnectChildParent, ftrace.TmigrConnectCPUParent:
 		return true
 	}
-	_, ok := perCPU(p)
+	_, ok := ftrace.CPUGroupOf(p)
 	return ok
 }
 

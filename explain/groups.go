@@ -174,34 +174,11 @@ func (g *groups) learnOne(e ftrace.Event) error {
 			return g.link(p.Child, p.Group, p.GroupLvl-1)
 		}
 	default:
-		if cg, ok := perCPU(p); ok {
+		if cg, ok := ftrace.CPUGroupOf(p); ok {
 			return g.onPath(cg.CPU, 0, cg.Parent)
 		}
 	}
 	return nil
-}
-
-// perCPU returns the cpu and level-0 group of a per-CPU tmigr event.
-func perCPU(p ftrace.Payload) (ftrace.TmigrCPUGroup, bool) {
-	switch p := p.(type) {
-	case ftrace.TmigrCPUActive:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUNewTimer:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUAvailable:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUUnavailable:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUOnline:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUOffline:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUIdle:
-		return ftrace.TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
-	case ftrace.TmigrCPUNewTimerIdle:
-		return ftrace.TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
-	}
-	return ftrace.TmigrCPUGroup{}, false
 }
 
 func (g *groups) transition(e ftrace.Event, t ftrace.TmigrGroupAndCPU) error {

@@ -388,3 +388,28 @@ func decTmigrUpdateEvents(d *dec) Payload {
 func decTmigrHandleRemote(d *dec) Payload {
 	return TmigrHandleRemote{Group: d.ptr("group"), Lvl: d.d32("lvl")}
 }
+
+// CPUGroupOf returns the CPU, level-0 parent and wakeup of a per-CPU
+// timer_migration event (the CPU entry points: active, idle, new timer,
+// availability), and false for any other event.
+func CPUGroupOf(p Payload) (TmigrCPUGroup, bool) {
+	switch p := p.(type) {
+	case TmigrCPUActive:
+		return TmigrCPUGroup(p), true
+	case TmigrCPUNewTimer:
+		return TmigrCPUGroup(p), true
+	case TmigrCPUAvailable:
+		return TmigrCPUGroup(p), true
+	case TmigrCPUUnavailable:
+		return TmigrCPUGroup(p), true
+	case TmigrCPUOnline:
+		return TmigrCPUGroup(p), true
+	case TmigrCPUOffline:
+		return TmigrCPUGroup(p), true
+	case TmigrCPUIdle:
+		return TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
+	case TmigrCPUNewTimerIdle:
+		return TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
+	}
+	return TmigrCPUGroup{}, false
+}

@@ -2,6 +2,7 @@ package hier
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -558,4 +559,40 @@ func fmtMigrator(m uint8) string {
 		return "none"
 	}
 	return fmt.Sprintf("%#x", m)
+}
+
+// MigratorCPUs resolves each group's migrator down to a CPU: a group's
+// migrator is one of its children, and a child group's duty is carried by
+// its own migrator, down to a CPU of level 0. It returns, index for index
+// with gs (a View's groups), that CPU, or -1 for a group without a
+// migrator (every child idle).
+func MigratorCPUs(gs []GroupInfo) []int {
+	byName := make(map[string]*GroupInfo, len(gs))
+	for i := range gs {
+		byName[gs[i].Name] = &gs[i]
+	}
+	resolve := func(g *GroupInfo) int {
+		for g != nil {
+			if g.Migrator == MigratorNone || g.Migrator == 0 {
+				return -1
+			}
+			bit := bits.TrailingZeros8(g.Migrator)
+			if g.Level == 0 {
+				if bit < len(g.CPUs) {
+					return g.CPUs[bit]
+				}
+				return -1
+			}
+			if bit >= len(g.Children) {
+				return -1
+			}
+			g = byName[g.Children[bit]]
+		}
+		return -1
+	}
+	out := make([]int, len(gs))
+	for i := range gs {
+		out[i] = resolve(&gs[i])
+	}
+	return out
 }

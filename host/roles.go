@@ -1,7 +1,6 @@
 package host
 
 import (
-	"math/bits"
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
@@ -100,6 +99,7 @@ func roles(h *hier.Hierarchy) []Role {
 		}
 		return m.And(available)
 	}
+	migrators := hier.MigratorCPUs(gs)
 	var out []Role
 	for i := range gs {
 		g := &gs[i]
@@ -120,7 +120,7 @@ func roles(h *hier.Hierarchy) []Role {
 		if owners.Empty() {
 			continue
 		}
-		handler := migrator(g, byName)
+		handler := migrators[i]
 		if handler < 0 && g.Parent != "" {
 			continue // the group is idle: its event goes up
 		}
@@ -129,23 +129,3 @@ func roles(h *hier.Hierarchy) []Role {
 	return out
 }
 
-// migrator resolves a group's migrator down to a CPU, -1 for none.
-func migrator(g *hier.GroupInfo, byName map[string]*hier.GroupInfo) int {
-	for g != nil {
-		if g.Migrator == hier.MigratorNone || g.Migrator == 0 {
-			return -1
-		}
-		bit := bits.TrailingZeros8(g.Migrator)
-		if g.Level == 0 {
-			if bit < len(g.CPUs) {
-				return g.CPUs[bit]
-			}
-			return -1
-		}
-		if bit >= len(g.Children) {
-			return -1
-		}
-		g = byName[g.Children[bit]]
-	}
-	return -1
-}

@@ -194,7 +194,7 @@ func mapGroups(t *Trace, topo *topology, ops []*op) *groupMap {
 					m.bind(e.Line, p.Parent, topo.cpuG[p.CPU], "parent")
 				}
 			default:
-				if cg, ok := cpuGroupOf(p); ok && cpuOK(e.Line, cg.CPU) {
+				if cg, ok := ftrace.CPUGroupOf(p); ok && cpuOK(e.Line, cg.CPU) {
 					if cg.CPU != o.cpu {
 						m.fail(e.Line, fmt.Sprintf("%s for cpu=%d printed by CPU %d", p.Name(), cg.CPU, o.cpu), "an entry point runs on the CPU it names")
 					}
@@ -207,27 +207,4 @@ func mapGroups(t *Trace, topo *topology, ops []*op) *groupMap {
 		}
 	}
 	return m
-}
-
-// cpuGroupOf returns the cpu and parent of a per-CPU tmigr event.
-func cpuGroupOf(p ftrace.Payload) (ftrace.TmigrCPUGroup, bool) {
-	switch p := p.(type) {
-	case ftrace.TmigrCPUActive:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUNewTimer:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUAvailable:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUUnavailable:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUOnline:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUOffline:
-		return ftrace.TmigrCPUGroup(p), true
-	case ftrace.TmigrCPUIdle:
-		return ftrace.TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
-	case ftrace.TmigrCPUNewTimerIdle:
-		return ftrace.TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
-	}
-	return ftrace.TmigrCPUGroup{}, false
 }

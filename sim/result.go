@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math/bits"
 	"sort"
 	"time"
 
@@ -94,32 +93,10 @@ func (m *Machine) result() *Result {
 
 // migrators resolves each group's migrator down to a CPU.
 func migrators(gs []hier.GroupInfo) []GroupMigrator {
-	byName := make(map[string]*hier.GroupInfo, len(gs))
-	for i := range gs {
-		byName[gs[i].Name] = &gs[i]
-	}
-	var resolve func(g *hier.GroupInfo) int
-	resolve = func(g *hier.GroupInfo) int {
-		if g.Migrator == hier.MigratorNone || g.Migrator == 0 {
-			return -1
-		}
-		bit := bits.TrailingZeros8(g.Migrator)
-		if g.Level == 0 {
-			if bit < len(g.CPUs) {
-				return g.CPUs[bit]
-			}
-			return -1
-		}
-		if bit < len(g.Children) {
-			if child := byName[g.Children[bit]]; child != nil {
-				return resolve(child)
-			}
-		}
-		return -1
-	}
+	cpus := hier.MigratorCPUs(gs)
 	out := make([]GroupMigrator, 0, len(gs))
 	for i := range gs {
-		out = append(out, GroupMigrator{Group: gs[i].Name, Level: gs[i].Level, CPU: resolve(&gs[i])})
+		out = append(out, GroupMigrator{Group: gs[i].Name, Level: gs[i].Level, CPU: cpus[i]})
 	}
 	return out
 }
