@@ -1,7 +1,6 @@
 package host
 
 import (
-
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hier"
@@ -128,4 +127,3 @@ func roles(h *hier.Hierarchy) []Role {
 	}
 	return out
 }
-
