@@ -4,8 +4,11 @@ import (
 	"fmt"
 
 	"github.com/tmigr/tmigr/cpu"
+	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
+	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/tick"
 	"github.com/tmigr/tmigr/wheel"
 )
 
@@ -15,25 +18,50 @@ import (
 // with its base already idle (tmigr_cpu_new_timer), the timer code hands
 // the hierarchy its first global timer, nextevt, which the kernel prints in
 // tmigr_cpu_idle and tmigr_cpu_new_timer_idle. The tmigr check takes the
-// printed value as its input; this check holds it against our own timer
-// code: the recording's timer_start, timer_cancel and timer_expire_entry
-// lines rebuild every CPU's LOCAL, GLOBAL and DEF bases in a cpu.Set, each
-// timer in the bucket the kernel printed (cpu.Set.Restore), and at every
-// such line cpu.Set.NextEvents (fetch_next_timer_interrupt) computes what
-// the CPU would hand the hierarchy, which tick.CPU passes on: its Global
-// event (KTIME_MAX when the global wheel is empty, when the local wheel's
-// first timer is on the same jiffy or earlier, or for deferrable timers,
-// which the DEF base keeps out).
+// printed value as its input; this check holds it against our own tick and
+// timer code, driven as a driver drives it: the recording's timer_start,
+// timer_cancel and timer_expire_entry lines rebuild every CPU's LOCAL,
+// GLOBAL and DEF bases in a cpu.Set, each timer in the bucket the kernel
+// printed (cpu.Set.Restore), and at every such line the CPU's tick.CPU
+// runs a round of its idle loop (tick.CPU.Idle, the kernel's
+// tick_nohz_idle_stop_tick). The value compared is the one that round hands
+// the hierarchy, as the hierarchy's Tracer reports it: for a tmigr_cpu_idle
+// the tick must have found the next event more than a tick away
+// (tick_nohz_next_event) and set the base idle (timer_base_try_to_set_idle,
+// whose tmigr_cpu_deactivate carries nextevt); for a
+// tmigr_cpu_new_timer_idle the base must have been idle already and the
+// next event more than a jiffy away (__get_next_timer_interrupt's
+// tmigr_cpu_new_timer). A round that hands nothing is a mismatch. nextevt
+// itself is fetch_next_timer_interrupt's global event: KTIME_MAX when the
+// global wheel is empty, when the local wheel's first timer is on the same
+// jiffy or earlier, or for deferrable timers, which the DEF base keeps out.
+//
+// The trace shows a CPU's idle entries (tmigr_cpu_idle) but not all its
+// exits, so the replay puts each CPU's tick where the line says the
+// kernel's was: before a tmigr_cpu_idle, a CPU whose tick the model left
+// stopped leaves idle first (tick.CPU.IdleExit: the kernel's tick restarted
+// meanwhile, timer_clear_idle); before a tmigr_cpu_new_timer_idle, a CPU
+// whose tick the model left running enters idle first (an idle entry before
+// the recording, or one the model's own hierarchy turned back). The
+// hierarchy under the ticks is a stand-in: what it answers (the wakeup, and
+// the quick check's first event) is the tmigr check's to hold against the
+// kernel, and a replica holding only this check's state would answer
+// guesses. So the cpu.Set has one CPU more than the machine, which stays
+// active: with it every answer is KTIME_MAX (another CPU is active), and
+// the tick's decisions read only the CPU's own timers, as the kernel's did
+// whenever it printed one of these lines and the hierarchy did not turn it
+// back.
 //
 // The value does not depend on where in its jiffy the CPU's snapshot was
 // taken: a line is printed only when the next event is more than a jiffy
 // away, and then nextevt is ns(B) for the bucket expiry B of the first
-// global timer, ns being the clock of clock.go. Where that clock's offset
-// is not known, or a timer armed before the recording (its first line is a
-// cancel or an expiry) may still be pending on the CPU and could explain a
-// difference, a difference is undetermined, not a mismatch; so is one on a
-// CPU whose buffer lost events ("events lost": a timer line of that CPU
-// may be missing).
+// global timer, ns being the clock of clock.go; the round runs at the start
+// of the lowest jiffy the trace allows, the strictest test of that. Where
+// that clock's offset is not known, or a timer armed before the recording
+// (its first line is a cancel or an expiry) may still be pending on the CPU
+// and could explain a difference, a difference is undetermined, not a
+// mismatch; so is one on a CPU whose buffer lost events ("events lost": a
+// timer line of that CPU may be missing).
 
 // CheckNextevt runs the nextevt check over a trace of the machine s.
 func CheckNextevt(t *Trace, s Shape) (Counts, error) {
@@ -41,18 +69,16 @@ func CheckNextevt(t *Trace, s Shape) (Counts, error) {
 	if s.CPUs <= 0 {
 		return c, fmt.Errorf("the trace does not say how many CPUs the machine has; give it with --cpus")
 	}
-	nodeOf := make([]int, s.CPUs)
-	set, err := cpu.New(cpu.Config{NodeOf: nodeOf, HZ: s.HZ, Policy: cpu.None})
+	if s.CPUs >= cpumask.MaxCPUs {
+		return c, fmt.Errorf("the nextevt check models at most %d CPUs, not %d", cpumask.MaxCPUs-1, s.CPUs)
+	}
+	clk := newClock(t, s.HZ)
+	start := firstJiffies(t)
+	m, err := newIdleMachine(s, clk, start)
 	if err != nil {
 		return c, err
 	}
-	start := firstJiffies(t)
-	for i := range s.CPUs {
-		if err := set.Online(i, start); err != nil {
-			return c, err
-		}
-	}
-	clk := newClock(t, s.HZ)
+	set := m.set
 	pre := preexisting(t, clk)
 	end := lastJiffies(t)
 	timers := map[uint64]*wheel.Timer{}
@@ -101,16 +127,94 @@ func CheckNextevt(t *Trace, s Shape) (Counts, error) {
 			if lo, _, hasLo, _ := clk.bounds(i, ev.CPU); hasLo {
 				basej = lo
 			}
-			checkNextevt(&c, ev, i, kind, c0, printed, set, clk, basej, start, end, pre, c0 >= 0 && c0 < len(lost) && lost[c0])
+			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, c0 >= 0 && c0 < len(lost) && lost[c0])
 		}
 	}
 	return c, nil
 }
 
-// checkNextevt checks one printed nextevt of CPU c against our timer code.
+// idleMachine is the recorded machine's tick and timer code as the nextevt
+// check drives it: one tick.CPU per CPU over one cpu.Set, whose hierarchy
+// has one CPU more that stays active (see above). It is the hierarchy's
+// Tracer: what the CPUs hand it arrives in evs.
+type idleMachine struct {
+	set  *cpu.Set
+	cpus []tick.CPU
+	evs  []hier.Event
+}
+
+// Trace implements hier.Tracer.
+func (m *idleMachine) Trace(e hier.Event) { m.evs = append(m.evs, e) }
+
+// newIdleMachine boots the machine s at jiffy start with every CPU online
+// and its tick running, on the tick grid of the clock clk.
+func newIdleMachine(s Shape, clk *clock, start uint64) (*idleMachine, error) {
+	m := &idleMachine{cpus: make([]tick.CPU, s.CPUs)}
+	// Every CPU on one node: which group a CPU is in does not change what
+	// it hands the hierarchy, and the active CPU makes it answer KTIME_MAX
+	// whatever the groups.
+	set, err := cpu.New(cpu.Config{NodeOf: make([]int, s.CPUs+1), HZ: s.HZ, Policy: cpu.Pull, Tracer: m})
+	if err != nil {
+		return nil, err
+	}
+	m.set = set
+	// The grid whose jiffy J begins at clk.ns(J): a round run at clk.ns(J)
+	// takes the snapshot (J, clk.ns(J)).
+	grid := tick.Grid{T0: clk.ns(0), J0: 0, TickNs: clk.tick}
+	now := clk.ns(start)
+	for i := range m.cpus {
+		hr, err := hrtimer.NewCPUBase(i, hrtimer.Config{})
+		if err != nil {
+			return nil, err
+		}
+		if err := m.cpus[i].Init(tick.Config{CPU: i, Set: set, Hrtimer: hr, Grid: grid}); err != nil {
+			return nil, err
+		}
+		if _, err := m.cpus[i].Online(now); err != nil {
+			return nil, err
+		}
+	}
+	// The CPU that stays active: online, never idle.
+	if err := set.Online(s.CPUs, start); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// handed runs a round of CPU c's idle loop at now in the state a line of
+// kind says the kernel's CPU was in, and returns the nextevt the round
+// handed the hierarchy in a line of that kind, if it did.
+func (m *idleMachine) handed(c int, kind hier.EventKind, now int64) (int64, bool) {
+	tc := &m.cpus[c]
+	switch kind {
+	case hier.EvCPUIdle:
+		// The kernel's CPU was active, its tick running: if the model
+		// left it stopped, the kernel's restarted since.
+		if tc.Stopped() {
+			tc.IdleExit(now, false)
+		}
+	case hier.EvCPUNewTimerIdle:
+		// The kernel's CPU was idle, its tick stopped: if the model left
+		// it running, the CPU entered idle where the model did not see it.
+		if !tc.Stopped() {
+			tc.Idle(now)
+		}
+	}
+	m.evs = m.evs[:0]
+	tc.Idle(now)
+	for _, e := range m.evs {
+		if e.Kind == kind && e.CPU == c {
+			return e.NextEvt, true
+		}
+	}
+	return 0, false
+}
+
+// checkNextevt checks one printed nextevt of CPU c against our tick and
+// timer code.
 func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c int, printed int64,
-	set *cpu.Set, clk *clock, basej, start, end uint64, pre []preTimer, lost bool) {
-	if c < 0 || c >= set.NumCPUs() {
+	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, lost bool) {
+	if c < 0 || c >= len(m.cpus) {
 		cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String(), Kernel: fmt.Sprintf("cpu=%d", c), Model: "no such CPU"})
 		return
 	}
@@ -118,12 +222,15 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		cnt.undetermined("time base unknown")
 		return
 	}
-	evs := set.NextEvents(c, cpu.Snapshot{J: basej, M: clk.ns(basej)})
-	model := evs.Global
-	idle := wheel.After(evs.Next, basej+1)
+	model, idle := m.handed(c, kind, clk.ns(basej))
 	if idle && model == printed {
 		cnt.match()
 		return
+	}
+	if !idle {
+		// Nothing handed over: what the CPU would have handed, for the
+		// explanations below.
+		model = m.set.NextEvents(c, cpu.Snapshot{J: basej, M: clk.ns(basej)}).Global
 	}
 	// A timer pending since before the recording began, which the model
 	// does not hold, explains the kernel's value if it could be first:
@@ -164,11 +271,12 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 			return
 		}
 	}
-	m := fmtNS(model)
+	got := fmtNS(model)
 	if !idle {
-		m = fmt.Sprintf("next event at jiffy %d, not more than a jiffy after %d: no %s", evs.Next, basej, kind)
+		evs := m.set.NextEvents(c, cpu.Snapshot{J: basej, M: clk.ns(basej)})
+		got = fmt.Sprintf("next event at jiffy %d, not more than a jiffy after %d: no %s", evs.Next, basej, kind)
 	}
-	cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String() + " nextevt", Kernel: fmtNS(printed), Model: m})
+	cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String() + " nextevt", Kernel: fmtNS(printed), Model: got})
 }
 
 // preTimer is a timer that was pending when the recording began: its first
