@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +15,16 @@ func TestNextevtRecordings(t *testing.T) {
 	matched := 0
 	for _, f := range traceFiles(t) {
 		tr, s := readTrace(t, f)
-		c, err := CheckNextevt(tr, s)
+		c, im, err := runNextevt(tr, s)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The stand-in hierarchy under the ticks never turned one back,
+		// and the CPUs' protocol kept it sound.
+		if h := im.set.Hierarchy(); im.answered != 0 || h.Warnings() != 0 {
+			t.Errorf("%s: the hierarchy answered %d rounds with an event, warned %d times", filepath.Base(f), im.answered, h.Warnings())
+		} else if err := h.Check(); err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
 		}
 		for _, m := range c.Mismatches {
 			t.Errorf("%s line %d: %s: kernel %s, model %s", filepath.Base(f), m.Line, m.Event, m.Kernel, m.Model)
@@ -78,4 +86,87 @@ func TestNextevtCatchesCorruption(t *testing.T) {
 			t.Logf("line %d: %s: kernel %s, model %s", n, c.Mismatches[0].Event, c.Mismatches[0].Kernel, c.Mismatches[0].Model)
 		})
 	}
+}
+
+// TestNextevtCatchesTickKept: the check holds the tick's own decisions
+// against the kernel's, not only the value. A pinned timer already due on
+// the CPU, written into a recording just before a line the check matched
+// (and cancelled just after), makes the tick keep running at a
+// tmigr_cpu_idle (tick_nohz_next_event finds the next event at most a tick
+// away, so the base is never set idle and nothing is handed over) and makes
+// an idle CPU's re-evaluation publish nothing at a
+// tmigr_cpu_new_timer_idle (__get_next_timer_interrupt finds no idle
+// possible): a mismatch at that line, and only there.
+func TestNextevtCatchesTickKept(t *testing.T) {
+	const timer = "00000000deadbeef"
+	start := func(ts string, cpu int, j uint64) string {
+		return fmt.Sprintf("          <idle>-0       [%03d] d..1.    %s: timer_start: timer=%s function=test_fn expires=%d [timeout=0] bucket_expiry=%d cpu=%d idx=%d flags=P",
+			cpu, ts, timer, j, j+1, cpu, (j+1)%64)
+	}
+	cancel := func(ts string, cpu int) string {
+		return fmt.Sprintf("          <idle>-0       [%03d] d..1.    %s: timer_cancel: timer=%s", cpu, ts, timer)
+	}
+	for _, tc := range []struct {
+		name, file, at, want string
+		cpu                  int
+		ts0, ts1             string // the inserted lines' timestamps
+		j                    uint64 // the CPU's jiffies there (its last timer_start's)
+	}{
+		{"idle", "vm16-2node-mixed.txt", "11.887448: tmigr_cpu_idle: cpu=1 ", "tick kept", 1, "11.887447", "11.887449", 4294893912},
+		{"new timer", "vm16-2node-mixed.txt", "12.308721: tmigr_cpu_new_timer_idle: cpu=1 ", "no tmigr_cpu_new_timer_idle", 1, "12.308720", "12.308722", 4294894016},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("../testdata/traces", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(string(b), "\n")
+			at := -1
+			for i, l := range lines {
+				if strings.Contains(l, tc.at) {
+					at = i
+					break
+				}
+			}
+			if at < 0 {
+				t.Fatalf("no line %q", tc.at)
+			}
+			// Unperturbed, the line matches.
+			c := nextevtOf(t, lines)
+			for _, m := range c.Mismatches {
+				t.Fatalf("unperturbed: mismatch at line %d", m.Line)
+			}
+			out := append([]string{}, lines[:at]...)
+			out = append(out, start(tc.ts0, tc.cpu, tc.j), lines[at], cancel(tc.ts1, tc.cpu))
+			out = append(out, lines[at+1:]...)
+			// Two entries more than the header says the buffer held.
+			for i, l := range out {
+				var held, written int
+				if n, _ := fmt.Sscanf(l, "# entries-in-buffer/entries-written: %d/%d", &held, &written); n == 2 {
+					out[i] = strings.Replace(l, fmt.Sprintf("%d/%d", held, written), fmt.Sprintf("%d/%d", held+2, written+2), 1)
+					break
+				}
+			}
+			c = nextevtOf(t, out)
+			if len(c.Mismatches) != 1 || c.Mismatches[0].Line != at+2 || !strings.Contains(c.Mismatches[0].Model, tc.want) {
+				t.Fatalf("mismatches %+v, want one at line %d saying %q", c.Mismatches, at+2, tc.want)
+			}
+			t.Logf("line %d: %s: kernel %s, model %s", at+2, c.Mismatches[0].Event, c.Mismatches[0].Kernel, c.Mismatches[0].Model)
+		})
+	}
+}
+
+// nextevtOf runs the nextevt check over a recording's lines.
+func nextevtOf(t *testing.T, lines []string) Counts {
+	t.Helper()
+	tr, err := Read(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := shapeOf(tr, Options{})
+	c, err := CheckNextevt(tr, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
