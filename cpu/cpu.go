@@ -733,8 +733,9 @@ type Events struct {
 // side effects of the NOHZ paths: what the CPU would hand the hierarchy if
 // it went idle now. Global is the nextevt argument of tmigr_cpu_deactivate
 // and tmigr_cpu_new_timer (the kernel prints it in tmigr_cpu_idle and
-// tmigr_cpu_new_timer_idle) when Next is more than a tick away; the replay
-// checks it against recordings.
+// tmigr_cpu_new_timer_idle) when Next is more than a tick away. The replay's
+// nextevt check takes that value from the tick's idle path (NextEvent,
+// TryToSetIdle) and reads this one only to explain a difference.
 func (s *Set) NextEvents(cpu int, snap Snapshot) Events {
 	cp := s.cpu(cpu)
 	s.LockBases(cpu)
@@ -985,8 +986,8 @@ func (s *Set) ToTick(t int64, snap Snapshot) uint64 {
 // whose expiry is bucketExpiry, for a timer armed at tick expires, after
 // forwarding the base to jiffies: the kernel's placement as a recording
 // prints it (timer_start's idx and bucket_expiry). The replay rebuilds a
-// recorded machine's timer bases with it, so that NextEvents reads the
-// kernel's own buckets; a pending t is moved. No CPU is kicked and no
+// recorded machine's timer bases with it, so that its tick's idle path
+// reads the kernel's own buckets; a pending t is moved. No CPU is kicked and no
 // hierarchy entry point runs.
 func (s *Set) Restore(t *wheel.Timer, cpu int, flags uint32, expires, jiffies uint64, idx int, bucketExpiry uint64) {
 	s.Del(t)

@@ -11,8 +11,10 @@
 // timer lines in a cpu.Set and holds every nextevt the kernel printed in
 // tmigr_cpu_idle and tmigr_cpu_new_timer_idle (the first global timer a CPU
 // hands the hierarchy, the input the tmigr check takes as given) against
-// what our timer code computes (cpu.Set.NextEvents, fetch_next_timer_
-// interrupt). The hrtimer check (hrtimer.go), on
+// what our tick and timer code hand over: at each such line the CPU's
+// tick.CPU runs a round of its idle loop (tick_nohz_idle_stop_tick), which
+// must stop the tick, or re-evaluate a stopped one, and hand the hierarchy
+// the kernel's value. The hrtimer check (hrtimer.go), on
 // traces with hrtimer events, asks package hrtimer for the mode of every
 // sleeper's hrtimer from its task's policy and compares it with the mode the
 // kernel started it in and the context, hard or soft, it expired in. The
