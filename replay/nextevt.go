@@ -31,7 +31,9 @@ import (
 // whose tmigr_cpu_deactivate carries nextevt); for a
 // tmigr_cpu_new_timer_idle the base must have been idle already and the
 // next event more than a jiffy away (__get_next_timer_interrupt's
-// tmigr_cpu_new_timer). A round that hands nothing is a mismatch. nextevt
+// tmigr_cpu_new_timer). A round that hands nothing is a mismatch; so, on a
+// nohz_full machine, is any such line of the timekeeper, whose tick.CPU
+// never stops its tick in the idle loop (can_stop_idle_tick). nextevt
 // itself is fetch_next_timer_interrupt's global event: KTIME_MAX when the
 // global wheel is empty, when the local wheel's first timer is on the same
 // jiffy or earlier, or for deferrable timers, which the DEF base keeps out.
@@ -48,9 +50,12 @@ import (
 // kernel, and a replica holding only this check's state would answer
 // guesses. So the cpu.Set has one CPU more than the machine, which stays
 // active: with it every answer is KTIME_MAX (another CPU is active), and
-// the tick's decisions read only the CPU's own timers, as the kernel's did
-// whenever it printed one of these lines and the hierarchy did not turn it
-// back.
+// the tick's decisions read only the CPU's own timers. The kernel's quick
+// check (tmigr_quick_check) could only have brought its next event nearer
+// and kept its tick running, which a printed tmigr_cpu_idle says it did
+// not; a wakeup within a tick, turning the CPU back after the line
+// (tmigr_cpu_activate), is what the next line's resynchronisation above
+// covers.
 //
 // The value does not depend on where in its jiffy the CPU's snapshot was
 // taken: a line is printed only when the next event is more than a jiffy
@@ -147,6 +152,9 @@ type idleMachine struct {
 	set  *cpu.Set
 	cpus []tick.CPU
 	evs  []hier.Event
+	// keeper is the CPU that never stops its tick in the idle loop (the
+	// timekeeper under nohz_full: can_stop_idle_tick), or -1.
+	keeper int
 	// answered counts the rounds the stand-in hierarchy answered with an
 	// event (a wakeup other than KTIME_MAX): none, while its extra CPU
 	// stays active. The tests hold it to that.
@@ -159,11 +167,26 @@ func (m *idleMachine) Trace(e hier.Event) { m.evs = append(m.evs, e) }
 // newIdleMachine boots the machine s at jiffy start with every CPU online
 // and its tick running, on the tick grid of the clock clk.
 func newIdleMachine(s Shape, clk *clock, start uint64) (*idleMachine, error) {
-	m := &idleMachine{cpus: make([]tick.CPU, s.CPUs)}
+	m := &idleMachine{cpus: make([]tick.CPU, s.CPUs), keeper: -1}
+	// The command line's nohz_full: its CPUs' GLOBAL base goes idle with
+	// the LOCAL one, and the timekeeper keeps its tick.
+	km, err := s.model()
+	if err != nil {
+		return nil, err
+	}
+	iso, err := s.isolation(km, cpumask.Mask{})
+	if err != nil {
+		return nil, err
+	}
+	if !iso.NohzFull.Empty() {
+		m.keeper = iso.Timekeeper
+	}
 	// Every CPU on one node: which group a CPU is in does not change what
 	// it hands the hierarchy, and the active CPU makes it answer KTIME_MAX
-	// whatever the groups.
-	set, err := cpu.New(cpu.Config{NodeOf: make([]int, s.CPUs+1), HZ: s.HZ, Policy: cpu.Pull, Tracer: m})
+	// whatever the groups. Isolated CPUs stay in it (cpu.Pull): one that
+	// the kernel keeps out prints none of these lines.
+	set, err := cpu.New(cpu.Config{NodeOf: make([]int, s.CPUs+1), HZ: s.HZ, Policy: cpu.Pull, Tracer: m,
+		Isolation: hier.Isolation{NohzFull: iso.NohzFull, Timekeeper: iso.Timekeeper}})
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +200,8 @@ func newIdleMachine(s Shape, clk *clock, start uint64) (*idleMachine, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := m.cpus[i].Init(tick.Config{CPU: i, Set: set, Hrtimer: hr, Grid: grid}); err != nil {
+		if err := m.cpus[i].Init(tick.Config{CPU: i, Set: set, Hrtimer: hr, Grid: grid,
+			NohzFull: iso.NohzFull.Test(i), Timekeeper: i == m.keeper}); err != nil {
 			return nil, err
 		}
 		if _, err := m.cpus[i].Online(now); err != nil {
@@ -238,6 +262,13 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 	model, idle := m.handed(c, kind, clk.ns(basej))
 	if idle && model == printed {
 		cnt.match()
+		return
+	}
+	if !idle && c == m.keeper {
+		// No timer explains it: this CPU keeps its tick whatever its
+		// timers.
+		cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String() + " nextevt", Kernel: fmtNS(printed),
+			Model: fmt.Sprintf("tick kept, no %s: CPU %d keeps time for the nohz_full CPUs (can_stop_idle_tick)", kind, c)})
 		return
 	}
 	if !idle {
