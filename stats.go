@@ -59,6 +59,9 @@ func (s *workerStats) init(ncpu int) { s.remoteFor = make([]atomic.Uint64, ncpu)
 
 // Stats returns a snapshot of every worker's statistics, in CPU order.
 func (rt *Runtime) Stats() []Stats {
+	if !rt.started() {
+		return nil
+	}
 	now := rt.clk.now()
 	iso := rt.isolated.Load()
 	out := make([]Stats, 0, len(rt.order))

@@ -137,6 +137,8 @@ var (
 	ErrClosed = errors.New("tmigr: runtime closed")
 	// ErrOnWorker: the call would wait for the worker it is made from.
 	ErrOnWorker = errors.New("tmigr: called from a worker, whose progress it would wait for")
+	// ErrNotStarted: the Runtime was not made by Start (a zero Runtime).
+	ErrNotStarted = errors.New("tmigr: runtime not started (use Start)")
 )
 
 // Runtime is a set of workers, one per CPU, each a goroutine locked to an OS
@@ -160,8 +162,8 @@ type Runtime struct {
 
 	fatal atomic.Pointer[error]
 
-	procsSet, procsPrev int // GOMAXPROCS as Start set it, and before
-	start               int64
+	procsEpoch uint64 // the spare Ps' accounting this runtime added to (procs)
+	start      int64
 }
 
 // Start starts one worker per CPU of cfg.CPUs and returns when all run.
@@ -175,9 +177,7 @@ func Start(cfg Config) (*Runtime, error) {
 	// meanwhile, and must find one free when it wakes or wait for the Go
 	// scheduler (milliseconds). One spare P per worker keeps that wait
 	// away; Close restores the previous value.
-	rt.procsPrev = runtime.GOMAXPROCS(0)
-	rt.procsSet = rt.procsPrev + len(rt.order)
-	runtime.GOMAXPROCS(rt.procsSet)
+	rt.procsEpoch = procs.add(len(rt.order))
 
 	// Bring the workers' threads up, then the CPUs, as the kernel does:
 	// every CPU online and active, then the late isolation initcall.
@@ -331,6 +331,9 @@ func build(cfg Config, clk clock) (*Runtime, error) {
 // affinity or timer slack). Close must not be called from a worker
 // (ErrOnWorker); calling it again returns nil.
 func (rt *Runtime) Close() error {
+	if !rt.started() {
+		return ErrNotStarted
+	}
 	if rt.self() != nil {
 		return ErrOnWorker
 	}
@@ -352,10 +355,59 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-func (rt *Runtime) restoreProcs() {
-	if runtime.GOMAXPROCS(0) == rt.procsSet {
-		runtime.GOMAXPROCS(rt.procsPrev)
+func (rt *Runtime) restoreProcs() { procs.remove(len(rt.order), rt.procsEpoch) }
+
+// procs accounts for the spare Ps that the runtimes of the process add to
+// GOMAXPROCS. Each runtime restoring the value it found (as Start once
+// did) breaks when two overlap and close in start order: 2 -> 4 -> 6,
+// then the first close finds 6, not its 4, and leaves it, and the second
+// restores 4. So the spares are counted together over the value found
+// before the first runtime started (base), and every Start and Close sets
+// base plus the spares of the runtimes still running, in whatever order
+// they close.
+//
+// A value the program sets meanwhile (GOMAXPROCS is not what we set last)
+// is the program's to keep: it becomes the new base, the runtimes running
+// then no longer count (a new epoch), and their Close leaves it alone.
+var procs procsAccount
+
+type procsAccount struct {
+	mu    sync.Mutex
+	base  int    // GOMAXPROCS without the spares
+	added int    // the spares of this epoch's running runtimes
+	set   int    // what we set last: base + added
+	epoch uint64 // bumped when the accounting restarts
+}
+
+// add adds n spare Ps and returns the epoch they count in.
+func (p *procsAccount) add(n int) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur := runtime.GOMAXPROCS(0); p.added == 0 || cur != p.set {
+		p.base, p.added = cur, 0
+		p.epoch++
 	}
+	p.added += n
+	p.set = p.base + p.added
+	runtime.GOMAXPROCS(p.set)
+	return p.epoch
+}
+
+// remove takes back the n spare Ps that add returned epoch for.
+func (p *procsAccount) remove(n int, epoch uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if epoch != p.epoch {
+		return
+	}
+	if runtime.GOMAXPROCS(0) != p.set {
+		p.base, p.added = runtime.GOMAXPROCS(0), 0 // the program's value
+		p.epoch++
+		return
+	}
+	p.added -= n
+	p.set = p.base + p.added
+	runtime.GOMAXPROCS(p.set)
 }
 
 // Err returns the fatal error that stopped the runtime's workers, or nil.
@@ -391,6 +443,9 @@ func (rt *Runtime) CPUs() []int {
 // Exclude.
 func (rt *Runtime) Isolated() []int {
 	m := rt.isolated.Load()
+	if m == nil {
+		return nil // not started
+	}
 	return m.CPUs()
 }
 
@@ -427,8 +482,20 @@ func (rt *Runtime) self() *worker {
 	return nil
 }
 
+// started reports whether Start made the runtime: a zero Runtime has no
+// timer code, no clock and no workers, and every method that needs them
+// returns ErrNotStarted (or, without an error result, does nothing).
+func (rt *Runtime) started() bool { return rt.set != nil }
+
+// arming reports whether timers may be armed: the runtime was started and
+// is not closed.
+func (rt *Runtime) arming() bool { return rt.started() && !rt.closed.Load() }
+
 // worker returns the worker of cpu, or an error naming it.
 func (rt *Runtime) worker(c int) (*worker, error) {
+	if !rt.started() {
+		return nil, ErrNotStarted
+	}
 	if c < 0 || c >= len(rt.workers) || rt.workers[c] == nil {
 		return nil, fmt.Errorf("tmigr: no worker runs on CPU %d (workers: %s)", c, rt.cpuList())
 	}
