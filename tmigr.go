@@ -161,6 +161,8 @@ type Runtime struct {
 	wg     sync.WaitGroup
 
 	fatal atomic.Pointer[error]
+	// loadedUntil: until when workers arm rescue timers (rescue.go).
+	loadedUntil atomic.Int64
 
 	procsEpoch uint64 // the spare Ps' accounting this runtime added to (procs)
 	start      int64
@@ -181,6 +183,10 @@ func Start(cfg Config) (*Runtime, error) {
 
 	// Bring the workers' threads up, then the CPUs, as the kernel does:
 	// every CPU online and active, then the late isolation initcall.
+	for _, w := range rt.order {
+		w.rescueT = time.AfterFunc(time.Duration(rescueHorizon), w.rescue)
+		w.rescueT.Stop()
+	}
 	ready := make(chan error, len(rt.order))
 	begin := make(chan struct{})
 	var abort atomic.Bool
@@ -350,6 +356,9 @@ func (rt *Runtime) Close() error {
 		<-r.done
 	}
 	rt.wg.Wait()
+	for _, w := range rt.order {
+		w.rescueT.Stop() // a rescue that still fires finds the runtime closed
+	}
 	close(rt.done)
 	rt.restoreProcs()
 	return nil
@@ -475,7 +484,7 @@ func (rt *Runtime) self() *worker {
 	}
 	tid := int64(osthread.Gettid())
 	for _, w := range rt.order {
-		if w.tid.Load() == tid {
+		if w.tid.Load() == tid || w.rescuer.Load() == tid {
 			return w
 		}
 	}
