@@ -15,8 +15,8 @@ func TestRescueDelay(t *testing.T) {
 		ok                    bool
 	}{
 		{now + 1e6, now + 1, time.Millisecond + rescueAfter, true},
-		{now + 1e6, now, 0, false},  // loaded until now: no longer
-		{now + 1e6, 0, 0, false},    // never loaded
+		{now + 1e6, now, 0, false}, // loaded until now: no longer
+		{now + 1e6, 0, 0, false},   // never loaded
 		{now, now + 1, rescueAfter, true},
 		{now + rescueHorizon + 1, now + 1, 0, false},
 		{1<<63 - 1, now + 1, 0, false}, // no event
