@@ -155,3 +155,23 @@ func TestRunningTimerStaysAfterHotplug(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultIdleMode: the zero Config idles in HaltPoll, the mode chosen
+// from the lateness measurements (see IdleMode), and every mode is
+// accepted while a value outside them is not.
+func TestDefaultIdleMode(t *testing.T) {
+	var cfg Config
+	if cfg.Idle != HaltPoll || cfg.Idle.String() != "haltpoll" {
+		t.Fatalf("the default idle mode is %v, want haltpoll", cfg.Idle)
+	}
+	for _, m := range []IdleMode{HaltPoll, Halt, Poll} {
+		if _, err := build(Config{CPUs: "0", Idle: m}, &fakeClock{}); err != nil {
+			t.Errorf("idle mode %v: %v", m, err)
+		}
+	}
+	for _, m := range []IdleMode{-1, Poll + 1} {
+		if _, err := build(Config{CPUs: "0", Idle: m}, &fakeClock{}); err == nil {
+			t.Errorf("idle mode %d accepted", int(m))
+		}
+	}
+}

@@ -20,7 +20,7 @@ type LatenessOptions struct {
 	Timers int
 	// Seed seeds the random durations.
 	Seed uint64
-	// Idle is how idle workers wait.
+	// Idle is how idle workers wait (zero: the runtime's default).
 	Idle tmigr.IdleMode
 	// Hist is the number of 1 µs buckets of the cyclictest-format
 	// histograms (cyclictest's -h); 0 prints the "T:" lines alone.

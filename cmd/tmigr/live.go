@@ -124,7 +124,7 @@ thread waits for its CPU and the runtime's rescue of overdue timers
 (tmigr.Stats.Rescues) runs them elsewhere.`, stdout, stderr)
 	n := lf.Int("timers", 1000, "timers of each kind")
 	seed := lf.Uint64("seed", 1, "seed of the random durations")
-	idle := lf.String("idle", "halt", "how idle workers wait: halt, poll or haltpoll")
+	idle := lf.String("idle", tmigr.IdleMode(0).String(), "how idle workers wait: halt, poll or haltpoll (default: the runtime's)")
 	hist := lf.Int("hist", 400, "1 us buckets of the histograms (cyclictest's -h); 0 for none")
 	cyclictest := lf.Bool("cyclictest", false, "also run cyclictest (from PATH) over the same span")
 	hogs := lf.Int("hogs", 0, "CPU hogs per worker CPU (0-16): busy processes pinned there, a loaded machine")
