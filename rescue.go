@@ -39,6 +39,17 @@ import (
 // the runtime sees the rescuing thread as the worker (CPU reports it, a
 // Sleep is refused with ErrOnWorker), as if the worker had run it.
 //
+// A rescue also tells HaltPoll workers to halt without polling for
+// loadedHold (haltPollNow): on a CPU that other threads want, a worker
+// that wakes early to poll spends its share of the CPU spinning and is
+// preempted in its poll window, while one that sleeps to the deadline
+// wakes with the scheduler's credit for sleepers and preempts the hog
+// (measured with a hog on every CPU: hrtimer p99 2.7 ms polling, 1.1 ms
+// halting; see the README). A late wake-up alone does not switch: halting
+// on a quiet VM is late by more than rescueAfter often enough (its p99 is
+// 140-220 µs) that the switch would hold for good; a rescue needs the
+// worker not to have run for rescueAfter plus package time's latency.
+//
 // A rescued timer runs about rescueAfter plus package time's own lateness
 // after it was due, so under load the runtime's tail follows std's rather
 // than the worker's thread's wait for its CPU. On a machine that is not
@@ -127,6 +138,9 @@ func (w *worker) rescueAt(now int64) bool {
 	defer w.rescuer.Store(-1)
 	w.st.rescues.Add(1)
 	rt.loaded(now)
+	if until := now + loadedHold; until > rt.rescuedUntil.Load() {
+		rt.rescuedUntil.Store(until)
+	}
 	if now >= dev {
 		w.hrInterrupt(now)
 	}
@@ -138,3 +152,7 @@ func (w *worker) rescueAt(now int64) bool {
 	}
 	return true
 }
+
+// haltPollNow reports whether a HaltPoll worker is to poll at now: not
+// within loadedHold of a rescue.
+func (rt *Runtime) haltPollNow(now int64) bool { return now >= rt.rescuedUntil.Load() }

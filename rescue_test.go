@@ -79,6 +79,9 @@ func TestRescueRunsOverdueTimers(t *testing.T) {
 	w0.cpuMu.Lock()
 	w0.rescue()
 	w0.cpuMu.Unlock()
+	if !rt.haltPollNow(clk.t) {
+		t.Fatal("HaltPoll workers stopped polling without a rescue")
+	}
 	if len(ran) != 0 || w0.st.rescues.Load() != 0 || rt.loadedUntil.Load() != 0 {
 		t.Fatalf("rescued too early: ran %v, %d rescues, loaded until %d", ran, w0.st.rescues.Load(), rt.loadedUntil.Load())
 	}
@@ -91,6 +94,9 @@ func TestRescueRunsOverdueTimers(t *testing.T) {
 	}
 	if got, want := rt.loadedUntil.Load(), clk.t+loadedHold; got != want {
 		t.Fatalf("loaded until %d, want %d", got, want)
+	}
+	if rt.haltPollNow(clk.t) || rt.haltPollNow(clk.t+loadedHold-1) || !rt.haltPollNow(clk.t+loadedHold) {
+		t.Fatal("HaltPoll workers must halt without polling for loadedHold after a rescue")
 	}
 	if !w0.tk.InIdle() || w0.hb.Device() <= clk.t || w0.tickAt <= clk.t {
 		t.Fatalf("after the rescue worker 0: idle %v, device %d, tick %d (now %d)", w0.tk.InIdle(), w0.hb.Device(), w0.tickAt, clk.t)

@@ -181,8 +181,9 @@ type Runtime struct {
 	wg     sync.WaitGroup
 
 	fatal atomic.Pointer[error]
-	// loadedUntil: until when workers arm rescue timers (rescue.go).
-	loadedUntil atomic.Int64
+	// loadedUntil: until when workers arm rescue timers; rescuedUntil:
+	// until when HaltPoll workers halt without polling (rescue.go).
+	loadedUntil, rescuedUntil atomic.Int64
 
 	procsEpoch uint64 // the spare Ps' accounting this runtime added to (procs)
 	start      int64

@@ -464,7 +464,11 @@ func (w *worker) sleep(deadline, now int64) {
 	case Poll:
 		w.poll(deadline)
 	case HaltPoll:
-		w.haltPoll(deadline, now)
+		if w.rt.haltPollNow(now) {
+			w.haltPoll(deadline, now)
+		} else {
+			w.halt(deadline) // the machine is loaded (rescue.go)
+		}
 	default:
 		w.halt(deadline)
 	}
