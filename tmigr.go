@@ -68,7 +68,9 @@ type IdleMode int
 const (
 	// HaltPoll polls for an adaptive window before halting, as Linux's
 	// haltpoll cpuidle governor does for a guest, and places the window
-	// before a known deadline (see governor). The default.
+	// before a known deadline (see governor). For a second after a rescue
+	// of an overdue worker (a loaded machine, see rescue.go) it halts
+	// without polling. The default.
 	HaltPoll IdleMode = iota
 	// Halt sleeps in the kernel (a futex wait with an absolute deadline):
 	// no CPU time while idle, a wake-up costs the kernel's wake latency.
