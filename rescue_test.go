@@ -1,8 +1,15 @@
 package tmigr
 
 import (
+	"math"
+	"math/rand/v2"
+	"os/exec"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tmigr/tmigr/internal/osthread"
 )
 
 // TestRescueDelay: rescue timers are armed only while the runtime is
@@ -151,4 +158,83 @@ func TestRescueSkipsOfflineAndClosed(t *testing.T) {
 	if n := w.st.rescues.Load(); n != 0 {
 		t.Fatalf("%d rescues", n)
 	}
+}
+
+// TestRescueUnderHogs runs the rescue path on real threads: the runtime
+// held loaded (so every sleep arms a rescue timer), a busy process pinned
+// to each worker's CPU, hrtimers and wheel timers of random short
+// durations on every worker, some re-armed from their own functions. Each
+// timer runs exactly once per arm, whoever runs it (how many rescues there
+// are depends on the scheduler: it is logged, not asserted), and the
+// runtime ends with no error and a consistent hierarchy; under -race it
+// checks that a rescue and its worker never touch the worker's state
+// together.
+func TestRescueUnderHogs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts CPU hogs")
+	}
+	cpus := machineCPUs(t)
+	if len(cpus) > 2 {
+		cpus = cpus[:2]
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, c := range cpus {
+		cmd := exec.Command(sh, "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		if err := osthread.PinThread(cmd.Process.Pid, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt := newRuntime(t, Config{CPUs: "0-1", pinTo: virtual(t)})
+	rt.loadedUntil.Store(math.MaxInt64)
+	const n = 400
+	var wg sync.WaitGroup
+	var runs [2 * n]atomic.Int32
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range n {
+		for k := range 2 {
+			j := 2*i + k
+			d := time.Duration(r.Int64N(int64(3 * time.Millisecond)))
+			wg.Add(2) // the first run re-arms once
+			var tm *Timer
+			ready := make(chan struct{})
+			f := func() {
+				<-ready
+				if runs[j].Add(1) == 1 {
+					tm.Reset(d / 2)
+				}
+				wg.Done()
+			}
+			if k == 0 {
+				tm, err = rt.HRAfterFunc(i%2, d, f, Hard)
+			} else {
+				tm, err = rt.AfterFuncOn(i%2, d, f)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			close(ready)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	recv(t, done, "every timer's two runs")
+	time.Sleep(10 * time.Millisecond) // a third run would show here
+	for j := range runs {
+		if got := runs[j].Load(); got != 2 {
+			t.Fatalf("timer %d ran %d times, want 2", j, got)
+		}
+	}
+	var rescues uint64
+	for _, s := range rt.Stats() {
+		rescues += s.Rescues
+	}
+	t.Logf("%d rescues", rescues)
 }
