@@ -33,8 +33,8 @@
 //	idle: tick_nohz_idle_stop_tick (NextEvent, TryToSetIdle)
 //	     │
 //	sleep until min(wheel/hierarchy event, hrtimer device) or a kick:
-//	  Halt: futex wait, absolute CLOCK_MONOTONIC deadline
-//	  Poll: spin;  HaltPoll: the haltpoll governor's window
+//	  HaltPoll (default): the haltpoll governor's window, then Halt
+//	  Halt: futex wait, absolute CLOCK_MONOTONIC deadline;  Poll: spin
 //
 // Workers never sleep on Go timers (whose wake-ups from an idle program
 // have a 1 ms floor on Linux, netpoll's epoll_wait timeout). They sleep in
@@ -42,6 +42,13 @@
 // their thread's timer slack set to 1 ns; arming an earlier timer on a
 // sleeping worker, or giving it work, wakes it with FUTEX_WAKE: our IPI.
 // The kick protocol is drawn on the worker type.
+//
+// A worker's thread may not get its CPU when woken, on a machine where
+// other programs keep every CPU busy. While the runtime sees that (late
+// wake-ups), a worker going to sleep also arms a package time timer 200
+// µs past its next event, whose goroutine, if the worker has not run by
+// then, runs the worker's overdue interrupts under the worker's CPU lock
+// (rescue.go; Stats.Rescues).
 //
 // Tasks are not preempted: timers due on a worker run when its task returns
 // or calls Yield. Timer functions run on the worker's thread, with no lock
@@ -55,7 +62,9 @@
 // settings behind. A worker's futex wait goes through the scheduler's
 // system-call path, so its P may be handed to other goroutines while it
 // sleeps; Start raises GOMAXPROCS by the number of workers so that a waking
-// worker finds a free P, and Close restores it.
+// worker finds a free P, and Close takes them back (the spares of
+// overlapping runtimes are counted together, so any close order restores
+// the program's value).
 //
 // # Semantics
 //

@@ -124,6 +124,9 @@ func (w *worker) goOnline() {
 // waits for idle workers running a timer function to finish it, and a timer
 // function may not call it (ErrOnWorker).
 func (rt *Runtime) Exclude(list string) error {
+	if !rt.started() {
+		return ErrNotStarted
+	}
 	e, err := cpumask.Parse(list)
 	if err != nil {
 		return fmt.Errorf("tmigr: Exclude: %w", err)

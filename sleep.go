@@ -44,6 +44,9 @@ func (rt *Runtime) Sleep(ctx context.Context, d time.Duration, mode ...HRMode) e
 	if len(mode) > 0 {
 		m = mode[0]
 	}
+	if !rt.started() {
+		return ErrNotStarted
+	}
 	w := rt.housekeeping(nil)
 	if w == nil {
 		w = rt.order[0]

@@ -35,6 +35,9 @@ type Stats struct {
 	Panics uint64
 	// Hangs counts hrtimer interrupts that gave up after three passes.
 	Hangs uint64
+	// Rescues counts the times another thread ran this worker's overdue
+	// timers because its thread did not get its CPU (rescue.go).
+	Rescues uint64
 
 	// Busy and Idle split the worker's life since Start (an offline
 	// worker is idle).
@@ -49,16 +52,19 @@ type Stats struct {
 }
 
 type workerStats struct {
-	wakeups, ticks, timers, remote, tasks, panics, hangs atomic.Uint64
-	remoteNs, idleNs                                     atomic.Int64
-	remoteFor                                            []atomic.Uint64
-	late                                                 histogram
+	wakeups, ticks, timers, remote, tasks, panics, hangs, rescues atomic.Uint64
+	remoteNs, idleNs                                              atomic.Int64
+	remoteFor                                                     []atomic.Uint64
+	late                                                          histogram
 }
 
 func (s *workerStats) init(ncpu int) { s.remoteFor = make([]atomic.Uint64, ncpu) }
 
 // Stats returns a snapshot of every worker's statistics, in CPU order.
 func (rt *Runtime) Stats() []Stats {
+	if !rt.started() {
+		return nil
+	}
 	now := rt.clk.now()
 	iso := rt.isolated.Load()
 	out := make([]Stats, 0, len(rt.order))
@@ -76,6 +82,7 @@ func (rt *Runtime) Stats() []Stats {
 			Tasks:      w.st.tasks.Load(),
 			Panics:     w.st.panics.Load(),
 			Hangs:      w.st.hangs.Load(),
+			Rescues:    w.st.rescues.Load(),
 			Lateness:   w.st.late.snapshot(),
 		}
 		for c := range w.st.remoteFor {

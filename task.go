@@ -29,6 +29,9 @@ func (rt *Runtime) Go(c int, f func()) error {
 // read and a few atomic loads; otherwise it finds the caller's worker by
 // its thread id (a system call).
 func (rt *Runtime) Yield() {
+	if !rt.started() {
+		return
+	}
 	now := rt.clk.now()
 	for _, w := range rt.order {
 		if w.inUser.Load() && (w.pending.Load() != 0 || now >= w.sleepUntil.Load()) {

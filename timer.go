@@ -88,7 +88,7 @@ type Timer struct {
 // whole ticks plus one (a timer armed at a tick's edge must not fire a tick
 // early) and, beyond 63 ticks, to its level granularity (up to 1/8 later).
 // f runs on the worker's thread and must not block. After Close the timer
-// is returned unarmed.
+// is returned unarmed, as it is from a zero Runtime.
 func (rt *Runtime) AfterFunc(d time.Duration, f func()) *Timer {
 	t := &Timer{rt: rt, f: f, cpu: -1}
 	cpu.Setup(&t.wt, 0)
@@ -101,6 +101,13 @@ func (rt *Runtime) AfterFunc(d time.Duration, f func()) *Timer {
 // running there: a global timer on its wheel, a pinned one with Pinned, a
 // deferrable one with Deferrable. If the worker is offline, the timer goes
 // where its timers went (the first housekeeping worker).
+//
+// Offline moves the timer with the worker's other timers, and Online does
+// not bring it back: the next arm does. An arm from the timer's own
+// function (Reset while it runs) is the exception: a running timer stays
+// on the base it runs from, as mod_timer keeps it (base->running_timer), so
+// a timer that re-arms itself keeps running where hotplug moved it, also
+// after its worker is back, until it is armed while not running.
 func (rt *Runtime) AfterFuncOn(c int, d time.Duration, f func(), opts ...TimerOption) (*Timer, error) {
 	if _, err := rt.worker(c); err != nil {
 		return nil, err
@@ -126,6 +133,11 @@ func (rt *Runtime) AfterFuncOn(c int, d time.Duration, f func(), opts ...TimerOp
 // HRAfterFunc runs f on worker cpu after at least d, with nanosecond
 // resolution: a high-resolution timer, hard or soft. The worker wakes for it
 // whatever its timer wheels hold.
+//
+// As for AfterFuncOn, Offline moves it to the first housekeeping worker,
+// and a Reset from its own function keeps it there (the kernel's
+// switch_hrtimer_base never moves a timer whose callback runs), also after
+// its worker is back; an arm while it is not running brings it back.
 func (rt *Runtime) HRAfterFunc(c int, d time.Duration, f func(), mode HRMode) (*Timer, error) {
 	w, err := rt.worker(c)
 	if err != nil {
@@ -155,7 +167,7 @@ func hrMode(m HRMode) hrtimer.Mode {
 // does not wait for a function that has started. On a zero Timer (not made
 // by the runtime) it does nothing and returns false.
 func (t *Timer) Stop() bool {
-	if t.rt == nil {
+	if t.rt == nil || !t.rt.started() {
 		return false
 	}
 	t.mu.Lock()
@@ -184,7 +196,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	was := t.armed
-	if t.rt.closed.Load() {
+	if !t.rt.arming() {
 		t.armed = false
 		return was
 	}

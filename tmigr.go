@@ -43,19 +43,41 @@ const (
 func ParsePolicy(s string) (Policy, error) { return cpu.ParsePolicy(s) }
 
 // IdleMode is what a worker with nothing to do does until its next event.
+//
+// The zero value, and so the default, is HaltPoll. It was chosen from
+// `tmigr live lateness` runs (3000 timers of each kind, 1-50 ms, beside
+// cyclictest on the same CPUs, 2-CPU VM) and `tmigr live idle`; see the
+// README for the commands and the machine's load. HaltPoll wakes for a
+// known deadline about 30x sooner at the median than Halt (hrtimer p50 2-4
+// µs against 60-75 µs), and at p99 it met the goal of at most a tenth of
+// std's on the quiet CI VM (0.04-0.08, --fifo 90) where Halt stays at the
+// VM's own wake-up latency (p99 140-220 µs against the 130 µs floor of
+// SCHED_OTHER). On a machine loaded by other programs (load 6-9 on 2 CPUs)
+// the medians of five runs were, SCHED_OTHER: Halt 6.5 ms, HaltPoll 3.3
+// ms, Poll 9.5 ms against std's 6.1-13 ms; SCHED_FIFO 90: Halt 0.96 ms,
+// HaltPoll 2.1 ms against std's 17-23 ms (noise of that load dominates
+// both). Poll is worst on a loaded machine (a spinning worker takes its
+// CPU from everything else, with SCHED_FIFO it starves even cyclictest)
+// and burns a CPU per worker. A worker with nothing to do uses no CPU in
+// HaltPoll, as in Halt (0.00% over 3 s); one with events pays up to the
+// poll window (at most 200 µs) per wake-up: 19% of a CPU for a 1 kHz
+// timer, against 3% halting. Choose Halt where that matters more than the
+// wake-up.
 type IdleMode int
 
 const (
-	// Halt sleeps in the kernel (a futex wait with an absolute deadline):
-	// no CPU time while idle, a wake-up costs the kernel's wake latency.
-	Halt IdleMode = iota
-	// Poll spins on the worker's state word and the clock: the fastest
-	// wake-up, a whole CPU burnt.
-	Poll
 	// HaltPoll polls for an adaptive window before halting, as Linux's
 	// haltpoll cpuidle governor does for a guest, and places the window
-	// before a known deadline (see governor).
-	HaltPoll
+	// before a known deadline (see governor). For a second after a rescue
+	// of an overdue worker (a loaded machine, see rescue.go) it halts
+	// without polling. The default.
+	HaltPoll IdleMode = iota
+	// Halt sleeps in the kernel (a futex wait with an absolute deadline):
+	// no CPU time while idle, a wake-up costs the kernel's wake latency.
+	Halt
+	// Poll spins on the worker's state word and the clock: the fastest
+	// wake-up on an idle machine, a whole CPU burnt.
+	Poll
 )
 
 var idleNames = [...]string{Halt: "halt", Poll: "poll", HaltPoll: "haltpoll"}
@@ -78,7 +100,7 @@ func ParseIdleMode(s string) (IdleMode, error) {
 }
 
 // Config configures a Runtime. The zero value runs one worker on every CPU
-// the process may use, at 1000 Hz, under PullIsolated, halting when idle.
+// the process may use, at 1000 Hz, under PullIsolated, in the HaltPoll idle mode.
 type Config struct {
 	// CPUs lists the CPUs to run workers on, in the kernel's cpulist
 	// syntax ("0-3,6"). Empty: the CPUs the process may run on
@@ -93,7 +115,7 @@ type Config struct {
 	HZ int
 	// Policy is the timer placement model (default PullIsolated).
 	Policy Policy
-	// Idle is what idle workers do (default Halt).
+	// Idle is what idle workers do (default HaltPoll: see IdleMode).
 	Idle IdleMode
 	// Priority, if not 0, makes the worker threads SCHED_FIFO at this
 	// priority (1-99), as a latency-critical thread would run, so that no
@@ -137,6 +159,8 @@ var (
 	ErrClosed = errors.New("tmigr: runtime closed")
 	// ErrOnWorker: the call would wait for the worker it is made from.
 	ErrOnWorker = errors.New("tmigr: called from a worker, whose progress it would wait for")
+	// ErrNotStarted: the Runtime was not made by Start (a zero Runtime).
+	ErrNotStarted = errors.New("tmigr: runtime not started (use Start)")
 )
 
 // Runtime is a set of workers, one per CPU, each a goroutine locked to an OS
@@ -159,9 +183,12 @@ type Runtime struct {
 	wg     sync.WaitGroup
 
 	fatal atomic.Pointer[error]
+	// loadedUntil: until when workers arm rescue timers; rescuedUntil:
+	// until when HaltPoll workers halt without polling (rescue.go).
+	loadedUntil, rescuedUntil atomic.Int64
 
-	procsSet, procsPrev int // GOMAXPROCS as Start set it, and before
-	start               int64
+	procsEpoch uint64 // the spare Ps' accounting this runtime added to (procs)
+	start      int64
 }
 
 // Start starts one worker per CPU of cfg.CPUs and returns when all run.
@@ -175,12 +202,14 @@ func Start(cfg Config) (*Runtime, error) {
 	// meanwhile, and must find one free when it wakes or wait for the Go
 	// scheduler (milliseconds). One spare P per worker keeps that wait
 	// away; Close restores the previous value.
-	rt.procsPrev = runtime.GOMAXPROCS(0)
-	rt.procsSet = rt.procsPrev + len(rt.order)
-	runtime.GOMAXPROCS(rt.procsSet)
+	rt.procsEpoch = procs.add(len(rt.order))
 
 	// Bring the workers' threads up, then the CPUs, as the kernel does:
 	// every CPU online and active, then the late isolation initcall.
+	for _, w := range rt.order {
+		w.rescueT = time.AfterFunc(time.Duration(rescueHorizon), w.rescue)
+		w.rescueT.Stop()
+	}
 	ready := make(chan error, len(rt.order))
 	begin := make(chan struct{})
 	var abort atomic.Bool
@@ -240,7 +269,7 @@ func build(cfg Config, clk clock) (*Runtime, error) {
 	if cfg.Priority < 0 || cfg.Priority > 99 {
 		return nil, fmt.Errorf("tmigr: Priority %d outside 0..99", cfg.Priority)
 	}
-	if cfg.Idle < Halt || cfg.Idle > HaltPoll {
+	if cfg.Idle < HaltPoll || cfg.Idle > Poll {
 		return nil, fmt.Errorf("tmigr: unknown idle mode %d", int(cfg.Idle))
 	}
 	if _, err := cpu.ParsePolicy(cfg.Policy.String()); err != nil {
@@ -331,6 +360,9 @@ func build(cfg Config, clk clock) (*Runtime, error) {
 // affinity or timer slack). Close must not be called from a worker
 // (ErrOnWorker); calling it again returns nil.
 func (rt *Runtime) Close() error {
+	if !rt.started() {
+		return ErrNotStarted
+	}
 	if rt.self() != nil {
 		return ErrOnWorker
 	}
@@ -347,15 +379,67 @@ func (rt *Runtime) Close() error {
 		<-r.done
 	}
 	rt.wg.Wait()
+	for _, w := range rt.order {
+		w.rescueT.Stop() // a rescue that still fires finds the runtime closed
+	}
 	close(rt.done)
 	rt.restoreProcs()
 	return nil
 }
 
-func (rt *Runtime) restoreProcs() {
-	if runtime.GOMAXPROCS(0) == rt.procsSet {
-		runtime.GOMAXPROCS(rt.procsPrev)
+func (rt *Runtime) restoreProcs() { procs.remove(len(rt.order), rt.procsEpoch) }
+
+// procs accounts for the spare Ps that the runtimes of the process add to
+// GOMAXPROCS. Each runtime restoring the value it found (as Start once
+// did) breaks when two overlap and close in start order: 2 -> 4 -> 6,
+// then the first close finds 6, not its 4, and leaves it, and the second
+// restores 4. So the spares are counted together over the value found
+// before the first runtime started (base), and every Start and Close sets
+// base plus the spares of the runtimes still running, in whatever order
+// they close.
+//
+// A value the program sets meanwhile (GOMAXPROCS is not what we set last)
+// is the program's to keep: it becomes the new base, the runtimes running
+// then no longer count (a new epoch), and their Close leaves it alone.
+var procs procsAccount
+
+type procsAccount struct {
+	mu    sync.Mutex
+	base  int    // GOMAXPROCS without the spares
+	added int    // the spares of this epoch's running runtimes
+	set   int    // what we set last: base + added
+	epoch uint64 // bumped when the accounting restarts
+}
+
+// add adds n spare Ps and returns the epoch they count in.
+func (p *procsAccount) add(n int) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur := runtime.GOMAXPROCS(0); p.added == 0 || cur != p.set {
+		p.base, p.added = cur, 0
+		p.epoch++
 	}
+	p.added += n
+	p.set = p.base + p.added
+	runtime.GOMAXPROCS(p.set)
+	return p.epoch
+}
+
+// remove takes back the n spare Ps that add returned epoch for.
+func (p *procsAccount) remove(n int, epoch uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if epoch != p.epoch {
+		return
+	}
+	if runtime.GOMAXPROCS(0) != p.set {
+		p.base, p.added = runtime.GOMAXPROCS(0), 0 // the program's value
+		p.epoch++
+		return
+	}
+	p.added -= n
+	p.set = p.base + p.added
+	runtime.GOMAXPROCS(p.set)
 }
 
 // Err returns the fatal error that stopped the runtime's workers, or nil.
@@ -391,6 +475,9 @@ func (rt *Runtime) CPUs() []int {
 // Exclude.
 func (rt *Runtime) Isolated() []int {
 	m := rt.isolated.Load()
+	if m == nil {
+		return nil // not started
+	}
 	return m.CPUs()
 }
 
@@ -420,15 +507,27 @@ func (rt *Runtime) self() *worker {
 	}
 	tid := int64(osthread.Gettid())
 	for _, w := range rt.order {
-		if w.tid.Load() == tid {
+		if w.tid.Load() == tid || w.rescuer.Load() == tid {
 			return w
 		}
 	}
 	return nil
 }
 
+// started reports whether Start made the runtime: a zero Runtime has no
+// timer code, no clock and no workers, and every method that needs them
+// returns ErrNotStarted (or, without an error result, does nothing).
+func (rt *Runtime) started() bool { return rt.set != nil }
+
+// arming reports whether timers may be armed: the runtime was started and
+// is not closed.
+func (rt *Runtime) arming() bool { return rt.started() && !rt.closed.Load() }
+
 // worker returns the worker of cpu, or an error naming it.
 func (rt *Runtime) worker(c int) (*worker, error) {
+	if !rt.started() {
+		return nil, ErrNotStarted
+	}
 	if c < 0 || c >= len(rt.workers) || rt.workers[c] == nil {
 		return nil, fmt.Errorf("tmigr: no worker runs on CPU %d (workers: %s)", c, rt.cpuList())
 	}

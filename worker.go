@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tmigr/tmigr/hrtimer"
 	"github.com/tmigr/tmigr/internal/futex"
@@ -77,6 +78,16 @@ type worker struct {
 	tid    atomic.Int64
 	inUser atomic.Bool // running a task or a timer function
 
+	// cpuMu is the CPU: the worker's goroutine holds it but while it
+	// waits for its next event, and a rescue holds it while it runs the
+	// worker's overdue timers (see rescue.go); the fields below the line
+	// belong to whoever holds it. rescuer is the rescuing thread's id
+	// (-1: none), which self takes for the worker's; rescueT is the
+	// rescue timer (nil in tests without threads).
+	cpuMu   sync.Mutex
+	rescuer atomic.Int64
+	rescueT *time.Timer
+
 	state      atomic.Uint32
 	pending    atomic.Uint32
 	sleepUntil atomic.Int64
@@ -105,7 +116,7 @@ type worker struct {
 
 	st workerStats
 
-	// ────────────────────────── owned by the worker's goroutine
+	// ────────────────────────── owned by cpuMu's holder: the worker's goroutine, or a rescue
 	// tk is the CPU's tick and NOHZ protocol (package tick): every kernel
 	// decision about the tick, idle and the interrupts' timer work is made
 	// there; the worker carries out the Ready each call returns.
@@ -115,6 +126,8 @@ type worker struct {
 	inYield bool
 	stop    bool
 	gov     governor
+	// rescueArmed: rescueT is armed (by the worker or a rescue).
+	rescueArmed bool
 }
 
 func newWorker(rt *Runtime, c, pin int, hb *hrtimer.CPUBase) (*worker, error) {
@@ -124,6 +137,7 @@ func newWorker(rt *Runtime, c, pin int, hb *hrtimer.CPUBase) (*worker, error) {
 	}
 	w.st.init(len(rt.workers))
 	w.tid.Store(-1)
+	w.rescuer.Store(-1)
 	w.firstGlobal.Store(math.MinInt64)
 	return w, nil
 }
@@ -252,6 +266,8 @@ func (w *worker) takeTasks() []func() {
 // the time as an argument and never block (tests drive them with a fake
 // clock, without a thread); the loop adds the thread's part, sleeping.
 func (w *worker) loop() {
+	w.cpuMu.Lock()
+	defer w.cpuMu.Unlock()
 	for !w.stop {
 		w.service(w.now())
 		if w.stop {
@@ -440,13 +456,29 @@ func (w *worker) sleep(deadline, now int64) {
 	if w.pending.Load() != 0 || deadline <= now {
 		return
 	}
+	// The wait is the one time the worker lets go of its CPU lock: a
+	// rescue may run its overdue timers meanwhile (rescue.go).
+	w.armRescue(deadline, now)
+	w.cpuMu.Unlock()
 	switch w.rt.cfg.Idle {
 	case Poll:
 		w.poll(deadline)
 	case HaltPoll:
-		w.haltPoll(deadline, now)
+		if w.rt.haltPollNow(now) {
+			w.haltPoll(deadline, now)
+		} else {
+			w.halt(deadline) // the machine is loaded (rescue.go)
+		}
 	default:
 		w.halt(deadline)
+	}
+	if woke := w.now(); lateBy(deadline, woke) {
+		w.rt.loaded(woke)
+	}
+	w.cpuMu.Lock()
+	if w.rescueArmed {
+		w.rescueT.Stop()
+		w.rescueArmed = false
 	}
 }
 

@@ -20,7 +20,7 @@ type LatenessOptions struct {
 	Timers int
 	// Seed seeds the random durations.
 	Seed uint64
-	// Idle is how idle workers wait.
+	// Idle is how idle workers wait (zero: the runtime's default).
 	Idle tmigr.IdleMode
 	// Hist is the number of 1 µs buckets of the cyclictest-format
 	// histograms (cyclictest's -h); 0 prints the "T:" lines alone.
@@ -28,6 +28,10 @@ type LatenessOptions struct {
 	// Cyclictest, if not "", is rt-tests' cyclictest, run over the same
 	// span on the same CPUs (see RunCyclictest).
 	Cyclictest string
+	// Hogs is the number of CPU hogs per worker CPU (0 to 16): busy
+	// processes pinned there for the whole run, the loaded machine on
+	// which a pinned worker's thread waits for its CPU.
+	Hogs int
 }
 
 // Lateness's kinds of timers, in the order of their cyclictest "threads".
@@ -49,6 +53,13 @@ type LatenessResult struct {
 	Cyclictest *CyclictestRun `json:"cyclictest,omitempty"`
 	// HRToCyclictest is the hrtimer's p99 over cyclictest's.
 	HRToCyclictest float64 `json:"hrtimer_p99_over_cyclictest_p99,omitempty"`
+	// Idle is the workers' idle mode.
+	Idle string `json:"idle"`
+	// Hogs is the CPU hogs per worker CPU.
+	Hogs int `json:"hogs_per_cpu"`
+	// Rescues counts the times a thread other than a worker's ran that
+	// worker's overdue timers (tmigr.Stats.Rescues), over all workers.
+	Rescues uint64 `json:"rescues"`
 
 	// Report is the three kinds as cyclictest's threads 0, 1 and 2.
 	Report report.Cyclictest `json:"-"`
@@ -76,6 +87,11 @@ func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	hg, err := startHogs(cpus, o.Hogs)
+	if err != nil {
+		return nil, err
+	}
+	defer hg.stop()
 	cfg := o.config(cpus)
 	cfg.Idle = o.Idle
 	rt, err := tmigr.Start(cfg)
@@ -123,7 +139,10 @@ func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 	wg.Wait()
 
 	res := &LatenessResult{Timers: n, CPUs: listOf(cpus), HZ: o.HZ, Wheel: DistOf(wheel), HR: DistOf(hr), Std: DistOf(std),
-		Histograms: map[string]report.CyclicThreadJSON{}, hzText: o.hzText()}
+		Histograms: map[string]report.CyclicThreadJSON{}, hzText: o.hzText(), Idle: o.Idle.String(), Hogs: o.Hogs}
+	for _, s := range rt.Stats() {
+		res.Rescues += s.Rescues
+	}
 	if res.Std.P99 > 0 {
 		res.HRToStd = math.Round(res.HR.P99/res.Std.P99*1000) / 1000
 	}
@@ -162,7 +181,11 @@ func (r *LatenessResult) WriteText(w io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "lateness of %d timers of each kind, random 1-50 ms, idle workers on CPUs %s (%s)\n", r.Timers, r.CPUs, r.hzText)
+	load := "no hogs"
+	if r.Hogs > 0 {
+		load = fmt.Sprintf("%d CPU hog(s) per CPU", r.Hogs)
+	}
+	fmt.Fprintf(w, "lateness of %d timers of each kind, random 1-50 ms, idle workers (%s) on CPUs %s (%s), %s; %d rescues\n", r.Timers, r.Idle, r.CPUs, r.hzText, load, r.Rescues)
 	distHeader(w)
 	r.Wheel.row(w, latenessKinds[0])
 	r.HR.row(w, latenessKinds[1])

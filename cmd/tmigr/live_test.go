@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestLiveCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if r.Timers != 20 || r.HZ != 1000 || r.Wheel.N != 20 || r.HR.N != 20 || r.Std.N != 20 || r.Histograms["tmigr_hrtimer"].Cycles != 20 {
+	if r.Timers != 20 || r.HZ != 1000 || r.Wheel.N != 20 || r.HR.N != 20 || r.Std.N != 20 || r.Histograms["tmigr_hrtimer"].Cycles != 20 || r.Idle != "haltpoll" || r.Hogs != 0 {
 		t.Errorf("result %+v", r)
 	}
 	out.Reset()
@@ -28,9 +29,19 @@ func TestLiveCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", rc, errb.String())
 	}
 	for _, want := range []string{"tmigr wheel", "tmigr hrtimer", "time.AfterFunc", "p99 us", "(HZ 250)",
-		"T: 0 (    0) P: 0 I:", "T: 2 (", "# Max Latencies:"} {
+		"T: 0 (    0) P: 0 I:", "T: 2 (", "# Max Latencies:", "idle workers (haltpoll)", "no hogs"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// cyclictest -h's block, one column per kind of timer: histogram rows
+	// "%06d " then "%06lu" tab-separated, then the summary rows "%05lu".
+	for _, re := range []string{`(?m)^# Histogram$`, `(?m)^\d{6} \d{6}\t\d{6}\t\d{6}$`,
+		`(?m)^# Min Latencies: \d{5} \d{5} \d{5}$`, `(?m)^# Avg Latencies: \d{5} \d{5} \d{5}$`,
+		`(?m)^# Max Latencies: \d{5} \d{5} \d{5}$`, `(?m)^# Histogram Overflows: \d{5} \d{5} \d{5}$`,
+		`(?m)^# Thread 2: `} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("output lacks a line matching %s:\n%s", re, out.String())
 		}
 	}
 }
@@ -51,6 +62,7 @@ func TestLiveBadUsage(t *testing.T) {
 		{[]string{"live", "softhard", "--fifo", "200"}, "Priority 200"},
 		// The runtime reads HZ 0 as its default; the report said "(HZ 0)".
 		{[]string{"live", "lateness", "--hz", "0"}, "--hz must be at least 1 (got 0)"},
+		{[]string{"live", "lateness", "--hogs", "17"}, "hogs 17 per CPU outside 0..16"},
 	} {
 		var out, errb bytes.Buffer
 		if rc := run(tc.args, &out, &errb); rc != 2 {

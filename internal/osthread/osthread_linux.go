@@ -34,13 +34,17 @@ func Allowed() (cpumask.Mask, error) {
 }
 
 // Pin restricts the calling thread to one CPU (sched_setaffinity).
-func Pin(cpu int) error {
+func Pin(cpu int) error { return PinThread(0, cpu) }
+
+// PinThread restricts thread (or process) tid to one CPU; 0 is the
+// calling thread.
+func PinThread(tid, cpu int) error {
 	var set unix.CPUSet
 	if cpu < 0 || cpu >= len(set)*64 {
 		return fmt.Errorf("sched_setaffinity: CPU %d out of range", cpu)
 	}
 	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := unix.SchedSetaffinity(tid, &set); err != nil {
 		return fmt.Errorf("sched_setaffinity(CPU %d): %w", cpu, err)
 	}
 	return nil

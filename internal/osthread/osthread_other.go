@@ -12,6 +12,7 @@ import (
 
 func Allowed() (cpumask.Mask, error)               { return cpumask.Mask{}, ErrUnsupported }
 func Pin(cpu int) error                            { return ErrUnsupported }
+func PinThread(tid, cpu int) error                 { return ErrUnsupported }
 func SetTimerSlack(ns int) error                   { return ErrUnsupported }
 func TimerSlack() (int, error)                     { return 0, ErrUnsupported }
 func Gettid() int                                  { return -1 }
