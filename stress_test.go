@@ -190,7 +190,7 @@ func stressPolicy(t *testing.T, policy Policy) {
 		c := r.IntN(4)
 		switch i % 6 {
 		case 0:
-			sl.name, sl.t = fmt.Sprintf("#%d AfterFunc", i), rt.AfterFunc(time.Hour, f)
+			sl.name, sl.t = fmt.Sprintf("#%d AfterFunc", i), rt.AfterFunc(time.Hour, f, Coarse())
 		case 1:
 			sl.name, sl.cpu = fmt.Sprintf("#%d global on %d", i, c), c
 			sl.t, err = rt.AfterFuncOn(c, time.Hour, f)
