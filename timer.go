@@ -67,27 +67,28 @@ func (m HRMode) String() string {
 // So f never runs for an arm that Stop or Reset reported as stopped, and
 // never early for the arm that Reset made.
 type Timer struct {
+	// The fields a Reset touches come first, so that re-arming one of many
+	// timers (each a cache miss) reads as few lines of the Timer as can be.
+	mu    sync.Mutex
+	armed bool
+	isHR  bool // a high-resolution timer
+	cpu   int  // the CPU it is armed on behalf of; -1: the arming goroutine's
+	rt    *Runtime
+	when  int64          // the expiry asked for, clock ns
+	c     chan time.Time // C, writable; nil for a function timer
+	ht    hrtimer.Timer
+
 	// C delivers the time of each expiry of a timer made by NewTimer (nil
 	// for a function timer), as time.Timer's C does: a send that finds
 	// the channel full is dropped, and Stop and Reset empty it, so no
 	// value of an arm they stopped is received after they return.
 	C <-chan time.Time
 
-	wt wheel.Timer // its Data is the Timer
-
-	rt   *Runtime
-	f    func()
-	c    chan time.Time // C, writable; nil for a function timer
-	cpu  int            // the CPU it is armed on behalf of; -1: the arming goroutine's
-	hint uint32         // which worker a coarse timer armed off the workers goes to (see place)
-	isHR bool           // a high-resolution timer
-	ht   hrtimer.Timer
-
-	mu      sync.Mutex
-	armed   bool
-	when    int64        // the expiry asked for, clock ns
+	f       func()
 	period  int64        // a Ticker's interval, 0 for a one-shot timer
 	running atomic.Int32 // the function runs (per run in progress)
+	hint    uint32       // which worker a coarse timer armed off the workers goes to (see place)
+	wt      wheel.Timer  // its Data is the Timer
 }
 
 // AfterFuncOn is a coarse AfterFunc on behalf of worker cpu, as if armed
