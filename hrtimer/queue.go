@@ -44,6 +44,7 @@ func less(a, b *qent) bool {
 // push adds t and reports whether it became the leftmost.
 func (q *queue) push(t *Timer) bool {
 	*q = append(*q, qent{t.expires, t.seq, t})
+	t.qexpires = t.expires
 	i := len(*q) - 1
 	t.idx = int32(i)
 	q.up(i)
@@ -75,10 +76,13 @@ func (q *queue) remove(t *Timer) bool {
 // and reports whether t is now the leftmost: the answer remove and push
 // would give. A timer moved earlier than its entry's key is sifted up at
 // once; one moved later keeps its entry, now a lower bound (see queue).
+// The timer keeps a copy of its entry's expires (qexpires), so a move later
+// reads no entry: the heap slot of one of many timers is a cache miss.
 func (q queue) fix(t *Timer) bool {
-	e := &q[t.idx]
-	if t.expires < e.expires {
+	if t.expires < t.qexpires { // the entry's key, without reading the entry
+		e := &q[t.idx]
 		e.expires, e.seq = t.expires, t.seq
+		t.qexpires = t.expires
 		q.up(int(t.idx))
 		return t.idx == 0
 	}
@@ -97,6 +101,7 @@ func (q queue) first() *Timer {
 			return e.t
 		}
 		e.expires, e.seq = e.t.expires, e.t.seq
+		e.t.qexpires = e.expires
 		q.down(0)
 	}
 }
