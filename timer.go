@@ -44,11 +44,11 @@ func (m HRMode) String() string {
 	return "soft"
 }
 
-// Timer is a timer of the runtime: a wheel timer (AfterFunc, AfterFuncOn)
-// or a high-resolution timer (HRAfterFunc). Its Stop and Reset have the
-// results of time.Timer's for a timer made by time.AfterFunc, and may be
-// called from any goroutine, also from the timer's own function and while
-// it runs.
+// Timer is a timer of the runtime: a high-resolution timer (AfterFunc and
+// NewTimer by default, HRAfterFunc) or a wheel timer (with Coarse,
+// AfterFuncOn). Its Stop and Reset have the results of time.Timer's (for a
+// timer with a channel, those of Go 1.23 and later), and may be called from
+// any goroutine, also from the timer's own function and while it runs.
 //
 // A Timer's "armed" state is kept beside the core's queued state, under
 // the Timer's own mutex, because the two differ for an instant: the core
@@ -213,21 +213,26 @@ func (t *Timer) Stop() bool {
 	} else {
 		t.rt.set.Del(&t.wt)
 	}
-	t.drain()
+	was = t.drain() || was
 	t.mu.Unlock()
 	return was
 }
 
 // drain empties the channel of a timer with one (t.mu held): every send
 // happens under t.mu, so nothing of an earlier arm arrives afterwards (Go
-// 1.23's rule for time.Timer's channel).
-func (t *Timer) drain() {
+// 1.23's rule for time.Timer's channel). It reports whether it took a value
+// back: then, as in Go 1.23, Stop and Reset report the timer as stopped
+// while active, since nobody received its expiry (so the old idiom
+// "if !t.Stop() { <-t.C }" never blocks).
+func (t *Timer) drain() bool {
 	if t.c != nil {
 		select {
 		case <-t.c:
+			return true
 		default:
 		}
 	}
+	return false
 }
 
 // Reset changes the timer to expire after d, and returns true if the timer
@@ -255,7 +260,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 		t.mu.Unlock()
 		return was
 	}
-	t.drain()
+	was = t.drain() || was
 	t.armed = true
 	now := t.rt.clk.now()
 	if t.isHR {
