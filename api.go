@@ -105,17 +105,14 @@ func (rt *Runtime) newTimer(call string, o Option) *Timer {
 	if o.err != nil {
 		panic(fmt.Sprintf("%s: %v", call, o.err))
 	}
-	hint := placeSeq.Add(1)
-	if o.coarse {
-		t := rt.newWheelTimer(-1, o.flags)
-		t.hint = hint
-		return t
-	}
-	c := -1
+	var c int
 	if self := rt.self(); self != nil && self.online.Load() {
 		c = self.cpu
 	} else {
-		c = rt.place(hint)
+		c = rt.place(placeSeq.Add(1))
+	}
+	if o.coarse {
+		return rt.newWheelTimer(c, o.flags)
 	}
 	t, err := rt.newHRTimer(rt.workers[c], o.mode)
 	if err != nil {
@@ -133,9 +130,12 @@ func (rt *Runtime) newTimer(call string, o Option) *Timer {
 // thread and must not block. A nil f panics here, not on the worker. After
 // Close the timer is returned unarmed.
 //
-// A coarse timer is queued at each Reset on the worker the caller runs on,
-// else on its placed worker; while that worker is idle, the hierarchy's
-// migrator may run f instead (the kernel's remote expiry).
+// A coarse timer too stays on the worker it was placed on (a timer_list
+// armed with mod_timer on that CPU each time: Reset does not ask which
+// goroutine calls, which would cost a thread-id system call whenever a
+// worker runs user code); while that worker is idle, the hierarchy's
+// migrator may run f instead (the kernel's remote expiry). AfterFuncOn
+// names the worker.
 func (rt *Runtime) AfterFunc(d time.Duration, f func(), opts ...Option) *Timer {
 	if f == nil {
 		panic("tmigr: AfterFunc with a nil function")
@@ -154,8 +154,7 @@ func (rt *Runtime) AfterFunc(d time.Duration, f func(), opts ...Option) *Timer {
 // armed one is referenced by its worker until it fires.
 func (rt *Runtime) NewTimer(d time.Duration, opts ...Option) *Timer {
 	t := rt.newTimer("tmigr: NewTimer", options(opts))
-	t.c = make(chan time.Time, 1)
-	t.C = t.c
+	t.withChan()
 	t.Reset(d)
 	return t
 }
@@ -180,9 +179,8 @@ func (rt *Runtime) NewTicker(d time.Duration, opts ...Option) *Ticker {
 		panic("tmigr: non-positive interval for NewTicker")
 	}
 	t := rt.newTimer("tmigr: NewTicker", options(opts))
-	t.c = make(chan time.Time, 1)
-	t.C = t.c
-	t.period = int64(d)
+	t.withChan()
+	t.x.period = int64(d)
 	t.Reset(d)
 	return &Ticker{C: t.C, t: t}
 }
@@ -207,7 +205,7 @@ func (tk *Ticker) Reset(d time.Duration) {
 		return
 	}
 	t.mu.Lock()
-	t.period = int64(d)
+	t.x.period = int64(d)
 	t.mu.Unlock()
 	t.Reset(d)
 }

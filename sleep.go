@@ -73,8 +73,7 @@ func (rt *Runtime) sleepCoarse(ctx context.Context, d time.Duration, o Option) e
 		return nil
 	}
 	t := rt.newTimer("tmigr: Sleep", o)
-	t.c = make(chan time.Time, 1)
-	t.C = t.c
+	t.withChan()
 	t.Reset(d)
 	select {
 	case <-t.C:

@@ -115,7 +115,7 @@ func (s *stress) diagnose() string {
 		if len(sl.live) > 0 {
 			fmt.Fprintf(&b, "%s: %d arms outstanding, due %v ago; armed %v", sl.name, len(sl.live), now.Sub(sl.live[0]), sl.t.armed)
 			if !sl.hr {
-				fmt.Fprintf(&b, ", queued on the wheel %v", s.rt.set.Pending(&sl.t.wt))
+				fmt.Fprintf(&b, ", queued on the wheel %v", s.rt.set.Pending(&sl.t.x.wt))
 			}
 			b.WriteString("\n")
 		}

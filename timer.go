@@ -69,14 +69,14 @@ func (m HRMode) String() string {
 type Timer struct {
 	// The fields a Reset touches come first, so that re-arming one of many
 	// timers (each a cache miss) reads as few lines of the Timer as can be.
-	mu    sync.Mutex
-	armed bool
-	isHR  bool // a high-resolution timer
-	cpu   int  // the CPU it is armed on behalf of; -1: the arming goroutine's
-	rt    *Runtime
-	when  int64          // the expiry asked for, clock ns
-	c     chan time.Time // C, writable; nil for a function timer
-	ht    hrtimer.Timer
+	mu      sync.Mutex
+	armed   bool
+	isHR    bool         // a high-resolution timer
+	running atomic.Int32 // the function runs (per run in progress)
+	cpu     int          // the CPU it is armed on behalf of; -1: the arming goroutine's
+	rt      *Runtime
+	when    int64 // the expiry asked for, clock ns
+	ht      hrtimer.Timer
 
 	// C delivers the time of each expiry of a timer made by NewTimer (nil
 	// for a function timer), as time.Timer's C does: a send that finds
@@ -84,11 +84,36 @@ type Timer struct {
 	// value of an arm they stopped is received after they return.
 	C <-chan time.Time
 
-	f       func()
-	period  int64        // a Ticker's interval, 0 for a one-shot timer
-	running atomic.Int32 // the function runs (per run in progress)
-	hint    uint32       // which worker a coarse timer armed off the workers goes to (see place)
-	wt      wheel.Timer  // its Data is the Timer
+	f func()
+	x *timerExtra // nil for a high-resolution function timer
+}
+
+// timerExtra is the part of a Timer that a high-resolution function timer,
+// the common one, does without: a Timer is then 128 bytes, two cache lines
+// for what a Reset reads, and a re-arm of one of many timers misses fewer
+// lines and pages.
+type timerExtra struct {
+	c      chan time.Time // C, writable; nil for a function timer
+	period int64          // a Ticker's interval, 0 for a one-shot timer
+	hint   uint32         // which worker a coarse timer armed off the workers goes to (see place)
+	wt     wheel.Timer    // a wheel timer's; its Data is the Timer
+}
+
+// chanOf returns the channel of a timer with one, else nil.
+func (t *Timer) chanOf() chan time.Time {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.c
+}
+
+// withChan gives t a channel C of capacity 1 (NewTimer, NewTicker).
+func (t *Timer) withChan() {
+	if t.x == nil {
+		t.x = new(timerExtra)
+	}
+	t.x.c = make(chan time.Time, 1)
+	t.C = t.x.c
 }
 
 // AfterFuncOn is a coarse AfterFunc on behalf of worker cpu, as if armed
@@ -138,9 +163,9 @@ func wheelFlags(opts []TimerOption) (uint32, error) {
 // newWheelTimer returns an unarmed wheel timer on behalf of c (-1: of
 // whoever arms it).
 func (rt *Runtime) newWheelTimer(c int, flags uint32) *Timer {
-	t := &Timer{rt: rt, cpu: c}
-	cpu.Setup(&t.wt, flags)
-	t.wt.Data = t
+	t := &Timer{rt: rt, cpu: c, x: new(timerExtra)}
+	cpu.Setup(&t.x.wt, flags)
+	t.x.wt.Data = t
 	return t
 }
 
@@ -211,7 +236,7 @@ func (t *Timer) Stop() bool {
 	if t.isHR {
 		t.rt.workers[t.cpu].hb.TryCancel(&t.ht)
 	} else {
-		t.rt.set.Del(&t.wt)
+		t.rt.set.Del(&t.x.wt)
 	}
 	was = t.drain() || was
 	t.mu.Unlock()
@@ -225,9 +250,9 @@ func (t *Timer) Stop() bool {
 // while active, since nobody received its expiry (so the old idiom
 // "if !t.Stop() { <-t.C }" never blocks).
 func (t *Timer) drain() bool {
-	if t.c != nil {
+	if c := t.chanOf(); c != nil {
 		select {
-		case <-t.c:
+		case <-c:
 			return true
 		default:
 		}
@@ -282,17 +307,17 @@ func (t *Timer) armWheel(now, d int64) {
 		if self := rt.self(); self != nil && self.online.Load() {
 			c = self.cpu
 		} else {
-			c = rt.place(t.hint)
+			c = rt.place(t.x.hint)
 		}
 	}
 	w := rt.onBehalf(c)
 	t.when = satAdd(now, d)
-	_, kickCPU := rt.set.Mod(w.cpu, &t.wt, rt.grid.Expiry(now, d), rt.grid.Jiffies(now), 0)
+	_, kickCPU := rt.set.Mod(w.cpu, &t.x.wt, rt.grid.Expiry(now, d), rt.grid.Jiffies(now), 0)
 	w.hp.RUnlock()
 	switch {
 	case kickCPU >= 0:
 		rt.workers[kickCPU].kick(kickTimer)
-	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.wt.Flags()&cpu.Deferrable == 0 && newFirst(t.when, w.firstGlobal.Load(), rt.clk.now()):
+	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && newFirst(t.when, w.firstGlobal.Load(), rt.clk.now()):
 		// A new first global timer on an idle worker, queued from
 		// elsewhere, which the kernel never does (mod_timer queues on the
 		// CPU it runs on). Unless the worker looks at its timers before
@@ -385,7 +410,8 @@ func (t *Timer) fireHR(w *worker) {
 func (t *Timer) fire(w *worker, owner int) {
 	t.armed = false
 	when := t.when
-	if t.c == nil {
+	c := t.chanOf()
+	if c == nil {
 		t.running.Add(1)
 		t.mu.Unlock()
 		start := w.now()
@@ -400,12 +426,12 @@ func (t *Timer) fire(w *worker, owner int) {
 	now := w.now()
 	w.account(owner, when, now)
 	select {
-	case t.c <- time.Now():
+	case c <- time.Now():
 	default: // a slow receiver: the value is dropped, as time.Ticker does
 	}
-	if t.period > 0 && !t.rt.closed.Load() {
+	if t.x.period > 0 && !t.rt.closed.Load() {
 		t.armed = true
-		next := forward(when, now, t.period)
+		next := forward(when, now, t.x.period)
 		if t.isHR {
 			t.armHR(now, next-now)
 		} else {

@@ -63,6 +63,7 @@ var apiImpls = []struct {
 	setup func(n int, timeout func(int) time.Duration) live
 }{
 	{"tmigr", newTmigrAPI},
+	{"tmigr-coarse", newTmigrCoarseAPI},
 	{"std", newStdAPI},
 	{"antlabs", newAntlabs},
 	{"russellluo", newRussellLuo},
@@ -138,14 +139,26 @@ type tmigrAPI struct {
 	ts []*tmigr.Timer
 }
 
+// newTmigrAPI makes the default timers: precise (hrtimers).
 func newTmigrAPI(n int, timeout func(int) time.Duration) live {
+	return newTmigrAPIWith(n, timeout)
+}
+
+// newTmigrCoarseAPI makes wheel timers (tmigr.Coarse), rounded to the tick
+// as the other libraries' and, in effect, Go's (whose idle wait is in whole
+// milliseconds) are.
+func newTmigrCoarseAPI(n int, timeout func(int) time.Duration) live {
+	return newTmigrAPIWith(n, timeout, tmigr.Coarse())
+}
+
+func newTmigrAPIWith(n int, timeout func(int) time.Duration, opts ...tmigr.Option) live {
 	rt, err := tmigr.Start(tmigr.Config{})
 	if err != nil {
 		panic(err)
 	}
 	a := &tmigrAPI{rt: rt, ts: make([]*tmigr.Timer, n)}
 	for i := range a.ts {
-		a.ts[i] = rt.AfterFunc(timeout(i), count)
+		a.ts[i] = rt.AfterFunc(timeout(i), count, opts...)
 	}
 	return a
 }
