@@ -25,7 +25,9 @@ import (
 // unknown HRMode or TimerOption. (time.AfterFunc accepts a nil function and
 // panics when it fires, on a goroutine of its own; here that would be on a
 // worker, long after the mistake.) The calls that return an error refuse
-// the same mistakes with one.
+// the same mistakes with one. On a Runtime not made by Start, the
+// constructors return timers that are never armed and Sleep returns
+// ErrClosed.
 
 // Option chooses the flavour of a timer made by AfterFunc, NewTimer,
 // NewTicker or Sleep. The last one given wins; none is Precise(Hard).
@@ -104,6 +106,9 @@ func (rt *Runtime) place(hint uint32) int {
 func (rt *Runtime) newTimer(call string, o Option) *Timer {
 	if o.err != nil {
 		panic(fmt.Sprintf("%s: %v", call, o.err))
+	}
+	if len(rt.order) == 0 {
+		return &Timer{} // a Runtime not made by Start: a zero Timer, never armed
 	}
 	var c int
 	if self := rt.self(); self != nil && self.online.Load() {

@@ -71,3 +71,16 @@ func panicOf(f func()) (msg string) {
 	f()
 	return ""
 }
+
+// TestZeroRuntimeAPI: the time-like calls on a Runtime not made by Start
+// do not panic: their timers are never armed, Sleep returns ErrClosed.
+func TestZeroRuntimeAPI(t *testing.T) {
+	var rt Runtime
+	if rt.AfterFunc(time.Millisecond, func() {}).Stop() || rt.NewTimer(0).Reset(time.Second) {
+		t.Error("a timer of a zero Runtime is armed")
+	}
+	rt.NewTicker(time.Millisecond).Stop()
+	if err := rt.Sleep(context.Background(), time.Millisecond); !errors.Is(err, ErrClosed) {
+		t.Errorf("Sleep on a zero Runtime: %v", err)
+	}
+}

@@ -48,6 +48,9 @@ func (rt *Runtime) Sleep(ctx context.Context, d time.Duration, opts ...Option) e
 	if o.err != nil {
 		return o.err
 	}
+	if len(rt.order) == 0 {
+		return ErrClosed // a Runtime not made by Start has no worker to wake it
+	}
 	if o.coarse {
 		return rt.sleepCoarse(ctx, d, o)
 	}
