@@ -7,7 +7,9 @@
 //	rt, err := tmigr.Start(tmigr.Config{CPUs: "0-1", Isolated: "1"})
 //	if err != nil { ... }
 //	defer rt.Close()
-//	t := rt.AfterFunc(20*time.Millisecond, func() { ... })  // a global wheel timer
+//	t := rt.AfterFunc(300*time.Microsecond, f)              // an hrtimer, as time.AfterFunc
+//	w := rt.AfterFunc(20*time.Millisecond, f, tmigr.Coarse()) // a global wheel timer
+//	tk := rt.NewTicker(time.Millisecond)                     // as time.NewTicker, without drift
 //	h, _ := rt.HRAfterFunc(1, 300*time.Microsecond, f, tmigr.Hard)
 //	rt.Go(1, task)                                           // a task on worker 1
 //	_ = rt.Sleep(ctx, 250*time.Microsecond)                  // a goroutine's nanosleep

@@ -133,8 +133,8 @@ func TestRunningTimerStaysAfterHotplug(t *testing.T) {
 			if err := rt.Offline(1); err != nil {
 				t.Fatal(err)
 			}
-			if kind == "wheel" && tm.wt.CPU() != 0 {
-				t.Fatalf("after Offline(1) the timer is on worker %d's wheel, want 0's", tm.wt.CPU())
+			if kind == "wheel" && tm.x.wt.CPU() != 0 {
+				t.Fatalf("after Offline(1) the timer is on worker %d's wheel, want 0's", tm.x.wt.CPU())
 			}
 			tm.Reset(time.Millisecond) // worker 1 is offline: it stays on 0
 			if c := recv(t, ran, "the moved timer"); c != 0 {

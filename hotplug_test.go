@@ -56,7 +56,7 @@ func ranOn(t *testing.T, rt *Runtime, owner, n int) []int {
 	}
 	if err := rt.Go(owner, func() {
 		for i := range n {
-			rt.AfterFunc(time.Duration(10+i%3)*time.Millisecond, f)
+			rt.AfterFunc(time.Duration(10+i%3)*time.Millisecond, f, Coarse())
 		}
 	}); err != nil {
 		t.Fatal(err)

@@ -207,7 +207,7 @@ func TestSleep(t *testing.T) {
 	for _, m := range []HRMode{Soft, Hard} {
 		for _, d := range []time.Duration{-1, 0, 100 * time.Microsecond, 2 * time.Millisecond} {
 			start := time.Now()
-			if err := rt.Sleep(context.Background(), d, m); err != nil {
+			if err := rt.Sleep(context.Background(), d, Precise(m)); err != nil {
 				t.Fatal(err)
 			}
 			if el := time.Since(start); el < d {

@@ -11,15 +11,17 @@ import (
 
 // sleeper is a goroutine's nanosleep: an hrtimer whose expiry wakes the
 // goroutine through a channel. Sleepers are pooled, so a Sleep allocates
-// nothing once the pool is warm.
+// nothing once the pool is warm; each has its placement hint (see place),
+// and the pool is per P.
 type sleeper struct {
 	ht   hrtimer.Timer
 	ch   chan struct{} // capacity 1: the wake-up
 	when int64
+	hint uint32
 }
 
 var sleepers = sync.Pool{New: func() any {
-	s := &sleeper{ch: make(chan struct{}, 1)}
+	s := &sleeper{ch: make(chan struct{}, 1), hint: placeSeq.Add(1)}
 	s.ht.Data = s
 	return s
 }}
@@ -33,36 +35,34 @@ func (s *sleeper) fireHR(w *worker) {
 	}
 }
 
-// Sleep pauses the calling goroutine for at least d, with hrtimer precision:
-// an hrtimer (soft, unless mode says Hard) on the first housekeeping worker
-// wakes it. It returns early with ctx's error if ctx is done first, and
-// with ErrClosed if the runtime is closed. A task or timer function must
-// not sleep (ErrOnWorker): its worker could not run the timer that wakes
-// it.
-func (rt *Runtime) Sleep(ctx context.Context, d time.Duration, mode ...HRMode) error {
-	m := Soft
-	if len(mode) > 0 {
-		m = mode[0]
+// Sleep pauses the calling goroutine for at least d, as time.Sleep does,
+// or until ctx is done (then it returns ctx's error) or the runtime is
+// closed (ErrClosed). By default a hard hrtimer wakes it, as nanosleep's
+// does, on a worker placed per P (see place); opts may ask for
+// Precise(Soft) or Coarse (a wheel timer, rounded up to the tick, which
+// allocates its timer). A task or timer function must not sleep
+// (ErrOnWorker): its worker could not run the timer that wakes it. An
+// invalid option is an error.
+func (rt *Runtime) Sleep(ctx context.Context, d time.Duration, opts ...Option) error {
+	o := options(opts)
+	if o.err != nil {
+		return o.err
 	}
 	if !rt.started() {
 		return ErrNotStarted
 	}
-	w := rt.housekeeping(nil)
-	if w == nil {
-		w = rt.order[0]
+	if o.coarse {
+		return rt.sleepCoarse(ctx, d, o)
 	}
-	return rt.SleepOn(ctx, w.cpu, d, m)
+	if rt.self() != nil {
+		return ErrOnWorker
+	}
+	s := sleepers.Get().(*sleeper)
+	return rt.sleepHR(ctx, s, rt.place(s.hint), d, o.mode)
 }
 
-// SleepOn is Sleep with the hrtimer on worker cpu.
-func (rt *Runtime) SleepOn(ctx context.Context, c int, d time.Duration, mode HRMode) error {
-	w, err := rt.worker(c)
-	if err != nil {
-		return err
-	}
-	if mode != Soft && mode != Hard {
-		return fmt.Errorf("tmigr: unknown HRMode %d", mode)
-	}
+// sleepCoarse is Sleep on a wheel timer.
+func (rt *Runtime) sleepCoarse(ctx context.Context, d time.Duration, o Option) error {
 	if rt.self() != nil {
 		return ErrOnWorker
 	}
@@ -75,7 +75,50 @@ func (rt *Runtime) SleepOn(ctx context.Context, c int, d time.Duration, mode HRM
 	if d <= 0 {
 		return nil
 	}
-	s := sleepers.Get().(*sleeper)
+	t := rt.newTimer("tmigr: Sleep", o)
+	t.withChan()
+	t.Reset(d)
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	case <-rt.done:
+		return ErrClosed
+	}
+}
+
+// SleepOn is Sleep with the hrtimer on worker cpu.
+func (rt *Runtime) SleepOn(ctx context.Context, c int, d time.Duration, mode HRMode) error {
+	w, err := rt.worker(c)
+	if err != nil {
+		return err
+	}
+	if err := checkMode(mode); err != nil {
+		return err
+	}
+	if rt.self() != nil {
+		return ErrOnWorker
+	}
+	return rt.sleepHR(ctx, sleepers.Get().(*sleeper), w.cpu, d, mode)
+}
+
+// sleepHR is SleepOn with sleeper s, back to the pool when it is done.
+func (rt *Runtime) sleepHR(ctx context.Context, s *sleeper, c int, d time.Duration, mode HRMode) error {
+	w := rt.workers[c]
+	if err := ctx.Err(); err != nil {
+		sleepers.Put(s)
+		return err
+	}
+	if rt.closed.Load() {
+		sleepers.Put(s)
+		return ErrClosed
+	}
+	if d <= 0 {
+		sleepers.Put(s)
+		return nil
+	}
 	if err := w.hb.Setup(&s.ht, hrtimer.Monotonic, hrMode(mode)); err != nil {
 		return fmt.Errorf("tmigr: %w", err)
 	}

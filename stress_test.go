@@ -115,7 +115,7 @@ func (s *stress) diagnose() string {
 		if len(sl.live) > 0 {
 			fmt.Fprintf(&b, "%s: %d arms outstanding, due %v ago; armed %v", sl.name, len(sl.live), now.Sub(sl.live[0]), sl.t.armed)
 			if !sl.hr {
-				fmt.Fprintf(&b, ", queued on the wheel %v", s.rt.set.Pending(&sl.t.wt))
+				fmt.Fprintf(&b, ", queued on the wheel %v", s.rt.set.Pending(&sl.t.x.wt))
 			}
 			b.WriteString("\n")
 		}
@@ -190,7 +190,7 @@ func stressPolicy(t *testing.T, policy Policy) {
 		c := r.IntN(4)
 		switch i % 6 {
 		case 0:
-			sl.name, sl.t = fmt.Sprintf("#%d AfterFunc", i), rt.AfterFunc(time.Hour, f)
+			sl.name, sl.t = fmt.Sprintf("#%d AfterFunc", i), rt.AfterFunc(time.Hour, f, Coarse())
 		case 1:
 			sl.name, sl.cpu = fmt.Sprintf("#%d global on %d", i, c), c
 			sl.t, err = rt.AfterFuncOn(c, time.Hour, f)

@@ -7,11 +7,14 @@ package tmigr
 // worker's thread and is not preempted: timers due on that worker (its
 // tick, its hrtimers, and as migrator other workers' global timers) run when
 // the task returns, or inside it at a call to Yield. A task that blocks
-// (channel, mutex, system call) blocks the worker.
+// (channel, mutex, system call) blocks the worker. A nil f is refused.
 func (rt *Runtime) Go(c int, f func()) error {
 	w, err := rt.worker(c)
 	if err != nil {
 		return err
+	}
+	if f == nil {
+		return errNilFunc
 	}
 	if rt.closed.Load() {
 		return ErrClosed

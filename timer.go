@@ -1,7 +1,9 @@
 package tmigr
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,11 +44,11 @@ func (m HRMode) String() string {
 	return "soft"
 }
 
-// Timer is a timer of the runtime: a wheel timer (AfterFunc, AfterFuncOn)
-// or a high-resolution timer (HRAfterFunc). Its Stop and Reset have the
-// results of time.Timer's for a timer made by time.AfterFunc, and may be
-// called from any goroutine, also from the timer's own function and while
-// it runs.
+// Timer is a timer of the runtime: a high-resolution timer (AfterFunc and
+// NewTimer by default, HRAfterFunc) or a wheel timer (with Coarse,
+// AfterFuncOn). Its Stop and Reset have the results of time.Timer's (for a
+// timer with a channel, those of Go 1.23 and later), and may be called from
+// any goroutine, also from the timer's own function and while it runs.
 //
 // A Timer's "armed" state is kept beside the core's queued state, under
 // the Timer's own mutex, because the two differ for an instant: the core
@@ -65,42 +67,61 @@ func (m HRMode) String() string {
 // So f never runs for an arm that Stop or Reset reported as stopped, and
 // never early for the arm that Reset made.
 type Timer struct {
-	wt wheel.Timer // its Data is the Timer
-
-	rt   *Runtime
-	f    func()
-	cpu  int  // the CPU it is armed on behalf of; -1: the arming goroutine's
-	isHR bool // a high-resolution timer
-	ht   hrtimer.Timer
-
+	// The fields a Reset touches come first, so that re-arming one of many
+	// timers (each a cache miss) reads as few lines of the Timer as can be.
 	mu      sync.Mutex
 	armed   bool
-	when    int64        // the expiry asked for, clock ns
+	isHR    bool         // a high-resolution timer
 	running atomic.Int32 // the function runs (per run in progress)
+	cpu     int          // the CPU it is armed on behalf of; -1: the arming goroutine's
+	rt      *Runtime
+	when    int64 // the expiry asked for, clock ns
+	ht      hrtimer.Timer
+
+	// C delivers the time of each expiry of a timer made by NewTimer (nil
+	// for a function timer), as time.Timer's C does: a send that finds
+	// the channel full is dropped, and Stop and Reset empty it, so no
+	// value of an arm they stopped is received after they return.
+	C <-chan time.Time
+
+	f func()
+	x *timerExtra // nil for a high-resolution function timer
 }
 
-// AfterFunc arranges for f to run on a worker after at least d (a negative
-// d counts as 0) and returns the Timer. It is a global wheel timer, queued on
-// the worker the caller runs on (inside a task or a timer function), as the
-// kernel queues a timer on the CPU that arms it, else on the first
-// housekeeping worker. While that worker is idle, the hierarchy's migrator
-// may run f instead (the kernel's remote expiry). The wheel rounds d up to
-// whole ticks plus one (a timer armed at a tick's edge must not fire a tick
-// early) and, beyond 63 ticks, to its level granularity (up to 1/8 later).
-// f runs on the worker's thread and must not block. After Close the timer
-// is returned unarmed, as it is from a zero Runtime.
-func (rt *Runtime) AfterFunc(d time.Duration, f func()) *Timer {
-	t := &Timer{rt: rt, f: f, cpu: -1}
-	cpu.Setup(&t.wt, 0)
-	t.wt.Data = t
-	t.Reset(d)
-	return t
+// timerExtra is the part of a Timer that a high-resolution function timer,
+// the common one, does without: a Timer is then 128 bytes, two cache lines
+// for what a Reset reads, and a re-arm of one of many timers misses fewer
+// lines and pages.
+type timerExtra struct {
+	c      chan time.Time // C, writable; nil for a function timer
+	period int64          // a Ticker's interval, 0 for a one-shot timer
+	hint   uint32         // which worker a coarse timer armed off the workers goes to (see place)
+	wt     wheel.Timer    // a wheel timer's; its Data is the Timer
 }
 
-// AfterFuncOn is AfterFunc on behalf of worker cpu, as if armed by code
-// running there: a global timer on its wheel, a pinned one with Pinned, a
-// deferrable one with Deferrable. If the worker is offline, the timer goes
-// where its timers went (the first housekeeping worker).
+// chanOf returns the channel of a timer with one, else nil.
+func (t *Timer) chanOf() chan time.Time {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.c
+}
+
+// withChan gives t a channel C of capacity 1 (NewTimer, NewTicker).
+func (t *Timer) withChan() {
+	if t.x == nil {
+		t.x = new(timerExtra)
+	}
+	t.x.c = make(chan time.Time, 1)
+	t.C = t.x.c
+}
+
+// AfterFuncOn is a coarse AfterFunc on behalf of worker cpu, as if armed
+// by code running there: a global timer on its wheel, a pinned one with
+// Pinned, a deferrable one with Deferrable. If the worker is offline, the
+// timer goes where its timers went (the first housekeeping worker). A nil
+// f is refused (package time would accept it and panic when it fires); after
+// Close it returns ErrClosed.
 //
 // Offline moves the timer with the worker's other timers, and Online does
 // not bring it back: the next arm does. An arm from the timer's own
@@ -112,6 +133,26 @@ func (rt *Runtime) AfterFuncOn(c int, d time.Duration, f func(), opts ...TimerOp
 	if _, err := rt.worker(c); err != nil {
 		return nil, err
 	}
+	if f == nil {
+		return nil, errNilFunc
+	}
+	flags, err := wheelFlags(opts)
+	if err != nil {
+		return nil, err
+	}
+	if rt.closed.Load() {
+		return nil, ErrClosed
+	}
+	t := rt.newWheelTimer(c, flags)
+	t.f = f
+	t.Reset(d)
+	return t, nil
+}
+
+// errNilFunc refuses a nil timer function or task.
+var errNilFunc = errors.New("tmigr: nil function")
+
+func wheelFlags(opts []TimerOption) (uint32, error) {
 	var flags uint32
 	for _, o := range opts {
 		switch o {
@@ -120,19 +161,35 @@ func (rt *Runtime) AfterFuncOn(c int, d time.Duration, f func(), opts ...TimerOp
 		case Deferrable:
 			flags |= cpu.Deferrable
 		default:
-			return nil, fmt.Errorf("tmigr: unknown TimerOption %d", o)
+			return 0, fmt.Errorf("tmigr: unknown TimerOption %d", o)
 		}
 	}
-	t := &Timer{rt: rt, f: f, cpu: c}
-	cpu.Setup(&t.wt, flags)
-	t.wt.Data = t
-	t.Reset(d)
+	return flags, nil
+}
+
+// newWheelTimer returns an unarmed wheel timer on behalf of c (-1: of
+// whoever arms it).
+func (rt *Runtime) newWheelTimer(c int, flags uint32) *Timer {
+	t := &Timer{rt: rt, cpu: c, x: new(timerExtra)}
+	cpu.Setup(&t.x.wt, flags)
+	t.x.wt.Data = t
+	return t
+}
+
+// newHRTimer returns an unarmed hrtimer on behalf of worker w.
+func (rt *Runtime) newHRTimer(w *worker, mode HRMode) (*Timer, error) {
+	t := &Timer{rt: rt, cpu: w.cpu, isHR: true}
+	t.ht.Data = t
+	if err := w.hb.Setup(&t.ht, hrtimer.Monotonic, hrMode(mode)); err != nil {
+		return nil, fmt.Errorf("tmigr: %w", err)
+	}
 	return t, nil
 }
 
 // HRAfterFunc runs f on worker cpu after at least d, with nanosecond
 // resolution: a high-resolution timer, hard or soft. The worker wakes for it
-// whatever its timer wheels hold.
+// whatever its timer wheels hold. A nil f is refused; after Close it
+// returns ErrClosed.
 //
 // As for AfterFuncOn, Offline moves it to the first housekeeping worker,
 // and a Reset from its own function keeps it there (the kernel's
@@ -143,16 +200,29 @@ func (rt *Runtime) HRAfterFunc(c int, d time.Duration, f func(), mode HRMode) (*
 	if err != nil {
 		return nil, err
 	}
-	if mode != Soft && mode != Hard {
-		return nil, fmt.Errorf("tmigr: unknown HRMode %d", mode)
+	if err := checkMode(mode); err != nil {
+		return nil, err
 	}
-	t := &Timer{rt: rt, f: f, cpu: c, isHR: true}
-	t.ht.Data = t
-	if err := w.hb.Setup(&t.ht, hrtimer.Monotonic, hrMode(mode)); err != nil {
-		return nil, fmt.Errorf("tmigr: %w", err)
+	if f == nil {
+		return nil, errNilFunc
 	}
+	if rt.closed.Load() {
+		return nil, ErrClosed
+	}
+	t, err := rt.newHRTimer(w, mode)
+	if err != nil {
+		return nil, err
+	}
+	t.f = f
 	t.Reset(d)
 	return t, nil
+}
+
+func checkMode(m HRMode) error {
+	if m != Soft && m != Hard {
+		return fmt.Errorf("tmigr: unknown HRMode %d", m)
+	}
+	return nil
 }
 
 func hrMode(m HRMode) hrtimer.Mode {
@@ -164,28 +234,55 @@ func hrMode(m HRMode) hrtimer.Mode {
 
 // Stop prevents the timer from firing. It returns true if the call stops
 // the timer, false if the timer has already expired or been stopped. It
-// does not wait for a function that has started. On a zero Timer (not made
-// by the runtime) it does nothing and returns false.
+// does not wait for a function that has started. For a timer with a
+// channel, a value it sent and nobody received is taken back, so none is
+// received after Stop returns. On a zero Timer (not made by the runtime)
+// it does nothing and returns false.
 func (t *Timer) Stop() bool {
 	if t.rt == nil || !t.rt.started() {
 		return false
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	was := t.armed
 	t.armed = false
 	if t.isHR {
 		t.rt.workers[t.cpu].hb.TryCancel(&t.ht)
 	} else {
-		t.rt.set.Del(&t.wt)
+		t.rt.set.Del(&t.x.wt)
 	}
+	was = t.drain() || was
+	t.mu.Unlock()
 	return was
+}
+
+// drain empties the channel of a timer with one (t.mu held): every send
+// happens under t.mu, so nothing of an earlier arm arrives afterwards (Go
+// 1.23's rule for time.Timer's channel). It reports whether it took a value
+// back: then, as in Go 1.23, Stop and Reset report the timer as stopped
+// while active, since nobody received its expiry (so the old idiom
+// "if !t.Stop() { <-t.C }" never blocks).
+func (t *Timer) drain() bool {
+	if c := t.chanOf(); c != nil {
+		select {
+		case <-c:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 // Reset changes the timer to expire after d, and returns true if the timer
 // had been active, false if it had expired or been stopped. The function
-// runs once more after d, even if it is running now. After Close, and on a
-// zero Timer, Reset arms nothing.
+// runs once more after d, even if it is running now. For a timer with a
+// channel, Reset empties it as Stop does. After Close, and on a zero
+// Timer, Reset arms nothing.
+//
+// Reset is the whole re-arm, Stop included, in one critical section: the
+// Timer's lock, then its base's lock once (the core dequeues and enqueues
+// under it, as hrtimer_start_range_ns and __mod_timer do), and one clock
+// reading. It does not allocate. The timer stays on the worker it was
+// placed on (see AfterFunc).
 func (t *Timer) Reset(d time.Duration) bool {
 	if t.rt == nil {
 		return false
@@ -194,23 +291,26 @@ func (t *Timer) Reset(d time.Duration) bool {
 		d = 0
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	was := t.armed
 	if !t.rt.arming() {
 		t.armed = false
+		t.mu.Unlock()
 		return was
 	}
+	was = t.drain() || was
 	t.armed = true
+	now := t.rt.clk.now()
 	if t.isHR {
-		t.armHR(d)
+		t.armHR(now, int64(d))
 	} else {
-		t.armWheel(d)
+		t.armWheel(now, int64(d))
 	}
+	t.mu.Unlock()
 	return was
 }
 
-// armWheel queues the wheel timer (t.mu held).
-func (t *Timer) armWheel(d time.Duration) {
+// armWheel queues the wheel timer d ns after now (t.mu held).
+func (t *Timer) armWheel(now, d int64) {
 	rt := t.rt
 	c := t.cpu
 	if c < 0 {
@@ -218,21 +318,18 @@ func (t *Timer) armWheel(d time.Duration) {
 		// thread-id system call while some worker runs user code).
 		if self := rt.self(); self != nil && self.online.Load() {
 			c = self.cpu
-		} else if hk := rt.housekeeping(nil); hk != nil {
-			c = hk.cpu
 		} else {
-			c = rt.order[0].cpu
+			c = rt.place(t.x.hint)
 		}
 	}
 	w := rt.onBehalf(c)
-	now := rt.clk.now()
-	t.when = satAdd(now, int64(d))
-	_, kickCPU := rt.set.Mod(w.cpu, &t.wt, rt.grid.Expiry(now, int64(d)), rt.grid.Jiffies(now), 0)
+	t.when = satAdd(now, d)
+	_, kickCPU := rt.set.Mod(w.cpu, &t.x.wt, rt.grid.Expiry(now, d), rt.grid.Jiffies(now), 0)
 	w.hp.RUnlock()
 	switch {
 	case kickCPU >= 0:
 		rt.workers[kickCPU].kick(kickTimer)
-	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.wt.Flags()&cpu.Deferrable == 0 && newFirst(t.when, w.firstGlobal.Load(), rt.clk.now()):
+	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && newFirst(t.when, w.firstGlobal.Load(), rt.clk.now()):
 		// A new first global timer on an idle worker, queued from
 		// elsewhere, which the kernel never does (mod_timer queues on the
 		// CPU it runs on). Unless the worker looks at its timers before
@@ -243,7 +340,9 @@ func (t *Timer) armWheel(d time.Duration) {
 		// none: whoever runs it re-examines the base afterwards. A plain
 		// kick, not lower: sleepUntil may be stale while the worker is
 		// between reading its bases and going to sleep; the kick's
-		// pending bit is what it checks last.
+		// pending bit is what it checks last. (The clock is read again
+		// here, after the timer was queued, as newFirst requires; only
+		// for an idle worker.)
 		w.kick(kickTimer)
 	}
 }
@@ -264,19 +363,21 @@ func (t *Timer) armWheel(d time.Duration) {
 // answer is yes too.
 func newFirst(when, first, now int64) bool { return when <= first || first <= now }
 
-// armHR starts the hrtimer on behalf of its worker (t.mu held).
-func (t *Timer) armHR(d time.Duration) {
+// armHR starts the hrtimer d ns after now on behalf of its worker (t.mu
+// held).
+func (t *Timer) armHR(now, d int64) {
 	rt := t.rt
 	w := rt.onBehalf(t.cpu)
-	now := rt.clk.now()
-	t.when = satAdd(now, int64(d))
-	eff, err := w.hb.Start(&t.ht, now, int64(d), 0, hrtimer.ModeRel)
+	t.when = satAdd(now, d)
+	eff, err := w.hb.Start(&t.ht, now, d, 0, hrtimer.ModeRel)
 	w.hp.RUnlock()
 	if err != nil {
 		rt.fail(fmt.Errorf("hrtimer start on worker %d: %w", w.cpu, err))
 		return
 	}
-	rt.apply(w, eff)
+	if eff.Program || eff.IPI != nil {
+		rt.apply(w, eff)
+	}
 }
 
 // apply carries out an hrtimer Effect of an operation on behalf of w.
@@ -289,20 +390,6 @@ func (rt *Runtime) apply(w *worker, eff hrtimer.Effect) {
 	}
 }
 
-// claim decides, under t.mu, whether an hrtimer expiry the core handed
-// out runs the function: only if t is armed and not queued again since. It
-// returns the expiry asked for. (runWheel does the same for wheel timers.)
-func (t *Timer) claim() (int64, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.armed || t.ht.Queued() {
-		return 0, false
-	}
-	t.armed = false
-	t.running.Add(1)
-	return t.when, true
-}
-
 // hrFirer is what an hrtimer's Data is: a Timer or a sleeper.
 type hrFirer interface{ fireHR(w *worker) }
 
@@ -311,31 +398,84 @@ type hrFirer interface{ fireHR(w *worker) }
 // which a Reset or Stop races with the expiry.
 var testHookExpired func(t *Timer)
 
+// fireHR runs on worker w for an hrtimer expiry the core handed out. It
+// runs the function only if t is armed and not queued again since (see
+// Timer).
 func (t *Timer) fireHR(w *worker) {
 	if testHookExpired != nil {
 		testHookExpired(t)
 	}
-	when, ok := t.claim()
-	if !ok {
+	t.mu.Lock()
+	if !t.armed || t.ht.Queued() {
+		t.mu.Unlock()
 		return
 	}
-	w.runTimer(t, w.cpu, when)
+	t.fire(w, w.cpu)
 }
 
-// runTimer runs t's function on w for owner's base, expiry asked for when.
-// It is counted before it runs, so what the function makes visible is in
-// Stats already.
-func (w *worker) runTimer(t *Timer, owner int, when int64) {
-	start := w.now()
+// fire runs an expiry that t.mu, held, has claimed, on w for owner's base,
+// and unlocks t.mu. A timer with a channel sends under the lock (Stop and
+// Reset drain under it) and a Ticker re-arms there, forwarded from the
+// expiry it asked for; a function runs with the lock dropped. The expiry is
+// counted before the function runs or the value is sent, so what that
+// makes visible is in Stats already.
+func (t *Timer) fire(w *worker, owner int) {
+	t.armed = false
+	when := t.when
+	c := t.chanOf()
+	if c == nil {
+		t.running.Add(1)
+		t.mu.Unlock()
+		start := w.now()
+		w.account(owner, when, start)
+		w.userCall(t, t.f)
+		t.running.Add(-1)
+		if owner != w.cpu {
+			w.st.remoteNs.Add(w.now() - start)
+		}
+		return
+	}
+	now := w.now()
+	w.account(owner, when, now)
+	select {
+	case c <- time.Now():
+	default: // a slow receiver: the value is dropped, as time.Ticker does
+	}
+	if t.x.period > 0 && !t.rt.closed.Load() {
+		t.armed = true
+		next := forward(when, now, t.x.period)
+		if t.isHR {
+			t.armHR(now, next-now)
+		} else {
+			t.armWheel(now, next-now)
+		}
+	}
+	t.mu.Unlock()
+}
+
+// forward is hrtimer_forward for a Ticker that expired at when, now: the
+// first when + k·period (k ≥ 1) after now. Ticks missed while the worker
+// was late are dropped (the kernel counts them as overruns); the ones kept
+// stay on the grid of the first expiry, so the period never drifts by the
+// lateness of each expiry, as re-arming after now + period would.
+func forward(when, now, period int64) int64 {
+	k := int64(1)
+	if now-when >= period {
+		k = (now-when)/period + 1
+	}
+	if k > (math.MaxInt64-when)/period {
+		return math.MaxInt64
+	}
+	return when + k*period
+}
+
+// account counts an expiry of owner's base asked for at when, run on w at
+// start.
+func (w *worker) account(owner int, when, start int64) {
 	w.st.late.record(start - when)
 	w.st.timers.Add(1)
 	if owner != w.cpu {
 		w.st.remote.Add(1)
 		w.st.remoteFor[owner].Add(1)
-	}
-	w.userCall(t, t.f)
-	t.running.Add(-1)
-	if owner != w.cpu {
-		w.st.remoteNs.Add(w.now() - start)
 	}
 }

@@ -31,7 +31,8 @@ func kinds(t *testing.T) []kind {
 		return tm
 	}
 	return []kind{
-		{"wheel", -1, func(rt *Runtime, d time.Duration, f func()) *Timer { return rt.AfterFunc(d, f) }},
+		{"default", -1, func(rt *Runtime, d time.Duration, f func()) *Timer { return rt.AfterFunc(d, f) }},
+		{"wheel", -1, func(rt *Runtime, d time.Duration, f func()) *Timer { return rt.AfterFunc(d, f, Coarse()) }},
 		{"wheel-pinned", last, func(rt *Runtime, d time.Duration, f func()) *Timer {
 			return must(rt.AfterFuncOn(last, d, f, Pinned))
 		}},

@@ -607,13 +607,9 @@ func (rt *Runtime) runWheel(handler int, wt *wheel.Timer) {
 	if now := rt.clk.now(); now < t.when {
 		// Only a timeout beyond the wheel's capacity (12 days at HZ 1000)
 		// comes early, clamped by the wheel: queue the rest.
-		t.armWheel(time.Duration(t.when - now))
+		t.armWheel(now, t.when-now)
 		t.mu.Unlock()
 		return
 	}
-	t.armed = false
-	t.running.Add(1)
-	when, owner := t.when, wt.CPU() // a running timer stays on its base
-	t.mu.Unlock()
-	rt.workers[handler].runTimer(t, owner, when)
+	t.fire(rt.workers[handler], wt.CPU()) // a running timer stays on its base
 }

@@ -10,4 +10,7 @@ require (
 	github.com/tmigr/tmigr v0.0.0-00010101000000-000000000000
 )
 
-require github.com/antlabs/stl v0.0.2 // indirect
+require (
+	github.com/antlabs/stl v0.0.2 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

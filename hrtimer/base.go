@@ -257,6 +257,23 @@ func (b *CPUBase) StartOn(t *Timer, target *CPUBase, now, tim, slack int64, mode
 	}
 	cpu := cb.cpu
 	forceLocal := cpu == this && cpu.nextTimer == t && thisOnline
+	if t.queued && cpu == this && sel == this && !forceLocal {
+		// A restart in place: the timer stays on its clock base (the
+		// target is the CPU it is on, always suitable), and it is not
+		// next_timer, so removing it would reprogram nothing. Removing
+		// and enqueueing would leave the same queue order, and the same
+		// answer to "is it now the leftmost", as moving its heap entry to
+		// its new key does (see queue.fix); that touches no other timer's
+		// entry but those it passes.
+		t.softexpires, t.expires = cpu.expiry(t, cb, now, tim, slack, mode)
+		cpu.seq++
+		t.seq = cpu.seq
+		if cb.q.fix(t) {
+			this.reprogram(t, true, &eff)
+		}
+		cpu.mu.Unlock()
+		return eff, nil
+	}
 
 	// remove_hrtimer(restart): the timer keeps its queued state, and the
 	// hardware is reprogrammed on removal only if the timer is local, was
@@ -264,17 +281,7 @@ func (b *CPUBase) StartOn(t *Timer, target *CPUBase, now, tim, slack int64, mode
 	if t.queued {
 		cpu.dequeue(t, cb, true, cpu == this && !forceLocal, &eff)
 	}
-	if mode&ModeRel != 0 {
-		tim = addSafe(tim, now+cb.offset)
-	}
-	if cpu.cfg.TimeLowRes {
-		t.rel = mode&ModeRel != 0
-		if t.rel {
-			tim = addSafe(tim, cpu.res)
-		}
-	}
-	t.softexpires = tim
-	t.expires = addSafe(tim, slack)
+	t.softexpires, t.expires = cpu.expiry(t, cb, now, tim, slack, mode)
 
 	nb := cb
 	if !forceLocal {
@@ -295,6 +302,22 @@ func (b *CPUBase) StartOn(t *Timer, target *CPUBase, now, tim, slack int64, mode
 	}
 	nb.cpu.mu.Unlock()
 	return eff, nil
+}
+
+// expiry returns a start's soft and hard expiry in cb's clock (t's CPU b
+// locked): tim, relative to now with ModeRel, plus the resolution for a
+// relative timer in TimeLowRes (which marks it), and the slack.
+func (b *CPUBase) expiry(t *Timer, cb *clockBase, now, tim, slack int64, mode Mode) (int64, int64) {
+	if mode&ModeRel != 0 {
+		tim = addSafe(tim, now+cb.offset)
+	}
+	if b.cfg.TimeLowRes {
+		t.rel = mode&ModeRel != 0
+		if t.rel {
+			tim = addSafe(tim, b.res)
+		}
+	}
+	return tim, addSafe(tim, slack)
 }
 
 // switchBase is switch_hrtimer_base. Called with cb's CPU locked; returns
@@ -571,7 +594,7 @@ func (b *CPUBase) SetOffsets(realtime, boottime, tai int64) bool {
 		i := bits.TrailingZeros8(active)
 		active &^= 1 << i
 		cb := &b.clock[i]
-		exp := cb.q[0].expires - cb.offset
+		exp := cb.q.first().expires - cb.offset
 		if exp < b.expiresNext {
 			return true
 		}

@@ -23,7 +23,21 @@ func TestQueueOrder(t *testing.T) {
 		steps := rapid.IntRange(1, 200).Draw(rt, "steps")
 		for range steps {
 			t := &timers[rapid.IntRange(0, n-1).Draw(rt, "timer")]
-			if t.idx >= 0 {
+			if t.idx >= 0 && rapid.Bool().Draw(rt, "restart") {
+				t.expires = int64(rapid.IntRange(0, 8).Draw(rt, "expires"))
+				seq++
+				t.seq = seq
+				first := q.fix(t)
+				slices.SortStableFunc(ref, func(a, b *Timer) int {
+					if c := cmpInt(a.expires, b.expires); c != 0 {
+						return c
+					}
+					return cmpInt(int64(a.seq), int64(b.seq))
+				})
+				if first != (ref[0] == t) {
+					rt.Fatalf("fix reported first=%v, want %v", first, ref[0] == t)
+				}
+			} else if t.idx >= 0 {
 				q.remove(t)
 				ref = slices.DeleteFunc(ref, func(x *Timer) bool { return x == t })
 				if t.idx != -1 {
@@ -41,8 +55,17 @@ func TestQueueOrder(t *testing.T) {
 				}
 			}
 			for i, x := range q {
-				if int(x.idx) != i {
-					rt.Fatalf("timer at %d has index %d", i, x.idx)
+				if int(x.t.idx) != i {
+					rt.Fatalf("timer at %d has index %d", i, x.t.idx)
+				}
+				if x.expires > x.t.expires || x.expires == x.t.expires && x.seq > x.t.seq {
+					rt.Fatalf("entry %d keyed (%d,%d), above its timer's (%d,%d)", i, x.expires, x.seq, x.t.expires, x.t.seq)
+				}
+				if x.expires != x.t.qexpires {
+					rt.Fatalf("entry %d keyed %d, its timer says %d", i, x.expires, x.t.qexpires)
+				}
+				if p := (i - 1) / 4; i > 0 && less(&x, &q[p]) {
+					rt.Fatalf("entry %d below its parent %d", i, p)
 				}
 			}
 			if len(ref) > 0 && q.first() != ref[0] {

@@ -573,8 +573,8 @@ func (s *scenario) state(w *strings.Builder, b *CPUBase) {
 			continue
 		}
 		q := slices.Clone(cb.q)
-		slices.SortFunc(q, func(x, y *Timer) int {
-			if less(x, y) {
+		slices.SortFunc(q, func(x, y qent) int {
+			if less(&x, &y) {
 				return -1
 			}
 			return 1
@@ -584,7 +584,8 @@ func (s *scenario) state(w *strings.Builder, b *CPUBase) {
 			ctx = "soft"
 		}
 		fmt.Fprintf(w, "  %s %s:", cb.clock, ctx)
-		for _, t := range q {
+		for _, e := range q {
+			t := e.t
 			fmt.Fprintf(w, " %s[%s,%s]", name(t), fmtTime(t.softexpires), fmtTime(t.expires))
 		}
 		w.WriteString("\n")

@@ -135,7 +135,7 @@ func isolationOnce(cfg tmigr.Config, hk, iso int, dur time.Duration) (IsolationR
 				if !stop.Load() {
 					t.Load().Reset(period)
 				}
-			}))
+			}, tmigr.Coarse()))
 		}
 	})
 	<-armed

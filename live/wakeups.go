@@ -90,7 +90,7 @@ func wakeupsOnce(cfg tmigr.Config, dur time.Duration) (WakeupsRun, error) {
 				if !stop.Load() {
 					t.Load().Reset(100 * time.Millisecond)
 				}
-			}))
+			}, tmigr.Coarse()))
 		})
 	}
 	close(gate)

@@ -36,7 +36,7 @@ func run(w io.Writer) error {
 	}
 	rt.AfterFunc(5*time.Millisecond, func() {
 		done <- fmt.Sprintf("wheel timer (5ms) ran on worker %d after %v", rt.CPU(), time.Since(start))
-	})
+	}, tmigr.Coarse())
 	fmt.Fprintln(w, <-done)
 	fmt.Fprintln(w, <-done)
 	return nil

@@ -1,0 +1,216 @@
+package tmigr
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// The API of package time, on the runtime's workers: AfterFunc, NewTimer,
+// NewTicker and Sleep, each in two flavours chosen by an Option. Precise,
+// the default, is a high-resolution timer (the kernel's hrtimer): it
+// expires at the nanosecond asked for, waking its worker whatever the
+// wheels hold. Coarse is a timer-wheel timer (the kernel's timer_list): it
+// is rounded up to the tick and, while its worker is idle, may be expired
+// by the hierarchy's migrator, which is what timer migration is about.
+//
+// None of them needs a CPU: a timer made on a worker (in a task or a timer
+// function) goes on that worker, as the kernel arms on the CPU it runs on;
+// one made from any other goroutine is placed by place. The low-level
+// calls AfterFuncOn, HRAfterFunc and SleepOn name the CPU.
+//
+// The constructors that return no error (AfterFunc, NewTimer, NewTicker)
+// panic at the call site on a programming error, as time.NewTicker does for
+// a non-positive interval: a nil function, a non-positive interval, an
+// unknown HRMode or TimerOption. (time.AfterFunc accepts a nil function and
+// panics when it fires, on a goroutine of its own; here that would be on a
+// worker, long after the mistake.) The calls that return an error refuse
+// the same mistakes with one. On a Runtime not made by Start, the
+// constructors return timers that are never armed and Sleep returns
+// ErrClosed.
+
+// Option chooses the flavour of a timer made by AfterFunc, NewTimer,
+// NewTicker or Sleep. The last one given wins; none is Precise(Hard).
+type Option struct {
+	coarse bool
+	mode   HRMode
+	flags  uint32
+	err    error
+}
+
+// Precise makes a high-resolution timer run in mode: Hard (the default,
+// as an hrtimer set up without HRTIMER_MODE_SOFT and as nanosleep are on a
+// non-RT kernel) runs in the interrupt pass, Soft in the HRTIMER_SOFTIRQ
+// pass after the hard timers due at the same interrupt.
+func Precise(mode HRMode) Option {
+	return Option{mode: mode, err: checkMode(mode)}
+}
+
+// Coarse makes a timer-wheel timer, rounded up to whole ticks plus one
+// (and beyond 63 ticks to its level's granularity, up to 1/8 later), as the
+// kernel's timer_list is. Without options it is a global timer, which the
+// migrator may expire while its worker is idle; Pinned and Deferrable
+// (TimerOption) make it pinned or deferrable.
+func Coarse(opts ...TimerOption) Option {
+	flags, err := wheelFlags(opts)
+	return Option{coarse: true, flags: flags, err: err}
+}
+
+func options(opts []Option) Option {
+	o := Option{mode: Hard}
+	for _, x := range opts {
+		o = x
+	}
+	return o
+}
+
+// placeSeq numbers the timers and sleepers made off the workers, for place.
+var placeSeq atomic.Uint32
+
+// place returns the CPU a timer or sleeper armed from a goroutine that is
+// not on a worker goes on: the hint-th online housekeeping worker, counting
+// round from the first.
+//
+// The kernel arms a timer on the CPU that arms it, so CPUs never share a
+// base lock for their own timers. A goroutine has no CPU: the Go scheduler
+// moves it between threads, and its P is neither stable nor visible. What
+// matters is what per-CPU arming buys: that callers do not all take one
+// lock. So each Timer made off the workers takes the next number of a
+// package-wide counter at creation (one atomic add, at creation only), and
+// stays on the worker it names; each pooled sleeper takes one when it is
+// made, and sync.Pool hands a goroutine the sleepers of its own P first, so
+// sleepers spread per P. The housekeeping workers then each hold an equal
+// share of the timers, a Reset takes only its own timer's base lock (see
+// Timer.Reset), and goroutines contend only when they re-arm timers of the
+// same worker at the same instant, as Go's own timers contend per P heap.
+// Isolated workers get none, as unbound kernel timers never land on
+// isolated CPUs. Re-arming on the caller's P instead would move the timer
+// between bases: two base locks and a cache-line transfer per Reset.
+func (rt *Runtime) place(hint uint32) int {
+	n := len(rt.order)
+	iso := rt.isolated.Load()
+	for i := range n {
+		w := rt.order[(int(hint%uint32(n))+i)%n]
+		if w.online.Load() && !iso.Test(w.cpu) {
+			return w.cpu
+		}
+	}
+	if w := rt.housekeeping(nil); w != nil {
+		return w.cpu
+	}
+	return rt.order[0].cpu
+}
+
+// newTimer makes an unarmed timer of the flavour o asks for, on the
+// caller's worker or placed (see place). It panics on an invalid option.
+func (rt *Runtime) newTimer(call string, o Option) *Timer {
+	if o.err != nil {
+		panic(fmt.Sprintf("%s: %v", call, o.err))
+	}
+	if len(rt.order) == 0 {
+		return &Timer{} // a Runtime not made by Start: a zero Timer, never armed
+	}
+	var c int
+	if self := rt.self(); self != nil && self.online.Load() {
+		c = self.cpu
+	} else {
+		c = rt.place(placeSeq.Add(1))
+	}
+	if o.coarse {
+		return rt.newWheelTimer(c, o.flags)
+	}
+	t, err := rt.newHRTimer(rt.workers[c], o.mode)
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", call, err)) // a fresh timer is never active
+	}
+	return t
+}
+
+// AfterFunc arranges for f to run on a worker after at least d (a negative
+// d counts as 0) and returns the Timer, whose Stop and Reset change that,
+// as time.AfterFunc does. By default it is a high-resolution timer; opts
+// may ask for Precise(Soft) or a Coarse timer. A timer made on a worker (in
+// a task or a timer function) runs on that worker; one made elsewhere is
+// placed over the housekeeping workers (see place). f runs on the worker's
+// thread and must not block. A nil f panics here, not on the worker. After
+// Close the timer is returned unarmed.
+//
+// A coarse timer too stays on the worker it was placed on (a timer_list
+// armed with mod_timer on that CPU each time: Reset does not ask which
+// goroutine calls, which would cost a thread-id system call whenever a
+// worker runs user code); while that worker is idle, the hierarchy's
+// migrator may run f instead (the kernel's remote expiry). AfterFuncOn
+// names the worker.
+func (rt *Runtime) AfterFunc(d time.Duration, f func(), opts ...Option) *Timer {
+	if f == nil {
+		panic("tmigr: AfterFunc with a nil function")
+	}
+	t := rt.newTimer("tmigr: AfterFunc", options(opts))
+	t.f = f
+	t.Reset(d)
+	return t
+}
+
+// NewTimer returns a Timer that sends the current time on its channel C
+// after at least d, as time.NewTimer does, with the flavours and placement
+// of AfterFunc. C has room for one value; Stop and Reset empty it (the
+// rule of Go 1.23 and later), so after they return no value of an earlier
+// arm is received. A Timer that is no longer needed must be stopped: an
+// armed one is referenced by its worker until it fires.
+func (rt *Runtime) NewTimer(d time.Duration, opts ...Option) *Timer {
+	t := rt.newTimer("tmigr: NewTimer", options(opts))
+	t.withChan()
+	t.Reset(d)
+	return t
+}
+
+// Ticker sends the time on C every period, as time.Ticker does.
+//
+// Each expiry is forwarded from the one before, as the kernel's periodic
+// hrtimers are with hrtimer_forward: the n-th tick is due at start + n·d
+// however late each expiry ran, so the period does not drift; ticks missed
+// meanwhile (a slow receiver, a late worker) are dropped, not queued.
+type Ticker struct {
+	C <-chan time.Time
+	t *Timer
+}
+
+// NewTicker returns a Ticker whose first tick is due d from now, with the
+// flavours and placement of AfterFunc. It panics if d ≤ 0, as
+// time.NewTicker does. A Ticker must be stopped when no longer needed:
+// until then its worker references it.
+func (rt *Runtime) NewTicker(d time.Duration, opts ...Option) *Ticker {
+	if d <= 0 {
+		panic("tmigr: non-positive interval for NewTicker")
+	}
+	t := rt.newTimer("tmigr: NewTicker", options(opts))
+	t.withChan()
+	t.x.period = int64(d)
+	t.Reset(d)
+	return &Ticker{C: t.C, t: t}
+}
+
+// Stop turns the ticker off: no tick is sent after it returns, and one
+// sent and not received is taken back. It does not close C.
+func (tk *Ticker) Stop() {
+	if tk.t != nil {
+		tk.t.Stop()
+	}
+}
+
+// Reset stops the ticker and restarts it with period d, its next tick due
+// d from now. It panics if d ≤ 0, as time.Ticker.Reset does; on a Ticker
+// not made by NewTicker it does nothing.
+func (tk *Ticker) Reset(d time.Duration) {
+	if d <= 0 {
+		panic("tmigr: non-positive interval for Ticker.Reset")
+	}
+	t := tk.t
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.x.period = int64(d)
+	t.mu.Unlock()
+	t.Reset(d)
+}
