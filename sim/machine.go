@@ -92,6 +92,7 @@ type remoteCount struct {
 type Machine struct {
 	cfg    Config
 	costs  Costs
+	samp   costSamplers
 	set    *cpu.Set
 	h      *hier.Hierarchy
 	iso    hier.Isolation
@@ -155,6 +156,7 @@ func New(cfg Config) (*Machine, error) {
 		j0:     cpu.InitialJiffies(cfg.HZ),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x6b65726e656c)), // "kernel"
 	}
+	m.samp = newCostSamplers(&m.costs)
 	m.tg = tick.Grid{T0: 0, J0: m.j0, TickNs: m.tickNs}
 	m.iso = hier.Isolation{
 		Domain:         cfg.Isolcpus,
@@ -382,7 +384,7 @@ func (m *Machine) dispatch(ev *event) {
 		}
 		m.nEvents++
 		x := m.beginIRQ(c, ev.t, causeKick)
-		x.Spend(m.draw(m.costs.IPIHandler))
+		x.Spend(m.drawS(&m.samp.IPIHandler))
 		m.endIRQ(x)
 		m.checkCPU(c)
 	case evResched:
@@ -393,7 +395,7 @@ func (m *Machine) dispatch(ev *event) {
 		}
 		m.nEvents++
 		x := m.beginIRQ(c, ev.t, causeResched)
-		x.Spend(m.draw(m.costs.IPIHandler))
+		x.Spend(m.drawS(&m.samp.IPIHandler))
 		m.endIRQ(x)
 		m.checkCPU(c)
 	case evWake:
@@ -423,6 +425,31 @@ func (m *Machine) draw(d Dist) int64 {
 		return int64(d.A)
 	}
 	return d.Sample(m.rng)
+}
+
+// costSamplers are the kernel costs the machine draws millions of times,
+// resolved once (Dist.Sampler): a draw is draw's, value for value and
+// stream for stream, without finding the lognormal's table every time.
+type costSamplers struct {
+	Tick, IRQEntry, SoftirqEntry, RemotePull, IPIHandler     Sampler
+	HrtimerExpiry, Wakeup, ContextSwitch, DeviceIRQ, Kworker Sampler
+}
+
+func newCostSamplers(c *Costs) costSamplers {
+	return costSamplers{
+		Tick: c.Tick.Sampler(), IRQEntry: c.IRQEntry.Sampler(), SoftirqEntry: c.SoftirqEntry.Sampler(),
+		RemotePull: c.RemotePull.Sampler(), IPIHandler: c.IPIHandler.Sampler(),
+		HrtimerExpiry: c.HrtimerExpiry.Sampler(), Wakeup: c.Wakeup.Sampler(),
+		ContextSwitch: c.ContextSwitch.Sampler(), DeviceIRQ: c.DeviceIRQ.Sampler(), Kworker: c.Kworker.Sampler(),
+	}
+}
+
+// drawS is draw through a resolved Sampler.
+func (m *Machine) drawS(s *Sampler) int64 {
+	if s.d.Kind == Const {
+		return int64(s.d.A)
+	}
+	return s.Sample(m.rng)
 }
 
 func (m *Machine) inWindow(t int64) bool { return t >= m.start && t < m.end }
@@ -510,7 +537,7 @@ func (m *Machine) forceActive(cpus []int, t int64) {
 
 // runWork queues a short kernel work item on CPU c.
 func (m *Machine) runWork(c int, t int64, name string) {
-	cost := m.draw(m.costs.Kworker)
+	cost := m.drawS(&m.samp.Kworker)
 	w := &Task{Name: fmt.Sprintf("%s/%d", name, c), CPU: c, Pinned: true,
 		Behavior: BehaviorFunc(func(*Exec, *Task) Step { return Step{Run: max(cost, 1), Then: Exit} })}
 	m.wake(w, t, nil)

@@ -162,6 +162,10 @@ type hkTimer struct {
 	// whichever CPU runs it, so runs that differ only in policy see the
 	// same work.
 	rng *rand.Rand
+	// stat is the counter of the timer's last counted expiry: the next
+	// one is almost always run by the same CPU for the same owner, and a
+	// map look-up per expiry is a good part of a large machine's run.
+	stat *HKStat
 }
 
 // NewHousekeeping returns the default mix.
@@ -331,11 +335,14 @@ func (h *Housekeeping) fire(x *sim.Exec, t *sim.Timer) {
 	start := x.Now
 	x.Spend(cost)
 	if start >= h.m.MeasureStart() && start < h.m.MeasureEnd() {
-		k := hkKey{x.CPU, t.CPU(), cl.Name}
-		s := h.stats[k]
-		if s == nil {
-			s = &HKStat{Handler: x.CPU, Owner: t.CPU(), Class: cl.Name}
-			h.stats[k] = s
+		s := ht.stat
+		if s == nil || s.Handler != x.CPU || s.Owner != t.CPU() {
+			k := hkKey{x.CPU, t.CPU(), cl.Name}
+			if s = h.stats[k]; s == nil {
+				s = &HKStat{Handler: x.CPU, Owner: t.CPU(), Class: cl.Name}
+				h.stats[k] = s
+			}
+			ht.stat = s
 		}
 		s.Count++
 		if heavy {
