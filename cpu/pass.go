@@ -54,7 +54,8 @@ type Pass struct {
 // tick update and returns its pass. It is called when Tick reported that
 // the softirq must run (on PREEMPT_RT, from the CPU's ktimers thread).
 func (s *Set) Softirq(cpu int, snap Snapshot) *Pass {
-	p := &s.cpu(cpu).pass
+	s.cpu(cpu) // the range check
+	p := &s.passes[cpu]
 	// Field by field: the remote walk's state is large and set anew by
 	// BeginRemote when the pass reaches it.
 	p.snap, p.phase, p.cur, p.out, p.target, p.walking = snap, 0, nil, false, -1, false
