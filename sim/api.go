@@ -166,7 +166,7 @@ func (m *Machine) NewTask(s TaskSpec) (*Task, error) {
 		if c.meas != nil {
 			return nil, fmt.Errorf("task %s: CPU %d already runs a measuring task (%s)", s.Name, s.CPU, c.meas.Name)
 		}
-		c.meas = t
+		c.meas, c.measGap = t, s.OnGap
 	}
 	return t, nil
 }

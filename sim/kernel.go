@@ -373,8 +373,8 @@ func (m *Machine) flushGap(c *cpuState) {
 		return
 	}
 	c.gapOpen = false
-	if c.meas != nil && c.meas.OnGap != nil {
-		c.meas.OnGap(c.gapStart, c.gapEnd-c.gapStart)
+	if c.measGap != nil {
+		c.measGap(c.gapStart, c.gapEnd-c.gapStart)
 	}
 }
 

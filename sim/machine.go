@@ -15,20 +15,47 @@ import (
 // cpuState is one simulated CPU: what it runs, its tick, its clock event
 // device, its kernel work in progress and its statistics.
 type cpuState struct {
+	// The fields every tick of a busy CPU reads and writes come first,
+	// side by side (a machine of thousands of CPUs ticks them all in a
+	// row, and each line it touches is a cache miss).
+
 	id       int
-	node     int
 	online   bool
 	stopped  bool // crash-stopped (panic): takes no interrupt at all
 	nohzFull bool
 	isolated bool // not in the scheduler domains: unpinned tasks stay away
+	idle     bool // in the idle loop
+	resched  bool // a reschedule IPI is on its way
+	kicked   bool // a wake-up IPI is on its way
+	gapOpen  bool
+
+	// PREEMPT_RT: softirq work for the ktimers thread.
+	wheelSoft, hrSoftPend bool
+
+	// Kernel work: interrupts (and on non-RT kernels their softirqs) run
+	// back to back until irqEnd.
+	irqEnd    int64
+	irqArrive int64 // arrival time of the interrupt being handled
+	irqWork   int64 // when its handling started (after any idle exit)
+
+	curr    *Task
+	rq      runqueue
+	stepEnd int64
+
+	// Measurement of a busy-loop task (oslat): the open gap, and the
+	// task's OnGap (kept here so that a gap does not touch the task).
+	meas     *Task
+	measGap  func(start, length int64)
+	measOut  int64 // when meas was preempted, -1 while it runs
+	gapStart int64
+	gapEnd   int64
+
+	ticks, irqs uint64
 
 	// tk is the CPU's tick and NOHZ protocol: every kernel decision about
 	// the tick, idle and the interrupts' timer work is made there; this
 	// driver carries out the Ready each call returns.
-	tk    tick.CPU
-	hr    *hrtimer.CPUBase
-	hrDev int64 // what the clock event device is armed for (hrtimers)
-	hrGen uint64
+	tk tick.CPU
 
 	// The tick timer as tk last armed it: running (a member of
 	// Machine.ticking from tickFrom on) or stopped, with the NOHZ wakeup
@@ -38,36 +65,18 @@ type cpuState struct {
 	nohzAt   int64
 	nohzGen  uint64
 
-	// Scheduling.
-	curr    *Task
-	rq      runqueue
-	idle    bool // in the idle loop
-	stepEnd int64
+	node  int
+	hr    *hrtimer.CPUBase
+	hrDev int64 // what the clock event device is armed for (hrtimers)
+	hrGen uint64
+
 	stepGen uint64
-	resched bool // a reschedule IPI is on its way
-	kicked  bool // a wake-up IPI is on its way
 
-	// Kernel work: interrupts (and on non-RT kernels their softirqs) run
-	// back to back until irqEnd.
-	irqEnd    int64
-	irqArrive int64 // arrival time of the interrupt being handled
-	irqWork   int64 // when its handling started (after any idle exit)
-
-	// PREEMPT_RT: softirq work for the ktimers thread.
-	ktimers               *Task
-	wheelSoft, hrSoftPend bool
-
-	// Measurement of a busy-loop task (oslat): the open gap.
-	meas     *Task
-	measOut  int64 // when meas was preempted, -1 while it runs
-	gapOpen  bool
-	gapStart int64
-	gapEnd   int64
+	ktimers *Task
 
 	// Statistics, within the measurement window.
-	ticks, wakeups uint64
-	irqs           uint64
-	wakeBy         [numCauses]uint64
+	wakeups uint64
+	wakeBy  [numCauses]uint64
 	// The most hrtimers one hardirq expired, and the most in a hardirq
 	// that woke a real-time task.
 	hardMax, hardMaxRT int
