@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"sync/atomic"
+
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/wheel"
 )
@@ -52,7 +54,8 @@ type Pass struct {
 // tick update and returns its pass. It is called when Tick reported that
 // the softirq must run (on PREEMPT_RT, from the CPU's ktimers thread).
 func (s *Set) Softirq(cpu int, snap Snapshot) *Pass {
-	p := &s.cpu(cpu).pass
+	s.cpu(cpu) // the range check
+	p := &s.passes[cpu]
 	// Field by field: the remote walk's state is large and set anew by
 	// BeginRemote when the pass reaches it.
 	p.snap, p.phase, p.cur, p.out, p.target, p.walking = snap, 0, nil, false, -1, false
@@ -79,9 +82,9 @@ func (p *Pass) Next() *wheel.Timer {
 	for {
 		switch {
 		case p.phase < NumBases:
-			b := &s.cpus[p.cpu].bases[p.phase]
+			i := p.cpu*NumBases + p.phase
 			p.phase++
-			if p.start(b) {
+			if p.start(&s.next[i], &s.cpus[p.cpu].bases[i%NumBases]) {
 				if t := p.expire(); t != nil {
 					return t
 				}
@@ -99,7 +102,7 @@ func (p *Pass) Next() *wheel.Timer {
 				continue
 			}
 			p.target = target
-			if b := &s.cpus[target].bases[BaseGlobal]; p.start(b) {
+			if p.start(&s.next[target*NumBases+BaseGlobal], &s.cpus[target].bases[BaseGlobal]) {
 				if t := p.expire(); t != nil {
 					return t
 				}
@@ -117,9 +120,10 @@ func (p *Pass) Next() *wheel.Timer {
 // start is the entry of __run_timer_base: skip a base that is not due
 // (read without the lock, as the kernel reads next_expiry), or one another
 // CPU is expiring right now (a remote expiry); otherwise lock it and make
-// it the current base.
-func (p *Pass) start(b *base) bool {
-	if wheel.Before(p.snap.J, b.next.Load()) {
+// it the current base. next is b's next expiry in Set.next, read first so
+// that a base that is not due is not touched at all.
+func (p *Pass) start(next *atomic.Uint64, b *base) bool {
+	if wheel.Before(p.snap.J, next.Load()) {
 		return false
 	}
 	b.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"strings"
 )
 
@@ -43,8 +44,19 @@ func (t *OslatThread) LatUS(ns int64) uint64 {
 	if ns < 0 {
 		ns = 0
 	}
-	cycles := uint64(ns) * t.CounterMHz / 1000
-	return cycles / t.CounterMHz
+	return latUS(uint64(ns), t.CounterMHz)
+}
+
+// latUS is LatUS's arithmetic. While ns·mhz does not wrap, ⌊⌊ns·mhz/1000⌋/mhz⌋
+// is ⌊ns/1000⌋ (nested floor divisions), which a simulator recording a
+// sample at every tick of thousands of CPUs gets without a division by a
+// variable; where it wraps, oslat's 64-bit arithmetic is kept as it is.
+func latUS(ns, mhz uint64) uint64 {
+	if hi, _ := bits.Mul64(ns, mhz); hi == 0 && mhz != 0 {
+		return ns / 1000
+	}
+	cycles := ns * mhz / 1000
+	return cycles / mhz
 }
 
 // Add records count samples of ns nanoseconds each (insert_bucket, with

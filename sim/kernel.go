@@ -53,7 +53,7 @@ func (m *Machine) beginIRQ(c *cpuState, t int64, cause irqCause) *Exec {
 		c.irqs++
 	}
 	x := &m.irqX
-	*x = Exec{m: m, CPU: c.id, Now: s + m.draw(m.costs.IRQEntry), irq: true}
+	*x = Exec{m: m, CPU: c.id, Now: s + m.drawS(&m.samp.IRQEntry), irq: true}
 	m.x, m.inIRQ = x, c
 	return x
 }
@@ -128,7 +128,7 @@ func (m *Machine) apply(c *cpuState, r tick.Ready, t int64) {
 // tick is the periodic tick of c at the tick instant g.
 func (m *Machine) tick(c *cpuState, g int64) {
 	x := m.beginIRQ(c, g, causeTick)
-	x.Spend(m.draw(m.costs.Tick))
+	x.Spend(m.drawS(&m.samp.Tick))
 	if m.inWindow(g) {
 		c.ticks++
 	}
@@ -152,7 +152,7 @@ func (m *Machine) nohzWake(c *cpuState, t int64) {
 	}
 	c.nohzAt = tick.Never
 	x := m.beginIRQ(c, t, causeTimer)
-	x.Spend(m.draw(m.costs.Tick))
+	x.Spend(m.drawS(&m.samp.Tick))
 	if m.inWindow(t) {
 		c.ticks++
 	}
@@ -171,7 +171,7 @@ func (m *Machine) timerSoftirq(x *Exec, c *cpuState) {
 		c.wheelSoft = true
 		return
 	}
-	x.Spend(m.draw(m.costs.SoftirqEntry))
+	x.Spend(m.drawS(&m.samp.SoftirqEntry))
 	m.runSoftirq(x, c)
 }
 
@@ -212,7 +212,7 @@ func (m *Machine) hrInterrupt(c *cpuState, t int64) {
 
 // hrSoftirq runs HRTIMER_SOFTIRQ's pass over the soft bases.
 func (m *Machine) hrSoftirq(x *Exec, c *cpuState) {
-	x.Spend(m.draw(m.costs.SoftirqEntry))
+	x.Spend(m.drawS(&m.samp.SoftirqEntry))
 	p, err := c.tk.HrtimerSoftirq(x.Now)
 	if err != nil {
 		m.fail(err)
@@ -227,7 +227,7 @@ func (m *Machine) runPass(x *Exec, c *cpuState, p *hrtimer.Pass) tick.Ready {
 	for {
 		for t := p.Next(); t != nil; t = p.Next() {
 			m.passN++
-			x.Spend(m.draw(m.costs.HrtimerExpiry))
+			x.Spend(m.drawS(&m.samp.HrtimerExpiry))
 			p.Done(t, m.runHrtimer(x, t))
 		}
 		r, retry, err := c.tk.EndPass(p, x.Now)
@@ -247,7 +247,7 @@ func (m *Machine) runHrtimer(x *Exec, t *hrtimer.Timer) hrtimer.Action {
 	switch d := t.Data.(type) {
 	case *Task:
 		// hrtimer_wakeup
-		x.Spend(m.draw(m.costs.Wakeup))
+		x.Spend(m.drawS(&m.samp.Wakeup))
 		if d.key() > 0 {
 			m.passRT = true
 		}
@@ -373,8 +373,8 @@ func (m *Machine) flushGap(c *cpuState) {
 		return
 	}
 	c.gapOpen = false
-	if c.meas != nil && c.meas.OnGap != nil {
-		c.meas.OnGap(c.gapStart, c.gapEnd-c.gapStart)
+	if c.measGap != nil {
+		c.measGap(c.gapStart, c.gapEnd-c.gapStart)
 	}
 }
 
@@ -390,7 +390,7 @@ func (m *Machine) ktimers(c *cpuState) *Task {
 		start := x.Now
 		if c.wheelSoft {
 			c.wheelSoft = false
-			x.Spend(m.draw(m.costs.SoftirqEntry))
+			x.Spend(m.drawS(&m.samp.SoftirqEntry))
 			m.runSoftirq(x, c)
 		}
 		if c.hrSoftPend {

@@ -15,20 +15,47 @@ import (
 // cpuState is one simulated CPU: what it runs, its tick, its clock event
 // device, its kernel work in progress and its statistics.
 type cpuState struct {
+	// The fields every tick of a busy CPU reads and writes come first,
+	// side by side (a machine of thousands of CPUs ticks them all in a
+	// row, and each line it touches is a cache miss).
+
 	id       int
-	node     int
 	online   bool
 	stopped  bool // crash-stopped (panic): takes no interrupt at all
 	nohzFull bool
 	isolated bool // not in the scheduler domains: unpinned tasks stay away
+	idle     bool // in the idle loop
+	resched  bool // a reschedule IPI is on its way
+	kicked   bool // a wake-up IPI is on its way
+	gapOpen  bool
+
+	// PREEMPT_RT: softirq work for the ktimers thread.
+	wheelSoft, hrSoftPend bool
+
+	// Kernel work: interrupts (and on non-RT kernels their softirqs) run
+	// back to back until irqEnd.
+	irqEnd    int64
+	irqArrive int64 // arrival time of the interrupt being handled
+	irqWork   int64 // when its handling started (after any idle exit)
+
+	curr    *Task
+	rq      runqueue
+	stepEnd int64
+
+	// Measurement of a busy-loop task (oslat): the open gap, and the
+	// task's OnGap (kept here so that a gap does not touch the task).
+	meas     *Task
+	measGap  func(start, length int64)
+	measOut  int64 // when meas was preempted, -1 while it runs
+	gapStart int64
+	gapEnd   int64
+
+	ticks, irqs uint64
 
 	// tk is the CPU's tick and NOHZ protocol: every kernel decision about
 	// the tick, idle and the interrupts' timer work is made there; this
 	// driver carries out the Ready each call returns.
-	tk    tick.CPU
-	hr    *hrtimer.CPUBase
-	hrDev int64 // what the clock event device is armed for (hrtimers)
-	hrGen uint64
+	tk tick.CPU
 
 	// The tick timer as tk last armed it: running (a member of
 	// Machine.ticking from tickFrom on) or stopped, with the NOHZ wakeup
@@ -38,36 +65,18 @@ type cpuState struct {
 	nohzAt   int64
 	nohzGen  uint64
 
-	// Scheduling.
-	curr    *Task
-	rq      runqueue
-	idle    bool // in the idle loop
-	stepEnd int64
+	node  int
+	hr    *hrtimer.CPUBase
+	hrDev int64 // what the clock event device is armed for (hrtimers)
+	hrGen uint64
+
 	stepGen uint64
-	resched bool // a reschedule IPI is on its way
-	kicked  bool // a wake-up IPI is on its way
 
-	// Kernel work: interrupts (and on non-RT kernels their softirqs) run
-	// back to back until irqEnd.
-	irqEnd    int64
-	irqArrive int64 // arrival time of the interrupt being handled
-	irqWork   int64 // when its handling started (after any idle exit)
-
-	// PREEMPT_RT: softirq work for the ktimers thread.
-	ktimers               *Task
-	wheelSoft, hrSoftPend bool
-
-	// Measurement of a busy-loop task (oslat): the open gap.
-	meas     *Task
-	measOut  int64 // when meas was preempted, -1 while it runs
-	gapOpen  bool
-	gapStart int64
-	gapEnd   int64
+	ktimers *Task
 
 	// Statistics, within the measurement window.
-	ticks, wakeups uint64
-	irqs           uint64
-	wakeBy         [numCauses]uint64
+	wakeups uint64
+	wakeBy  [numCauses]uint64
 	// The most hrtimers one hardirq expired, and the most in a hardirq
 	// that woke a real-time task.
 	hardMax, hardMaxRT int
@@ -92,6 +101,7 @@ type remoteCount struct {
 type Machine struct {
 	cfg    Config
 	costs  Costs
+	samp   costSamplers
 	set    *cpu.Set
 	h      *hier.Hierarchy
 	iso    hier.Isolation
@@ -155,6 +165,7 @@ func New(cfg Config) (*Machine, error) {
 		j0:     cpu.InitialJiffies(cfg.HZ),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x6b65726e656c)), // "kernel"
 	}
+	m.samp = newCostSamplers(&m.costs)
 	m.tg = tick.Grid{T0: 0, J0: m.j0, TickNs: m.tickNs}
 	m.iso = hier.Isolation{
 		Domain:         cfg.Isolcpus,
@@ -382,7 +393,7 @@ func (m *Machine) dispatch(ev *event) {
 		}
 		m.nEvents++
 		x := m.beginIRQ(c, ev.t, causeKick)
-		x.Spend(m.draw(m.costs.IPIHandler))
+		x.Spend(m.drawS(&m.samp.IPIHandler))
 		m.endIRQ(x)
 		m.checkCPU(c)
 	case evResched:
@@ -393,7 +404,7 @@ func (m *Machine) dispatch(ev *event) {
 		}
 		m.nEvents++
 		x := m.beginIRQ(c, ev.t, causeResched)
-		x.Spend(m.draw(m.costs.IPIHandler))
+		x.Spend(m.drawS(&m.samp.IPIHandler))
 		m.endIRQ(x)
 		m.checkCPU(c)
 	case evWake:
@@ -423,6 +434,31 @@ func (m *Machine) draw(d Dist) int64 {
 		return int64(d.A)
 	}
 	return d.Sample(m.rng)
+}
+
+// costSamplers are the kernel costs the machine draws millions of times,
+// resolved once (Dist.Sampler): a draw is draw's, value for value and
+// stream for stream, without finding the lognormal's table every time.
+type costSamplers struct {
+	Tick, IRQEntry, SoftirqEntry, RemotePull, IPIHandler     Sampler
+	HrtimerExpiry, Wakeup, ContextSwitch, DeviceIRQ, Kworker Sampler
+}
+
+func newCostSamplers(c *Costs) costSamplers {
+	return costSamplers{
+		Tick: c.Tick.Sampler(), IRQEntry: c.IRQEntry.Sampler(), SoftirqEntry: c.SoftirqEntry.Sampler(),
+		RemotePull: c.RemotePull.Sampler(), IPIHandler: c.IPIHandler.Sampler(),
+		HrtimerExpiry: c.HrtimerExpiry.Sampler(), Wakeup: c.Wakeup.Sampler(),
+		ContextSwitch: c.ContextSwitch.Sampler(), DeviceIRQ: c.DeviceIRQ.Sampler(), Kworker: c.Kworker.Sampler(),
+	}
+}
+
+// drawS is draw through a resolved Sampler.
+func (m *Machine) drawS(s *Sampler) int64 {
+	if s.d.Kind == Const {
+		return int64(s.d.A)
+	}
+	return s.Sample(m.rng)
 }
 
 func (m *Machine) inWindow(t int64) bool { return t >= m.start && t < m.end }
@@ -510,7 +546,7 @@ func (m *Machine) forceActive(cpus []int, t int64) {
 
 // runWork queues a short kernel work item on CPU c.
 func (m *Machine) runWork(c int, t int64, name string) {
-	cost := m.draw(m.costs.Kworker)
+	cost := m.drawS(&m.samp.Kworker)
 	w := &Task{Name: fmt.Sprintf("%s/%d", name, c), CPU: c, Pinned: true,
 		Behavior: BehaviorFunc(func(*Exec, *Task) Step { return Step{Run: max(cost, 1), Then: Exit} })}
 	m.wake(w, t, nil)

@@ -87,7 +87,7 @@ type Task struct {
 	// OnGap, if set, makes the task a measuring busy loop (oslat): it is
 	// called for every stretch of time the task was kept from running
 	// (interrupts, softirqs, preemption), with the stretch's start and
-	// length.
+	// length. It is the TaskSpec's, read once by NewTask.
 	OnGap func(start, length int64)
 	// OnExit, if set, is called when the task exits.
 	OnExit func(x *Exec, t *Task)

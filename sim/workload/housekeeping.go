@@ -162,6 +162,14 @@ type hkTimer struct {
 	// whichever CPU runs it, so runs that differ only in policy see the
 	// same work.
 	rng *rand.Rand
+	// The timer and its stream live here, where the callback reads them.
+	tm  sim.Timer
+	rv  rand.Rand
+	pcg rand.PCG
+	// stat is the counter of the timer's last counted expiry: the next
+	// one is almost always run by the same CPU for the same owner, and a
+	// map look-up per expiry is a good part of a large machine's run.
+	stat *HKStat
 }
 
 // NewHousekeeping returns the default mix.
@@ -245,7 +253,10 @@ func (h *Housekeeping) Start(m *sim.Machine) error {
 			homes = []int{0}
 		}
 		for _, home := range homes {
-			ht := &hkTimer{c: cl, home: home, rng: m.Rand(fmt.Sprintf("hk/%s/%d", cl.Name, home))}
+			ht := &hkTimer{c: cl, home: home}
+			ht.pcg = *m.PCG(fmt.Sprintf("hk/%s/%d", cl.Name, home))
+			ht.rv = *rand.New(&ht.pcg)
+			ht.rng = &ht.rv
 			flags := uint32(0)
 			if cl.Pinned || (cl.DelayedWork && h.pinDelayedWork()) {
 				flags |= cpu.Pinned
@@ -253,7 +264,8 @@ func (h *Housekeeping) Start(m *sim.Machine) error {
 			if cl.Deferrable {
 				flags |= cpu.Deferrable
 			}
-			ht.t = m.NewTimer(cl.Name, flags, h.fire)
+			ht.t = &ht.tm
+			m.InitTimer(ht.t, cl.Name, flags, h.fire)
 			ht.t.Data = ht
 			h.timers = append(h.timers, ht)
 			if cl.RX {
@@ -331,11 +343,14 @@ func (h *Housekeeping) fire(x *sim.Exec, t *sim.Timer) {
 	start := x.Now
 	x.Spend(cost)
 	if start >= h.m.MeasureStart() && start < h.m.MeasureEnd() {
-		k := hkKey{x.CPU, t.CPU(), cl.Name}
-		s := h.stats[k]
-		if s == nil {
-			s = &HKStat{Handler: x.CPU, Owner: t.CPU(), Class: cl.Name}
-			h.stats[k] = s
+		s := ht.stat
+		if s == nil || s.Handler != x.CPU || s.Owner != t.CPU() {
+			k := hkKey{x.CPU, t.CPU(), cl.Name}
+			if s = h.stats[k]; s == nil {
+				s = &HKStat{Handler: x.CPU, Owner: t.CPU(), Class: cl.Name}
+				h.stats[k] = s
+			}
+			ht.stat = s
 		}
 		s.Count++
 		if heavy {

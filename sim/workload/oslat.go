@@ -51,8 +51,16 @@ func (o *Oslat) Start(m *sim.Machine) error {
 	}
 	loop := m.Costs().OslatLoop
 	mhz := uint64(m.Costs().CounterMHz)
-	for c := o.CPUs.First(); c >= 0; c = o.CPUs.Next(c) {
-		th := &oslatThread{cpu: c, th: report.NewOslatThread(c, mhz, report.OslatBuckets)}
+	// Every thread and its histogram side by side, in CPU order: each
+	// tick of every CPU records a sample, and a machine ticks its CPUs in
+	// that order.
+	n := o.CPUs.Weight()
+	ths := make([]oslatThread, n)
+	buckets := make([]uint64, n*report.OslatBuckets)
+	for c, i := o.CPUs.First(), 0; c >= 0; c, i = o.CPUs.Next(c), i+1 {
+		th := &ths[i]
+		*th = oslatThread{cpu: c, th: report.NewOslatThread(c, mhz, 0)}
+		th.th.Buckets = buckets[i*report.OslatBuckets : (i+1)*report.OslatBuckets : (i+1)*report.OslatBuckets]
 		o.threads = append(o.threads, th)
 		policy := hrtimer.SchedOther
 		if o.RTPrio > 0 {
