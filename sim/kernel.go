@@ -44,9 +44,9 @@ func (m *Machine) beginIRQ(c *cpuState, t int64, cause irqCause) *Exec {
 			c.wakeups++
 			c.wakeBy[cause]++
 		}
-	} else if t >= c.irqEnd && m.costs.IRQOffShare > 0 && m.rng.Float64() < m.costs.IRQOffShare {
+	} else if t >= c.irqEnd && m.costs.IRQOffShare > 0 && m.float64() < m.costs.IRQOffShare {
 		// The CPU runs with interrupts off; the interrupt waits.
-		s += int64(m.rng.Float64() * float64(m.costs.IRQOffMax))
+		s += int64(m.float64() * float64(m.costs.IRQOffMax))
 	}
 	c.irqArrive, c.irqWork = t, s
 	if m.inWindow(t) {

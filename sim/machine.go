@@ -110,6 +110,7 @@ type Machine struct {
 	tg     tick.Grid
 	cpus   []cpuState
 	rng    *rand.Rand // kernel cost draws
+	pcg    *rand.PCG  // rng's source: the hot draws call it directly, without rng's interface call
 
 	now      int64
 	events   eventHeap
@@ -163,8 +164,9 @@ func New(cfg Config) (*Machine, error) {
 		costs:  cfg.Costs,
 		tickNs: cpu.TickNsec(cfg.HZ),
 		j0:     cpu.InitialJiffies(cfg.HZ),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x6b65726e656c)), // "kernel"
+		pcg:    rand.NewPCG(cfg.Seed, 0x6b65726e656c), // "kernel"
 	}
+	m.rng = rand.New(m.pcg)
 	m.samp = newCostSamplers(&m.costs)
 	m.tg = tick.Grid{T0: 0, J0: m.j0, TickNs: m.tickNs}
 	m.iso = hier.Isolation{
@@ -453,12 +455,23 @@ func newCostSamplers(c *Costs) costSamplers {
 	}
 }
 
-// drawS is draw through a resolved Sampler.
+// drawS is draw through a resolved Sampler. A tabled lognormal (nearly
+// every kernel cost) is drawn here from the stream's source itself: the
+// same value from the same draw as s.Sample(m.rng), without an interface
+// call for each of the millions of draws.
 func (m *Machine) drawS(s *Sampler) int64 {
 	if s.d.Kind == Const {
 		return int64(s.d.A)
 	}
+	if s.t != nil {
+		return toNs(s.t.draw(m.pcg.Uint64()))
+	}
 	return s.Sample(m.rng)
+}
+
+// float64 is m.rng.Float64(), value for value, from the source directly.
+func (m *Machine) float64() float64 {
+	return float64(m.pcg.Uint64()<<11>>11) / (1 << 53)
 }
 
 func (m *Machine) inWindow(t int64) bool { return t >= m.start && t < m.end }
@@ -480,7 +493,15 @@ func (m *Machine) fail(err error) {
 
 // check runs the invariant checker of the hierarchy (with --check).
 func (m *Machine) check() {
-	if !m.cfg.Check || m.err != nil || m.h == nil {
+	if m.cfg.Check {
+		m.checkNow()
+	}
+}
+
+// checkNow is check's work, kept out of line so that check, called after
+// every event, inlines to a test of one flag.
+func (m *Machine) checkNow() {
+	if m.err != nil || m.h == nil {
 		return
 	}
 	if err := m.h.Check(); err != nil {
@@ -494,7 +515,14 @@ func (m *Machine) check() {
 
 // checkCPU runs check and the simulator's own consistency checks of c.
 func (m *Machine) checkCPU(c *cpuState) {
-	if !m.cfg.Check || m.err != nil {
+	if m.cfg.Check {
+		m.checkCPUNow(c)
+	}
+}
+
+// checkCPUNow is checkCPU's work, out of line as checkNow is.
+func (m *Machine) checkCPUNow(c *cpuState) {
+	if m.err != nil {
 		return
 	}
 	m.check()
