@@ -69,6 +69,22 @@ func BenchmarkOslatMachine(b *testing.B) {
 	}
 }
 
+// BenchmarkOslatTicks is BenchmarkOslatMachine without the housekeeping
+// mix: nothing but the ticks of busy CPUs and their oslat samples, no
+// timer softirq. It is the floor under the machine's cost per CPU-second
+// (a tick's cost draw, the tick core's checks, the sample), which no
+// faster timer code can lower.
+//
+//	go test -run '^$' -bench OslatTicks -benchtime 1x ./sim
+func BenchmarkOslatTicks(b *testing.B) {
+	for _, n := range []int{64, 1024, 4096} {
+		b.Run(fmt.Sprintf("cpus=%d", n), func(b *testing.B) {
+			c, list := oslatMachine(n, 0, 10*time.Second)
+			benchRun(b, c, func() []sim.Workload { return []sim.Workload{workload.NewOslat(list, "")} })
+		})
+	}
+}
+
 // BenchmarkOslatDuration is the 1024-CPU machine of BenchmarkOslatMachine
 // for 2.5 to 40 simulated seconds: the cost per CPU-second should not
 // depend on the length of the run.
