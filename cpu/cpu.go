@@ -233,9 +233,13 @@ type CPU struct {
 	online atomic.Bool
 }
 
+// base is one of a CPU's timer bases (struct timer_base). The lock and the
+// bookkeeping come before the wheel, whose own hot fields
+// come first (wheel.Base): a softirq's pass locks the base, reads running
+// and the wheel's clock and pending bitmap, and publishes next, all within
+// the base's first few cache lines.
 type base struct {
 	mu      sync.Mutex
-	w       wheel.Base
 	running *wheel.Timer
 	// next mirrors w.NextExpiry for the tick's lockless check
 	// (run_local_timers reads next_expiry with READ_ONCE). It points into
@@ -246,6 +250,7 @@ type base struct {
 	next *atomic.Uint64
 	cpu  int
 	idx  int
+	w    wheel.Base
 }
 
 func (b *base) publish() { b.next.Store(b.w.NextExpiry()) }

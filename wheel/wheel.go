@@ -196,8 +196,12 @@ func (t *Timer) setIndex(idx int) {
 
 // Base is one timer wheel (the kernel's struct timer_base without its lock
 // and CPU bookkeeping). Initialise it with Init before use.
+//
+// The fields every expiry reads (the clock, the next expiry, the pending
+// bitmap, the collected lists) come first and the 4.5 KiB of bucket heads
+// last: a softirq on a base then reads a few neighbouring cache lines and
+// the buckets it collects, not lines at both ends of the base.
 type Base struct {
-	vectors [maxWheelSize]*Timer
 	pending [MaxDepth]uint64 // bit i of word l: bucket 64l+i is non-empty
 
 	clk        uint64 // the next tick to process; while expiring, one ahead
@@ -215,6 +219,8 @@ type Base struct {
 	// level last; expiring[nExpiring-1] is handed out first.
 	expiring  [MaxDepth]*Timer
 	nExpiring int
+
+	vectors [maxWheelSize]*Timer
 }
 
 // Init empties the base and sets its geometry and clock, as
