@@ -3,6 +3,7 @@ package tmigr
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 // TestNewFirst: when a coarse timer queued from elsewhere on an idle worker
@@ -32,6 +33,31 @@ func TestNewFirst(t *testing.T) {
 	} {
 		if got := newFirst(earliest, c.first, c.until, now); got != c.want {
 			t.Errorf("%s: newFirst(first=%d, until=%d) = %v, want %v: %s", c.name, c.first, c.until, got, c.want, c.why)
+		}
+	}
+}
+
+// TestCoarseFromElsewhereWakesIdleWorker: a coarse timer armed from a
+// goroutine that is not a worker, on a runtime whose workers are idle with
+// their ticks stopped, must get its worker out of its sleep (newFirst's
+// kick), for nothing else would wake it. Each round waits for the runtime
+// to go quiet, then arms one timer and waits for it to fire; the generous
+// timeout only catches a timer that never fires.
+func TestCoarseFromElsewhereWakesIdleWorker(t *testing.T) {
+	rt := newRuntime(t, Config{})
+	for i := range 40 {
+		time.Sleep(10 * time.Millisecond) // the workers stop their ticks
+		fired := make(chan struct{})
+		start := time.Now()
+		d := time.Duration(1+i%3) * time.Millisecond
+		rt.AfterFunc(d, func() { close(fired) }, Coarse())
+		select {
+		case <-fired:
+			if e := time.Since(start); e < d {
+				t.Fatalf("round %d: fired after %v, before %v", i, e, d)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: a %v coarse timer armed from outside did not fire in 10 s", i, d)
 		}
 	}
 }
