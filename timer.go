@@ -342,7 +342,7 @@ func (t *Timer) armWheel(now, d int64) {
 	switch {
 	case kickCPU >= 0:
 		rt.workers[kickCPU].kick(kickTimer)
-	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && newFirst(rt.grid.At(exp+1), w.firstGlobal.Load(), w.sleepUntil.Load(), rt.clk.now()):
+	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && kickIdle(w, rt.grid.At(exp+1), rt.clk):
 		// A new first global timer on an idle worker, queued from
 		// elsewhere, which the kernel never does (mod_timer queues on the
 		// CPU it runs on). Unless the worker looks at its timers before
@@ -398,6 +398,20 @@ func (t *Timer) armWheel(now, d int64) {
 // which walks the worker's next event up without telling the worker,
 // possibly before the timer was queued (refreshFirst narrows that window):
 // then the answer is yes too.
+// kickIdle is newFirst for idle worker w, whose values it reads in the
+// order newFirst needs (first, then until, then the clock); the clock only
+// when the answer depends on it, as it does not when the worker wakes
+// before the timer can expire (most re-arms on a busy runtime: a clock
+// read is a sizeable part of a re-arm).
+func kickIdle(w *worker, earliest int64, clk clock) bool {
+	first := w.firstGlobal.Load()
+	until := w.sleepUntil.Load()
+	if until != math.MaxInt64 && until <= earliest {
+		return false
+	}
+	return newFirst(earliest, first, until, clk.now())
+}
+
 func newFirst(earliest, first, until, now int64) bool {
 	if until != math.MaxInt64 && until <= earliest {
 		return false
