@@ -342,7 +342,7 @@ func (t *Timer) armWheel(now, d int64) {
 	switch {
 	case kickCPU >= 0:
 		rt.workers[kickCPU].kick(kickTimer)
-	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && kickIdle(w, rt.grid.At(exp+1), rt.clk):
+	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && newFirst(rt.grid.At(exp+1), w.firstGlobal.Load(), rt.clk.now()):
 		// A new first global timer on an idle worker, queued from
 		// elsewhere, which the kernel never does (mod_timer queues on the
 		// CPU it runs on). Unless the worker looks at its timers before
@@ -378,44 +378,15 @@ func (t *Timer) armWheel(now, d int64) {
 // unrounded expiry instead kicked for most timers that land in the jiffy
 // of the current first one.
 //
-// until is the worker's sleepUntil, read after the timer was queued: the
-// worker sets it to MaxInt64 before each idle round (loop) and to its
-// deadline when it sleeps (sleep), and wakes by then. If until is a
-// deadline at or before earliest, no kick is needed whatever first says:
-// the round that follows that wake-up reads the bases after the timer was
-// queued (its MaxInt64 store comes after until was read) and publishes the
-// timer before it can expire. That covers the common cases on a busy
-// runtime, each a futex wake per re-arm before: a worker whose tick still
-// runs (its round did not stop the tick, first stays MinInt64, and it
-// sleeps to its next tick, as a CPU with its tick running is not is_idle
-// and gets no IPI), and one woken by its own due event and not yet running.
-//
-// Otherwise: a timer queued while the worker was finding out is either
-// seen by it or kicks it (first is MinInt64). Queued before first was
-// read, it is in first. An event not yet due is still the one the
+// A timer queued while the worker was finding out is either seen by it or
+// kicks it (first is MinInt64). Queued before first was read, it is in
+// first. An event not yet due is still the one the
 // hierarchy holds (only the worker changes it before it is due, and then
 // first is updated); one that is due may have been handled by another CPU,
 // which walks the worker's next event up without telling the worker,
 // possibly before the timer was queued (refreshFirst narrows that window):
 // then the answer is yes too.
-// kickIdle is newFirst for idle worker w, whose values it reads in the
-// order newFirst needs (first, then until, then the clock); the clock only
-// when the answer depends on it, as it does not when the worker wakes
-// before the timer can expire (most re-arms on a busy runtime: a clock
-// read is a sizeable part of a re-arm).
-func kickIdle(w *worker, earliest int64, clk clock) bool {
-	first := w.firstGlobal.Load()
-	until := w.sleepUntil.Load()
-	if until != math.MaxInt64 && until <= earliest {
-		return false
-	}
-	return newFirst(earliest, first, until, clk.now())
-}
-
-func newFirst(earliest, first, until, now int64) bool {
-	if until != math.MaxInt64 && until <= earliest {
-		return false
-	}
+func newFirst(earliest, first, now int64) bool {
 	return first == math.MinInt64 || earliest < first || first <= now
 }
 

@@ -279,10 +279,6 @@ func (w *worker) loop() {
 			continue
 		}
 		now := w.now()
-		// Until sleep publishes the next deadline, the one that has
-		// passed must not tell a timer queued from elsewhere that this
-		// worker has still to read its bases (newFirst).
-		w.sleepUntil.Store(math.MaxInt64)
 		w.sleep(w.idle(now), now)
 	}
 }
