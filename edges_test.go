@@ -148,14 +148,15 @@ func TestRunningTimerStaysAfterHotplug(t *testing.T) {
 			if c := recv(t, ran, "the timer re-armed while it ran"); c != 0 {
 				t.Fatalf("re-armed while running after Online: ran on %d, want 0 (where it ran)", c)
 			}
-			// f sent before it returned: wait until worker 0 has finished
-			// the pass that runs it (a task runs on the worker's thread
-			// between passes), so that this Reset finds it not running.
-			passed := make(chan struct{})
-			if err := rt.Go(0, func() { close(passed) }); err != nil {
-				t.Fatal(err)
+			// f sent before returning, and a timer re-armed while its
+			// function runs stays on the base it runs from: wait until the
+			// core no longer marks it running.
+			for deadline := time.Now().Add(10 * time.Second); kind == "wheel" && rt.set.Running(&tm.x.wt) || kind == "hrtimer" && tm.ht.Running(); {
+				if time.Now().After(deadline) {
+					t.Fatal("the timer's second run did not return in 10 s")
+				}
+				time.Sleep(100 * time.Microsecond)
 			}
-			<-passed
 			tm.Reset(time.Millisecond)
 			if c := recv(t, ran, "the timer re-armed from outside"); c != 1 {
 				t.Fatalf("re-armed from outside after Online: ran on %d, want its worker 1", c)

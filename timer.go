@@ -93,10 +93,20 @@ type Timer struct {
 // for what a Reset reads, and a re-arm of one of many timers misses fewer
 // lines and pages.
 type timerExtra struct {
+	wt     wheel.Timer    // a wheel timer's; its Data is the Timer
 	c      chan time.Time // C, writable; nil for a function timer
 	period int64          // a Ticker's interval, 0 for a one-shot timer
 	hint   uint32         // which worker a coarse timer armed off the workers goes to (see place)
-	wt     wheel.Timer    // a wheel timer's; its Data is the Timer
+}
+
+// timerWithExtra is a wheel timer's memory: the Timer and its extra in one
+// allocation. Every Reset of a wheel timer reads both (the wheel timer is
+// in the extra), so with many timers the extra, allocated on its own, was
+// a second cache miss, dependent on the first; beside the Timer it is on
+// the same page and mostly the next line.
+type timerWithExtra struct {
+	t Timer
+	x timerExtra
 }
 
 // chanOf returns the channel of a timer with one, else nil.
@@ -170,7 +180,9 @@ func wheelFlags(opts []TimerOption) (uint32, error) {
 // newWheelTimer returns an unarmed wheel timer on behalf of c (-1: of
 // whoever arms it).
 func (rt *Runtime) newWheelTimer(c int, flags uint32) *Timer {
-	t := &Timer{rt: rt, cpu: c, x: new(timerExtra)}
+	m := &timerWithExtra{t: Timer{rt: rt, cpu: c}}
+	t := &m.t
+	t.x = &m.x
 	cpu.Setup(&t.x.wt, flags)
 	t.x.wt.Data = t
 	return t
@@ -324,12 +336,13 @@ func (t *Timer) armWheel(now, d int64) {
 	}
 	w := rt.onBehalf(c)
 	t.when = satAdd(now, d)
-	_, kickCPU := rt.set.Mod(w.cpu, &t.x.wt, rt.grid.Expiry(now, d), rt.grid.Jiffies(now), 0)
+	exp := rt.grid.Expiry(now, d)
+	_, kickCPU := rt.set.Mod(w.cpu, &t.x.wt, exp, rt.grid.Jiffies(now), 0)
 	w.hp.RUnlock()
 	switch {
 	case kickCPU >= 0:
 		rt.workers[kickCPU].kick(kickTimer)
-	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && newFirst(t.when, w.firstGlobal.Load(), rt.clk.now()):
+	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && newFirst(rt.grid.At(exp+1), w.firstGlobal.Load(), rt.clk.now()):
 		// A new first global timer on an idle worker, queued from
 		// elsewhere, which the kernel never does (mod_timer queues on the
 		// CPU it runs on). Unless the worker looks at its timers before
@@ -347,21 +360,35 @@ func (t *Timer) armWheel(now, d int64) {
 	}
 }
 
-// newFirst reports whether a global timer expiring at when, queued on an
-// idle worker, may be a first event the hierarchy does not know. first is
-// the worker's first global expiry as it last told the hierarchy (a tick's
-// start, at or after the expiry of the timer it stands for), MinInt64 while
-// it is finding out; now is read after the timer was queued.
+// newFirst reports whether a global timer that expires at the earliest at
+// earliest, queued on an idle worker, may be a first event the hierarchy
+// does not know. earliest is the start of the jiffy after the timer's wheel
+// expiry: the wheel runs a timer of expiry e at jiffy e+1 at the earliest
+// (its bucket expiry; later on the coarser levels), so the timer never
+// runs before it. first is the worker's first global expiry as it last
+// told the hierarchy (the start of the jiffy its first global timer's
+// bucket expires at), MinInt64 while it is finding out; now is read after
+// the timer was queued.
+//
+// The comparison is strict and on the rounded expiry, as enqueue_timer's
+// time_before(bucket_expiry, base->next_expiry) is: a timer that expires
+// at or after first is run, or found and walked up, by whoever handles the
+// event at first (the worker, or the CPU that expires it remotely and
+// fetches its next event afterwards), so it needs no kick. Comparing the
+// unrounded expiry instead kicked for most timers that land in the jiffy
+// of the current first one.
 //
 // A timer queued while the worker was finding out is either seen by it or
 // kicks it (first is MinInt64). Queued before first was read, it is in
-// first, and then when ≤ first if it is the first. An event not yet due is
-// still the one the hierarchy holds (only the worker changes it before it
-// is due, and then first is updated); one that is due may have been
-// handled by another CPU, which walks the worker's next event up without
-// telling the worker, possibly before the timer was queued: then the
-// answer is yes too.
-func newFirst(when, first, now int64) bool { return when <= first || first <= now }
+// first. An event not yet due is still the one the
+// hierarchy holds (only the worker changes it before it is due, and then
+// first is updated); one that is due may have been handled by another CPU,
+// which walks the worker's next event up without telling the worker,
+// possibly before the timer was queued (refreshFirst narrows that window):
+// then the answer is yes too.
+func newFirst(earliest, first, now int64) bool {
+	return first == math.MinInt64 || earliest < first || first <= now
+}
 
 // armHR starts the hrtimer d ns after now on behalf of its worker (t.mu
 // held).

@@ -335,6 +335,53 @@ func (w *worker) tick(now int64) {
 		for t := p.Next(); t != nil; t = p.Next() {
 			w.rt.runWheel(w.cpu, t)
 		}
+		w.rt.refreshFirst(w, now)
+	}
+}
+
+// refreshFirst runs after worker self's timer softirq, which may have
+// expired other idle workers' global timers on the hierarchy's behalf
+// (tmigr_handle_remote) and walked each one's next event up
+// (fetch_next_timer_interrupt_remote). Such a worker's firstGlobal still
+// names the event that was due, so every timer queued on it from elsewhere
+// would kick it (newFirst's "due" case) until it next goes through its idle
+// round, although the hierarchy already holds its new first event: on a
+// busy runtime that is a futex wake for most re-arms of a coarse timer. So
+// for every idle worker whose firstGlobal is due, the event the hierarchy
+// now holds for it becomes its firstGlobal.
+//
+// The value stored is the hierarchy's own (the CPU's event, none if it is
+// ignored), read under the hierarchy's locks, so firstGlobal never names
+// an event later than the one the hierarchy will wake for, which is all
+// newFirst needs; it is stored only over the due value read before (a
+// compare-and-swap), so a worker that went through its idle round
+// meanwhile (which stores MinInt64, then its own value, never a due one)
+// keeps what it stored. A worker being expired remotely right now is left
+// for later.
+func (rt *Runtime) refreshFirst(self *worker, now int64) {
+	h := rt.set.Hierarchy()
+	if h == nil {
+		return
+	}
+	for _, o := range rt.order {
+		if o == self || o.idleSince.Load() == 0 {
+			continue
+		}
+		first := o.firstGlobal.Load()
+		if first == math.MinInt64 || first > now {
+			continue
+		}
+		ci := h.CPU(o.cpu)
+		if !ci.Idle || ci.Remote {
+			continue
+		}
+		next := ci.EvtExpires
+		if ci.EvtIgnore {
+			next = math.MaxInt64
+		}
+		if next > now {
+			o.firstGlobal.CompareAndSwap(first, next)
+		}
 	}
 }
 
