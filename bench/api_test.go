@@ -178,21 +178,14 @@ func (a *tmigrAPI) close() {
 // timer, as tmigr's is.
 type stdAPI []*time.Timer
 
+// newStdAPI makes the same timers as BenchmarkArmStop's std row (newStd).
 func newStdAPI(n int, timeout func(int) time.Duration) live {
-	s := make(stdAPI, n)
-	for i := range s {
-		s[i] = time.AfterFunc(timeout(i), count)
-	}
-	return s
+	return stdAPI(newStd(n, timeout).(stdTimers))
 }
 
 func (s stdAPI) rearm(i int, d time.Duration) { s[i].Reset(d) }
 
-func (s stdAPI) close() {
-	for _, t := range s {
-		t.Stop()
-	}
-}
+func (s stdAPI) close() { stdTimers(s).close() }
 
 // TestAPIRearmDoesNotAllocate: tmigr's op of BenchmarkAPI allocates nothing.
 func TestAPIRearmDoesNotAllocate(t *testing.T) {

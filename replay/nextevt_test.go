@@ -56,30 +56,13 @@ func TestNextevtCatchesCorruption(t *testing.T) {
 		{"invented", "vm64-4node-mixed.txt", "60.825433: tmigr_cpu_idle", "nextevt=9223372036854775807", "nextevt=60900000000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join("../testdata/traces", tc.file))
-			if err != nil {
-				t.Fatal(err)
+			lines, i := recordingAt(t, tc.file, tc.at)
+			if !strings.Contains(lines[i], tc.old) {
+				t.Fatalf("line %d lacks %q", i+1, tc.old)
 			}
-			lines := strings.Split(string(b), "\n")
-			n := -1
-			for i, l := range lines {
-				if strings.Contains(l, tc.at) {
-					if !strings.Contains(l, tc.old) {
-						t.Fatalf("line %d lacks %q", i+1, tc.old)
-					}
-					lines[i], n = strings.Replace(l, tc.old, tc.new, 1), i+1
-					break
-				}
-			}
-			tr, err := Read(strings.NewReader(strings.Join(lines, "\n")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, _ := shapeOf(tr, Options{})
-			c, err := CheckNextevt(tr, s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lines[i] = strings.Replace(lines[i], tc.old, tc.new, 1)
+			n := i + 1
+			c := nextevtOf(t, lines)
 			if len(c.Mismatches) != 1 || c.Mismatches[0].Line != n {
 				t.Fatalf("mismatches %+v, want one at line %d", c.Mismatches, n)
 			}
@@ -128,21 +111,7 @@ func TestNextevtCatchesTickKept(t *testing.T) {
 			}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join("../testdata/traces", tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(string(b), "\n")
-			at := -1
-			for i, l := range lines {
-				if strings.Contains(l, tc.at) {
-					at = i
-					break
-				}
-			}
-			if at < 0 {
-				t.Fatalf("no line %q", tc.at)
-			}
+			lines, at := recordingAt(t, tc.file, tc.at)
 			// Unperturbed, the recording has no mismatch.
 			c := nextevtOf(t, lines)
 			for _, m := range c.Mismatches {
@@ -169,6 +138,24 @@ func TestNextevtCatchesTickKept(t *testing.T) {
 			t.Logf("line %d: %s: kernel %s, model %s", n, c.Mismatches[0].Event, c.Mismatches[0].Kernel, c.Mismatches[0].Model)
 		})
 	}
+}
+
+// recordingAt reads testdata/traces/file as lines and returns them with the
+// index of the first line that contains at.
+func recordingAt(t *testing.T, file, at string) ([]string, int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../testdata/traces", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, at) {
+			return lines, i
+		}
+	}
+	t.Fatalf("%s: no line %q", file, at)
+	return nil, 0
 }
 
 // nextevtOf runs the nextevt check over a recording's lines.
