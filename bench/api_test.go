@@ -71,27 +71,12 @@ var apiImpls = []struct {
 
 // BenchmarkAPI: re-arms from one goroutine.
 func BenchmarkAPI(b *testing.B) {
-	for _, impl := range apiImpls {
-		w := apiLoad()
-		var l live
-		b.Run(impl.name, func(b *testing.B) {
-			if l == nil {
-				l = impl.setup(apiTimers, apiInitial)
-			}
-			f0 := fired.Load()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				k := i & (apiTable - 1)
-				l.rearm(int(w.idx[k]), w.dur[k])
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(fired.Load()-f0)/float64(b.N), "fired/op")
-		})
-		if l != nil {
-			l.close()
+	runAPI(b, func(b *testing.B, l live, w *apiWorkload) {
+		for i := range b.N {
+			k := i & (apiTable - 1)
+			l.rearm(int(w.idx[k]), w.dur[k])
 		}
-	}
+	})
 }
 
 // BenchmarkAPIParallel: re-arms from GOMAXPROCS goroutines (b.RunParallel).
@@ -99,6 +84,28 @@ func BenchmarkAPI(b *testing.B) {
 // no two goroutines re-arm one timer (the wheel libraries' re-arm replaces
 // the handle, which would be a data race).
 func BenchmarkAPIParallel(b *testing.B) {
+	runAPI(b, func(b *testing.B, l live, w *apiWorkload) {
+		var next atomic.Int32
+		b.RunParallel(func(pb *testing.PB) {
+			G := runtime.GOMAXPROCS(0)
+			g := int(next.Add(1)-1) % G
+			k := g * (apiTable / G)
+			for pb.Next() {
+				k = (k + 1) & (apiTable - 1)
+				i := int(w.idx[k])/G*G + g
+				if i >= apiTimers {
+					i -= G
+				}
+				l.rearm(i, w.dur[k])
+			}
+		})
+	})
+}
+
+// runAPI runs ops as a sub-benchmark of each library: the library's
+// apiTimers live timers are made once per sub-benchmark (not per b.N
+// round) and stopped after it, and fired/op counts the timers that ran.
+func runAPI(b *testing.B, ops func(b *testing.B, l live, w *apiWorkload)) {
 	for _, impl := range apiImpls {
 		w := apiLoad()
 		var l live
@@ -107,22 +114,9 @@ func BenchmarkAPIParallel(b *testing.B) {
 				l = impl.setup(apiTimers, apiInitial)
 			}
 			f0 := fired.Load()
-			var next atomic.Int32
 			b.ReportAllocs()
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				G := runtime.GOMAXPROCS(0)
-				g := int(next.Add(1)-1) % G
-				k := g * (apiTable / G)
-				for pb.Next() {
-					k = (k + 1) & (apiTable - 1)
-					i := int(w.idx[k])/G*G + g
-					if i >= apiTimers {
-						i -= G
-					}
-					l.rearm(i, w.dur[k])
-				}
-			})
+			ops(b, l, w)
 			b.StopTimer()
 			b.ReportMetric(float64(fired.Load()-f0)/float64(b.N), "fired/op")
 		})
