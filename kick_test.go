@@ -2,8 +2,12 @@ package tmigr
 
 import (
 	"math"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tmigr/tmigr/tick"
 )
 
 // TestNewFirst: when a coarse timer queued from elsewhere on an idle worker
@@ -55,5 +59,62 @@ func TestCoarseFromElsewhereWakesIdleWorker(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("round %d: a %v coarse timer armed from outside did not fire in 10 s", i, d)
 		}
+	}
+}
+
+// TestIdleRoundRace: a coarse timer queued from another goroutine just
+// after a worker's idle round handed the hierarchy its event, whose arm
+// reads firstGlobal after the worker published it, must still wake the
+// worker. Two hooks hold both sides in that order: the worker after its
+// round (until the timer is queued), the arm after queueing (until the
+// worker has published). Before firstWake, firstGlobal was recomputed from
+// the bases there, so it included the new timer, which the hierarchy did
+// not hold; the arm, finding the timer not earlier than firstGlobal, did
+// not kick, and the timer waited for the worker's next wake-up, an hour
+// away (a lost wake-up CI saw once in TestTimerModifiedEarlier).
+func TestIdleRoundRace(t *testing.T) {
+	var (
+		inRound   = make(chan struct{})
+		queued    = make(chan struct{})
+		published = make(chan struct{})
+		caught    atomic.Bool // the worker's round that the test holds
+		arming    atomic.Bool // the test's Reset is the one to hold
+		fired     = make(chan struct{})
+	)
+	c := machineCPUs(t)[0]
+	testHookIdled = func(w *worker, r tick.Ready, done bool) {
+		if w.cpu != c || !r.Stopped || r.Tick < w.now()+int64(time.Minute) {
+			return // only a round with nothing due but the hour timer
+		}
+		if !done && caught.CompareAndSwap(false, true) {
+			close(inRound)
+			<-queued
+		} else if done && caught.Load() && arming.CompareAndSwap(true, false) {
+			close(published)
+		}
+	}
+	testHookQueued = func(*Timer) {
+		if arming.Load() {
+			close(queued)
+			<-published
+		}
+	}
+	t.Cleanup(func() { testHookIdled, testHookQueued = nil, nil }) // after the runtime is closed
+	rt := newRuntime(t, Config{CPUs: strconv.Itoa(c)})
+	tm, err := rt.AfterFuncOn(c, time.Hour, func() { close(fired) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	arming.Store(true)
+	select {
+	case <-inRound:
+	case <-time.After(hangAfter):
+		t.Fatal("the worker never stopped its tick")
+	}
+	tm.Reset(5 * time.Millisecond)
+	select {
+	case <-fired:
+	case <-time.After(hangAfter):
+		t.Fatalf("a timer queued during its worker's idle round did not fire in %v", hangAfter)
 	}
 }

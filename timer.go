@@ -339,6 +339,9 @@ func (t *Timer) armWheel(now, d int64) {
 	exp := rt.grid.Expiry(now, d)
 	_, kickCPU := rt.set.Mod(w.cpu, &t.x.wt, exp, rt.grid.Jiffies(now), 0)
 	w.hp.RUnlock()
+	if testHookQueued != nil {
+		testHookQueued(t)
+	}
 	switch {
 	case kickCPU >= 0:
 		rt.workers[kickCPU].kick(kickTimer)
@@ -359,6 +362,10 @@ func (t *Timer) armWheel(now, d int64) {
 		w.kick(kickTimer)
 	}
 }
+
+// testHookQueued, if set, runs after a wheel timer was queued and before
+// its arm decides whether to kick the worker.
+var testHookQueued func(t *Timer)
 
 // newFirst reports whether a global timer that expires at the earliest at
 // earliest, queued on an idle worker, may be a first event the hierarchy

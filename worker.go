@@ -372,7 +372,7 @@ func (rt *Runtime) refreshFirst(self *worker, now int64) {
 			continue
 		}
 		ci := h.CPU(o.cpu)
-		if !ci.Idle || ci.Remote {
+		if !ci.Available || !ci.Idle || ci.Remote {
 			continue
 		}
 		next := ci.EvtExpires
@@ -479,17 +479,48 @@ func (w *worker) idle(now int64) int64 {
 	w.firstGlobal.Store(math.MinInt64)
 	r := w.tk.Idle(now)
 	w.apply(r)
+	if testHookIdled != nil {
+		testHookIdled(w, r, false)
+	}
 	if r.Stopped {
-		w.firstGlobal.Store(w.nextGlobal(now))
+		w.firstGlobal.Store(w.firstWake(r))
+	}
+	if testHookIdled != nil {
+		testHookIdled(w, r, true)
 	}
 	return w.tickAt
 }
 
-// nextGlobal returns the expiry of the worker's first global timer, as the
-// hierarchy knows it (fetch_next_timer_interrupt_remote's global result).
-func (w *worker) nextGlobal(now int64) int64 {
-	sn := w.rt.grid.Snapshot(now)
-	return w.rt.set.NextEvents(w.cpu, sn).Global
+// testHookIdled, if set, runs on the worker after the tick core's idle
+// round, before (published false) and after (true) it publishes
+// firstGlobal: tests queue a timer from elsewhere in between.
+var testHookIdled func(w *worker, r tick.Ready, published bool)
+
+// firstWake returns what the worker stores as firstGlobal after an idle
+// round r that left its tick stopped: the earliest instant at which
+// someone looks at its global timers without being told, from what that
+// round decided. The worker itself does at r.Tick (its NOHZ wakeup, after
+// which it goes through its idle round again and publishes whatever is
+// queued then); while it is idle in the hierarchy, the CPU that handles
+// its event does at the event the hierarchy holds for it. The hierarchy's
+// value is read under its locks and counts only for a CPU idle in it: an
+// isolated CPU outside it handles its own global timers.
+//
+// It must not be recomputed from the bases: a timer queued from elsewhere
+// after the round handed the hierarchy its event, and before such a
+// recomputation, would be in firstGlobal but neither in the hierarchy nor
+// in r.Tick, and its arm, finding it not earlier than firstGlobal, would
+// not kick the worker: the timer would wait for the worker's next wake-up,
+// an hour later in TestIdleRoundRace (a lost wake-up that CI saw once in
+// sleep_test.go's TestTimerModifiedEarlier).
+func (w *worker) firstWake(r tick.Ready) int64 {
+	first := r.Tick
+	if h := w.rt.set.Hierarchy(); h != nil {
+		if ci := h.CPU(w.cpu); ci.Available && ci.Idle && !ci.EvtIgnore {
+			first = min(first, ci.EvtExpires)
+		}
+	}
+	return first
 }
 
 // sleep waits until deadline, the hrtimer device, or a kick, in the
