@@ -39,8 +39,9 @@ import (
 // the runtime sees the rescuing thread as the worker (CPU reports it, a
 // Sleep is refused with ErrOnWorker), as if the worker had run it.
 //
-// A rescue also tells HaltPoll workers to halt without polling for
-// loadedHold (haltPollNow): on a CPU that other threads want, a worker
+// A rescue that finds the worker's thread runnable (crowded: waiting for
+// its CPU, not asleep) also tells HaltPoll workers to halt without polling
+// for loadedHold (haltPollNow): on a CPU that other threads want, a worker
 // that wakes early to poll spends its share of the CPU spinning and is
 // preempted in its poll window, while one that sleeps to the deadline
 // wakes with the scheduler's credit for sleepers and preempts the hog
@@ -138,9 +139,6 @@ func (w *worker) rescueAt(now int64) bool {
 	defer w.rescuer.Store(-1)
 	w.st.rescues.Add(1)
 	rt.loaded(now)
-	if until := now + loadedHold; until > rt.rescuedUntil.Load() {
-		rt.rescuedUntil.Store(until)
-	}
 	if now >= dev {
 		w.hrInterrupt(now)
 	}
@@ -150,7 +148,28 @@ func (w *worker) rescueAt(now int64) bool {
 	if w.tk.InIdle() {
 		w.idle(w.now())
 	}
+	if w.crowded() {
+		w.st.crowded.Add(1)
+		if until := now + loadedHold; until > rt.rescuedUntil.Load() {
+			rt.rescuedUntil.Store(until)
+		}
+	}
 	return true
+}
+
+// crowded reports, during a rescue, whether the worker's thread is
+// runnable: its wait ended (or it was preempted) and it still did not get
+// its CPU, which other threads hold. That, and not a late wake-up, is what
+// makes polling a loss (see haltPollNow). A thread still asleep is late
+// because its timer is: the rescue ran its timers, and polling before the
+// next deadline is what makes the next wake-up prompt, so it stays on.
+func (w *worker) crowded() bool {
+	tid := int(w.tid.Load())
+	if tid <= 0 {
+		return true
+	}
+	r, err := osthread.Runnable(tid)
+	return err != nil || r
 }
 
 // haltPollNow reports whether a HaltPoll worker is to poll at now: not

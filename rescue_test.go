@@ -4,12 +4,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os/exec"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tmigr/tmigr/internal/osthread"
+	"golang.org/x/sys/unix"
 )
 
 // TestRescueDelay: rescue timers are armed only while the runtime is
@@ -237,4 +239,91 @@ func TestRescueUnderHogs(t *testing.T) {
 		rescues += s.Rescues
 	}
 	t.Logf("%d rescues", rescues)
+}
+
+// TestRescueCrowded: a rescue turns HaltPoll's polling off only when it
+// finds the worker's thread runnable (crowded off its CPU), not when the
+// thread is still asleep because its own timer is late.
+func TestRescueCrowded(t *testing.T) {
+	clk := &fakeClock{}
+	rt, err := build(Config{CPUs: "0-1", pinTo: virtual(t)}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.boot(); err != nil {
+		t.Fatal(err)
+	}
+	w0 := rt.workers[0]
+	for _, w := range rt.order {
+		w.idle(clk.t)
+	}
+	rescueAt := func(at time.Duration) {
+		t.Helper()
+		if _, err := rt.HRAfterFunc(0, at-time.Duration(clk.t), func() {}, Hard); err != nil {
+			t.Fatal(err)
+		}
+		w0.idle(clk.t)
+		clk.t = int64(at) + int64(rescueAfter) + 1
+		n := w0.st.rescues.Load()
+		w0.rescue()
+		if w0.st.rescues.Load() != n+1 {
+			t.Fatalf("no rescue at %v", time.Duration(clk.t))
+		}
+	}
+
+	// A thread asleep in nanosleep stands for a worker whose wait has
+	// not ended.
+	tid, stop := sleepingThread(t)
+	defer stop()
+	w0.tid.Store(int64(tid))
+	rescueAt(3 * time.Millisecond)
+	if w0.st.crowded.Load() != 0 || !rt.haltPollNow(clk.t) {
+		t.Fatalf("a rescue of a sleeping thread counted as crowded (%d) or stopped polling", w0.st.crowded.Load())
+	}
+	if rt.loadedUntil.Load() != clk.t+loadedHold {
+		t.Fatal("a rescue must keep the rescue timers armed (loaded) whatever it found")
+	}
+
+	// This test's own thread, running, stands for a runnable one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w0.tid.Store(int64(osthread.Gettid()))
+	rescueAt(10 * time.Millisecond)
+	if w0.st.crowded.Load() != 1 || rt.haltPollNow(clk.t) {
+		t.Fatalf("a rescue of a runnable thread: crowded %d, polling %v; want 1, false", w0.st.crowded.Load(), rt.haltPollNow(clk.t))
+	}
+	w0.tid.Store(-1)
+}
+
+// sleepingThread starts a thread that sleeps in nanosleep, in short naps,
+// until stop is called, and returns its id once it reads as asleep.
+func sleepingThread(t *testing.T) (tid int, stop func()) {
+	t.Helper()
+	ids := make(chan int)
+	var quit atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ids <- osthread.Gettid()
+		ts := unix.NsecToTimespec(int64(10 * time.Millisecond))
+		for !quit.Load() {
+			unix.Nanosleep(&ts, nil)
+		}
+		close(done)
+	}()
+	tid = <-ids
+	stop = func() { quit.Store(true); <-done }
+	for deadline := time.Now().Add(hangAfter); ; time.Sleep(time.Millisecond) {
+		if r, err := osthread.Runnable(tid); err != nil {
+			stop()
+			t.Skip("no thread states here:", err)
+		} else if !r {
+			return tid, stop
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatal("a thread in nanosleep never read as asleep")
+		}
+	}
 }

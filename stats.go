@@ -36,8 +36,10 @@ type Stats struct {
 	// Hangs counts hrtimer interrupts that gave up after three passes.
 	Hangs uint64
 	// Rescues counts the times another thread ran this worker's overdue
-	// timers because its thread did not get its CPU (rescue.go).
-	Rescues uint64
+	// timers because its thread did not run in time (rescue.go); Crowded
+	// those of them that found its thread runnable, waiting for its CPU,
+	// rather than asleep (its own timer late): only those turn polling off.
+	Rescues, Crowded uint64
 
 	// Busy and Idle split the worker's life since Start (an offline
 	// worker is idle).
@@ -52,10 +54,10 @@ type Stats struct {
 }
 
 type workerStats struct {
-	wakeups, ticks, timers, remote, tasks, panics, hangs, rescues atomic.Uint64
-	remoteNs, idleNs                                              atomic.Int64
-	remoteFor                                                     []atomic.Uint64
-	late                                                          histogram
+	wakeups, ticks, timers, remote, tasks, panics, hangs, rescues, crowded atomic.Uint64
+	remoteNs, idleNs                                                       atomic.Int64
+	remoteFor                                                              []atomic.Uint64
+	late                                                                   histogram
 }
 
 func (s *workerStats) init(ncpu int) { s.remoteFor = make([]atomic.Uint64, ncpu) }
@@ -83,6 +85,7 @@ func (rt *Runtime) Stats() []Stats {
 			Panics:     w.st.panics.Load(),
 			Hangs:      w.st.hangs.Load(),
 			Rescues:    w.st.rescues.Load(),
+			Crowded:    w.st.crowded.Load(),
 			Lateness:   w.st.late.snapshot(),
 		}
 		for c := range w.st.remoteFor {

@@ -60,6 +60,9 @@ type LatenessResult struct {
 	// Rescues counts the times a thread other than a worker's ran that
 	// worker's overdue timers (tmigr.Stats.Rescues), over all workers.
 	Rescues uint64 `json:"rescues"`
+	// Crowded counts the rescues that found the worker's thread runnable
+	// (tmigr.Stats.Crowded): the machine was loaded, not its timers late.
+	Crowded uint64 `json:"crowded"`
 
 	// Report is the three kinds as cyclictest's threads 0, 1 and 2.
 	Report report.Cyclictest `json:"-"`
@@ -142,6 +145,7 @@ func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 		Histograms: map[string]report.CyclicThreadJSON{}, hzText: o.hzText(), Idle: o.Idle.String(), Hogs: o.Hogs}
 	for _, s := range rt.Stats() {
 		res.Rescues += s.Rescues
+		res.Crowded += s.Crowded
 	}
 	if res.Std.P99 > 0 {
 		res.HRToStd = math.Round(res.HR.P99/res.Std.P99*1000) / 1000
@@ -185,7 +189,7 @@ func (r *LatenessResult) WriteText(w io.Writer) error {
 	if r.Hogs > 0 {
 		load = fmt.Sprintf("%d CPU hog(s) per CPU", r.Hogs)
 	}
-	fmt.Fprintf(w, "lateness of %d timers of each kind, random 1-50 ms, idle workers (%s) on CPUs %s (%s), %s; %d rescues\n", r.Timers, r.Idle, r.CPUs, r.hzText, load, r.Rescues)
+	fmt.Fprintf(w, "lateness of %d timers of each kind, random 1-50 ms, idle workers (%s) on CPUs %s (%s), %s; %d rescues (%d crowded)\n", r.Timers, r.Idle, r.CPUs, r.hzText, load, r.Rescues, r.Crowded)
 	distHeader(w)
 	r.Wheel.row(w, latenessKinds[0])
 	r.HR.row(w, latenessKinds[1])

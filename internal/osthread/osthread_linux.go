@@ -200,3 +200,27 @@ func statusField(path, key string) (int, error) {
 	}
 	return 0, fmt.Errorf("%s: no %q line", path, key)
 }
+
+// Runnable reports whether thread tid of this process is in the running
+// state (R in /proc/self/task/TID/stat: on a CPU or waiting for one), as
+// against sleeping. A thread whose wait ended but that has not run since is
+// runnable; one whose timed wait has not ended yet (its timer is late, as
+// a VM's often are) is not.
+func Runnable(tid int) (bool, error) {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return false, err
+	}
+	return statRunnable(b)
+}
+
+// statRunnable reads the state of a /proc/PID/stat line: the field after
+// the command, which is in parentheses and may itself hold spaces and
+// parentheses, so the last ')' ends it.
+func statRunnable(b []byte) (bool, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) || b[i+1] != ' ' {
+		return false, fmt.Errorf("osthread: malformed stat line %q", b)
+	}
+	return b[i+2] == 'R', nil
+}

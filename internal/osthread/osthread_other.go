@@ -24,6 +24,7 @@ func NodeOf(cpu int) int                           { return 0 }
 func ThreadExists(tid int) bool                    { return false }
 func Threads() (int, error)                        { return 0, ErrUnsupported }
 func ContextSwitches(tid int) (int, int, error)    { return 0, 0, ErrUnsupported }
+func Runnable(tid int) (bool, error)               { return false, ErrUnsupported }
 func IsMain() bool                                 { return false }
 func SetFIFO(prio int) error                       { return ErrUnsupported }
 func SchedPolicy() (int, int, error)               { return 0, 0, ErrUnsupported }

@@ -3,9 +3,13 @@
 package osthread
 
 import (
+	"bytes"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestPinSlackAndCPU pins a locked thread, sets its slack, and checks that
@@ -102,4 +106,82 @@ func TestNodeOfAndMonotonic(t *testing.T) {
 	if b < a {
 		t.Fatal("monotonic clock went back")
 	}
+}
+
+// TestRunnable: the calling thread is running; a thread asleep in a
+// system call is not.
+func TestRunnable(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if r, err := Runnable(Gettid()); err != nil || !r {
+		t.Fatalf("Runnable(self) = %v, %v; want true", r, err)
+	}
+	tid := make(chan int)
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid <- Gettid()
+		ts := unix.NsecToTimespec(int64(10 * time.Millisecond))
+		for !stop.Load() {
+			unix.Nanosleep(&ts, nil)
+		}
+		close(done)
+	}()
+	sleeper := <-tid
+	// The sleeper spends nearly all its time in nanosleep; the deadline
+	// only catches a state that never reads as asleep.
+	for deadline := time.Now().Add(time.Minute); ; {
+		r, err := Runnable(sleeper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a thread in nanosleep reads as runnable for a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop.Store(true)
+	<-done
+}
+
+func TestStatRunnable(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want bool
+		bad  bool
+	}{
+		{"1234 (tmigr) R 1 2 3", true, false},
+		{"1234 (a) b) S 1 2 3", false, false},
+		{"1234 (x (R) y) S 0", false, false},
+		{"1234 (x) D 0", false, false},
+		{"1234 (x)", false, true},
+		{"1234 x R", false, true},
+		{"", false, true},
+	} {
+		got, err := statRunnable([]byte(c.line))
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("statRunnable(%q) = %v, %v; want %v, error %v", c.line, got, err, c.want, c.bad)
+		}
+	}
+}
+
+func FuzzStatRunnable(f *testing.F) {
+	f.Add([]byte("1234 (tmigr) R 1 2 3"))
+	f.Add([]byte("1 ())"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := statRunnable(b)
+		if err == nil {
+			i := bytes.LastIndexByte(b, ')')
+			if r != (b[i+2] == 'R') {
+				t.Fatalf("statRunnable(%q) = %v", b, r)
+			}
+		} else if r {
+			t.Fatalf("statRunnable(%q) = true with error %v", b, err)
+		}
+	})
 }
