@@ -13,6 +13,7 @@
 //	h, _ := rt.HRAfterFunc(1, 300*time.Microsecond, f, tmigr.Hard)
 //	rt.Go(1, task)                                           // a task on worker 1
 //	_ = rt.Sleep(ctx, 250*time.Microsecond)                  // a goroutine's nanosleep
+//	ctx, cancel := rt.WithTimeout(ctx, 500*time.Microsecond) // a precise deadline
 //
 // # A worker is a CPU
 //

@@ -211,3 +211,39 @@ func ExampleRuntime_SleepOn() {
 	fmt.Println(err, time.Since(start) >= 300*time.Microsecond)
 	// Output: <nil> true
 }
+
+// After, as time.After: a channel that receives the time once, here after
+// a precise 400 µs.
+func ExampleRuntime_After() {
+	rt, err := tmigr.Start(tmigr.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	start := time.Now()
+	select {
+	case at := <-rt.After(400 * time.Microsecond):
+		fmt.Println("not early:", at.Sub(start) >= 400*time.Microsecond)
+	case <-time.After(time.Minute):
+		fmt.Println("never came")
+	}
+	// Output: not early: true
+}
+
+// WithTimeout, as context.WithTimeout, with a deadline that expires when
+// asked even below a millisecond: the context and those derived from it
+// read as DeadlineExceeded.
+func ExampleRuntime_WithTimeout() {
+	rt, err := tmigr.Start(tmigr.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	ctx, cancel := rt.WithTimeout(context.Background(), 300*time.Microsecond)
+	defer cancel()
+	child, cancelChild := context.WithCancel(ctx)
+	defer cancelChild()
+	<-child.Done()
+	fmt.Println(ctx.Err(), child.Err(), context.Cause(ctx))
+	// Output: context deadline exceeded context deadline exceeded context deadline exceeded
+}
