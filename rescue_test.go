@@ -49,14 +49,7 @@ func TestRescueDelay(t *testing.T) {
 // the runtime loaded, and leaves the worker idle with its next events
 // programmed, the hierarchy consistent.
 func TestRescueRunsOverdueTimers(t *testing.T) {
-	clk := &fakeClock{}
-	rt, err := build(Config{CPUs: "0-1", pinTo: virtual(t)}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.boot(); err != nil {
-		t.Fatal(err)
-	}
+	clk, rt := fakeRuntime(t)
 	w0, w1 := rt.workers[0], rt.workers[1]
 	idle := func() {
 		for _, w := range rt.order {
@@ -138,14 +131,7 @@ func TestRescueRunsOverdueTimers(t *testing.T) {
 // TestRescueSkipsOfflineAndClosed: an offline worker has no timers, and a
 // rescue never runs for it, nor after Close.
 func TestRescueSkipsOfflineAndClosed(t *testing.T) {
-	clk := &fakeClock{}
-	rt, err := build(Config{CPUs: "0-1", pinTo: virtual(t)}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.boot(); err != nil {
-		t.Fatal(err)
-	}
+	clk, rt := fakeRuntime(t)
 	w := rt.workers[1]
 	w.idle(0)
 	if _, err := rt.HRAfterFunc(1, time.Millisecond, func() { t.Error("rescued") }, Hard); err != nil {
@@ -245,14 +231,7 @@ func TestRescueUnderHogs(t *testing.T) {
 // finds the worker's thread runnable (crowded off its CPU), not when the
 // thread is still asleep because its own timer is late.
 func TestRescueCrowded(t *testing.T) {
-	clk := &fakeClock{}
-	rt, err := build(Config{CPUs: "0-1", pinTo: virtual(t)}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.boot(); err != nil {
-		t.Fatal(err)
-	}
+	clk, rt := fakeRuntime(t)
 	w0 := rt.workers[0]
 	for _, w := range rt.order {
 		w.idle(clk.t)
@@ -326,4 +305,19 @@ func sleepingThread(t *testing.T) (tid int, stop func()) {
 			t.Fatal("a thread in nanosleep never read as asleep")
 		}
 	}
+}
+
+// fakeRuntime builds and boots a two-worker runtime on a fake clock, with
+// no threads: the tests drive its workers' event handling by hand.
+func fakeRuntime(t *testing.T) (*fakeClock, *Runtime) {
+	t.Helper()
+	clk := &fakeClock{}
+	rt, err := build(Config{CPUs: "0-1", pinTo: virtual(t)}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.boot(); err != nil {
+		t.Fatal(err)
+	}
+	return clk, rt
 }
