@@ -265,3 +265,42 @@ func TestForeignArmPublished(t *testing.T) {
 	}
 	t.Logf("ran on %v", on)
 }
+
+// TestStopAfterHotplugMove: an hrtimer and a wheel timer that Offline moved
+// to worker 0 are stopped by Stop (which cancels on the base the timer is
+// on, not the one it was armed on behalf of), report true, and never run;
+// after Online, Reset brings them back to their worker.
+func TestStopAfterHotplugMove(t *testing.T) {
+	rt := newRuntime(t, Config{CPUs: "0-1", pinTo: virtual(t)})
+	ran := make(chan string, 4)
+	hr, err := rt.HRAfterFunc(1, time.Hour, func() { ran <- "hr@" + itoa(rt.CPU()) }, Soft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := rt.AfterFuncOn(1, time.Hour, func() { ran <- "wheel@" + itoa(rt.CPU()) }, Pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Offline(1); err != nil {
+		t.Fatal(err)
+	}
+	if !hr.ht.Queued() || hr.ht.CPU() != 0 {
+		t.Fatalf("after Offline the hrtimer is queued %v on CPU %d, want queued on 0", hr.ht.Queued(), hr.ht.CPU())
+	}
+	if !hr.Stop() || !wt.Stop() {
+		t.Fatal("Stop of a timer moved by Offline returned false")
+	}
+	if hr.ht.Queued() || wt.x.wt.Pending() {
+		t.Fatal("Stop left a moved timer queued")
+	}
+	if err := rt.Online(1); err != nil {
+		t.Fatal(err)
+	}
+	hr.Reset(time.Millisecond)
+	wt.Reset(time.Millisecond)
+	got := []string{recv(t, ran, "a timer"), recv(t, ran, "a timer")}
+	sort.Strings(got)
+	if want := "hr@1 wheel@1"; strings.Join(got, " ") != want {
+		t.Fatalf("ran %v, want %s", got, want)
+	}
+}
