@@ -129,7 +129,7 @@ func (m *Machine) DeviceIRQ(c int, at int64, fn func(x *Exec)) {
 			return
 		}
 		x := m.beginIRQ(s, m.now, causeDevice)
-		x.Spend(m.drawS(&m.samp.DeviceIRQ))
+		x.Spend(s.draw(&m.samp.DeviceIRQ))
 		if fn != nil {
 			fn(x)
 		}
