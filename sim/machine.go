@@ -100,7 +100,9 @@ type remoteCount struct {
 // Machine is a simulated N-CPU Linux machine running the real timer code
 // (package cpu, hier, hrtimer) on a virtual clock. Workloads drive it
 // through the methods of Machine and Exec; everything runs on one
-// goroutine, in the order of the event queue.
+// goroutine, in the order of the event queue, except the quiet ticks of a
+// tick instant, which run side by side on Config.Threads goroutines
+// (parallel.go) and call nothing of a workload's but OnGap.
 type Machine struct {
 	cfg    Config
 	costs  Costs

@@ -23,8 +23,8 @@ import (
 //     (online, running a task with nothing else runnable, not nohz_full,
 //     no softirq work pending for ktimers) starts its tick; unless the
 //     tick core raises the timer softirq, the tick ends there. This pass
-//     runs on up to Config.Threads goroutines, each on a contiguous range
-//     of CPUs;
+//     runs on up to Config.Threads goroutines, which take chunks of
+//     chunkCPUs CPUs in turn;
 //  2. the late pass, on the machine's goroutine, in CPU order: the ticks
 //     the quiet pass left open (their softirq, then the end of their
 //     interrupt) and the ticks of the CPUs that were not quiet (whole).
