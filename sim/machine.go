@@ -145,6 +145,9 @@ type Machine struct {
 	lastProg  time.Time
 	watch     *watch // RunContext's progress callback and context (api.go)
 	sw        *sweeper
+	// sharedPasses counts the quiet passes shared with helper goroutines
+	// (for the tests).
+	sharedPasses uint64
 }
 
 // New builds the machine of cfg and boots it: every CPU comes online (and

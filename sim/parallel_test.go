@@ -84,7 +84,7 @@ func TestThreadsSameOutput(t *testing.T) {
 		}})
 	}
 	{
-		c, list := oslatAll(512, 2)
+		c, list := oslatAll(1024, 2)
 		c.PreemptRT = true
 		list = list.AndNot(cpumask.MustParse("0-63"))
 		cases = append(cases, tc{"preempt-rt", c, func(*sim.Config) []sim.Workload {
