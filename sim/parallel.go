@@ -37,9 +37,9 @@ import (
 
 // parMinTicking is the fewest ticks at an instant worth sharing with
 // other goroutines: below it the quiet pass runs on the machine's goroutine
-// alone (the result is the same). Measured on 2 cores: 512 CPUs of oslat
-// (504 ticking) ran as fast on one goroutine as on two, 1024 10% faster
-// on two.
+// alone (the result is the same). Measured on 2 shared cores: 512 CPUs of
+// oslat (504 ticking) ran as fast on one goroutine as on two, 1024 faster
+// on two (6% at the median of nine runs, 30% with the second core free).
 const parMinTicking = 512
 
 // chunkCPUs is the size of the CPU ranges the goroutines of a quiet pass
