@@ -129,7 +129,7 @@ func (m *Machine) DeviceIRQ(c int, at int64, fn func(x *Exec)) {
 			return
 		}
 		x := m.beginIRQ(s, m.now, causeDevice)
-		x.Spend(m.drawS(&m.samp.DeviceIRQ))
+		x.Spend(s.draw(&m.samp.DeviceIRQ))
 		if fn != nil {
 			fn(x)
 		}
@@ -146,8 +146,12 @@ type TaskSpec struct {
 	CPU      int  // the CPU to pin to, or the first CPU to try if not Pinned
 	Pinned   bool // affinity to CPU only
 	Behavior Behavior
-	OnGap    func(start, length int64)
-	OnExit   func(x *Exec, t *Task)
+	// OnGap makes the task a measuring busy loop (Task.OnGap). It may be
+	// called on one of the run's helper goroutines (Config.Threads), at
+	// the same time as other CPUs' OnGap: it must touch nothing but its
+	// own task's data.
+	OnGap  func(start, length int64)
+	OnExit func(x *Exec, t *Task)
 }
 
 // NewTask creates a task; it does not run until woken.

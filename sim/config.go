@@ -62,6 +62,15 @@ type Config struct {
 	// Actions change the machine while it runs (hotplug, cpuset).
 	Actions []Action
 
+	// Threads is the number of goroutines that run the quiet ticks of a
+	// tick instant side by side (see sweep): 0 for the CPUs available
+	// (GOMAXPROCS, at most 4), 1 for the caller's goroutine only; at most
+	// one per 256 CPUs, and an instant with fewer than 512 ticks runs on
+	// the caller's goroutine. It changes the speed only: a seed's output
+	// is the same for any value. With Check or Trace, everything runs on
+	// the caller's goroutine.
+	Threads int
+
 	// Check runs the hierarchy's invariant checker after every step.
 	Check bool
 	// Progress, if not nil, receives a progress line every second of wall

@@ -327,6 +327,22 @@ func (s *Sampler) Sample(r *rand.Rand) int64 {
 	return s.d.Sample(r)
 }
 
+// drawFrom draws one value from the source p: s.Sample(rand.New(p)),
+// value for value and stream for stream, without the interface call.
+func (s *Sampler) drawFrom(p *rand.PCG) int64 {
+	switch {
+	case s.d.Kind == Const:
+		return int64(s.d.A)
+	case s.t != nil:
+		return toNs(s.t.draw(p.Uint64()))
+	case s.d.Kind == LogNormal:
+		return toNs(s.k.value(nil, p.Uint64()))
+	case s.d.Kind == Uniform:
+		return int64(s.d.A + (s.d.B-s.d.A)*(float64(p.Uint64()<<11>>11)/(1<<53)))
+	}
+	return int64(s.d.A)
+}
+
 // toNs converts a drawn value to nanoseconds, truncating as a conversion
 // does and saturating where a conversion would be undefined.
 func toNs(v float64) int64 {

@@ -409,12 +409,13 @@ func TestSampler(t *testing.T) {
 	for _, d := range append(testLognormals, U(time.Microsecond, 3*time.Microsecond), C(time.Microsecond)) {
 		s := d.Sampler()
 		r1, r2 := rand.New(rand.NewPCG(8, 8)), rand.New(rand.NewPCG(8, 8))
+		p3 := rand.NewPCG(8, 8) // drawFrom's, the simulator's per-CPU draw
 		for i := 0; i < 20000; i++ {
-			if a, b := s.Sample(r1), d.Sample(r2); a != b {
-				t.Fatalf("%v: draw %d: Sampler %d, Dist %d", d, i, a, b)
+			if a, b, c := s.Sample(r1), d.Sample(r2), s.drawFrom(p3); a != b || c != b {
+				t.Fatalf("%v: draw %d: Sampler %d, drawFrom %d, Dist %d", d, i, a, c, b)
 			}
 		}
-		if s.Dist() != d || r1.Uint64() != r2.Uint64() {
+		if x1, x2, x3 := r1.Uint64(), r2.Uint64(), p3.Uint64(); s.Dist() != d || x1 != x2 || x3 != x2 {
 			t.Errorf("%v: the streams parted", d)
 		}
 	}

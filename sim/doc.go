@@ -57,15 +57,19 @@
 // insertion order), so a seed determines a run completely (math/rand/v2
 // PCG streams, seeded explicitly, one per user of randomness). The tick is
 // not an event per CPU: at each grid instant one sweep ticks every CPU
-// whose tick runs, in CPU order, which keeps a busy 4096-CPU machine (63
-// million ticks in 62 s at HZ=250) cheap; a CPU whose tick is stopped
-// costs nothing until it wakes. Re-armed events (a step stretched by
-// interrupts, a re-programmed device) are invalidated by generation and
-// skipped when they come up.
+// whose tick runs, which keeps a busy 4096-CPU machine (63 million ticks
+// in 62 s at HZ=250) cheap; a CPU whose tick is stopped costs nothing
+// until it wakes. The sweep first runs the quiet ticks (a busy CPU whose
+// tick touches nothing but its own state), on up to Config.Threads
+// goroutines side by side, then the others in CPU order (parallel.go);
+// the output is the same for any number of goroutines. Re-armed events (a
+// step stretched by interrupts, a re-programmed device) are invalidated
+// by generation and skipped when they come up.
 //
-// Kernel costs are drawn from the machine's own stream, a lognormal
-// through an inverse-CDF table with exact tails (Dist.Sample in
-// costs.go): one 64-bit number a draw. RunContext watches a run (a
+// Kernel costs are drawn from each CPU's own stream (seeded from the
+// run's seed and the CPU number), a lognormal through an inverse-CDF
+// table with exact tails (Dist.Sample in costs.go): one 64-bit number a
+// draw. RunContext watches a run (a
 // progress callback every ProgressEvery of wall time) and stops it when
 // its context ends, the result then marked Partial; neither changes what
 // is simulated. Package sim/sweep runs many configurations on many

@@ -122,3 +122,54 @@ func TestSnapOnTickGrid(t *testing.T) {
 		}
 	}
 }
+
+// A machine of 1024 busy CPUs shares its quiet passes with a helper on
+// two goroutines and with none on one, and the two runs agree.
+func TestQuietPassesShared(t *testing.T) {
+	run := func(threads int) (*Machine, *Result) {
+		c := Config{CPUs: 1024, Nodes: 8, HZ: 250, Policy: cpu.PullIsolated, Platform: "server",
+			Warmup: 10 * time.Millisecond, Duration: 100 * time.Millisecond, Seed: 5, Threads: threads}
+		p, _ := PlatformByName("server")
+		c.Costs = p.Costs
+		m, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := spinAll{}
+		res, err := m.Run(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, res
+	}
+	m1, r1 := run(1)
+	m2, r2 := run(2)
+	if m1.sharedPasses != 0 || m2.sharedPasses == 0 {
+		t.Errorf("shared quiet passes: %d on one goroutine, %d on two", m1.sharedPasses, m2.sharedPasses)
+	}
+	if r1.Events != r2.Events {
+		t.Errorf("events: %d on one goroutine, %d on two", r1.Events, r2.Events)
+	}
+	for i := range r1.CPUs {
+		if a, b := r1.CPUs[i], r2.CPUs[i]; a.Ticks != b.Ticks || a.BusyNs != b.BusyNs || a.Wakeups != b.Wakeups {
+			t.Fatalf("CPU %d: %+v on one goroutine, %+v on two", i, a, b)
+		}
+	}
+}
+
+// spinAll pins a busy loop to every CPU but the first.
+type spinAll struct{}
+
+func (spinAll) Name() string { return "spin" }
+func (spinAll) Start(m *Machine) error {
+	for c := 1; c < len(m.cpus); c++ {
+		t, err := m.NewTask(TaskSpec{Name: "spin", CPU: c, Pinned: true,
+			Behavior: BehaviorFunc(func(*Exec, *Task) Step { return Step{Run: Forever} })})
+		if err != nil {
+			return err
+		}
+		m.Wake(t)
+	}
+	return nil
+}
+func (spinAll) Result(*Machine) WorkloadResult { return nil }

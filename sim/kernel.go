@@ -36,6 +36,16 @@ const (
 
 // beginIRQ starts an interrupt on c that arrives at t.
 func (m *Machine) beginIRQ(c *cpuState, t int64, cause irqCause) *Exec {
+	x := &m.irqX
+	m.irqStart(c, t, cause, x)
+	m.x, m.inIRQ = x, c
+	return x
+}
+
+// irqStart is beginIRQ's work on c alone: x becomes the interrupt's
+// context, and nothing of the machine's is touched (a quiet tick of the
+// sweep starts its interrupt so on a worker goroutine).
+func (m *Machine) irqStart(c *cpuState, t int64, cause irqCause, x *Exec) {
 	s := max(t, c.irqEnd)
 	inIdle := c.curr == nil && c.idle && t >= c.irqEnd
 	if inIdle {
@@ -44,18 +54,15 @@ func (m *Machine) beginIRQ(c *cpuState, t int64, cause irqCause) *Exec {
 			c.wakeups++
 			c.wakeBy[cause]++
 		}
-	} else if t >= c.irqEnd && m.costs.IRQOffShare > 0 && m.float64() < m.costs.IRQOffShare {
+	} else if t >= c.irqEnd && m.costs.IRQOffShare > 0 && c.float64() < m.costs.IRQOffShare {
 		// The CPU runs with interrupts off; the interrupt waits.
-		s += int64(m.float64() * float64(m.costs.IRQOffMax))
+		s += int64(c.float64() * float64(m.costs.IRQOffMax))
 	}
 	c.irqArrive, c.irqWork = t, s
 	if m.inWindow(t) {
 		c.irqs++
 	}
-	x := &m.irqX
-	*x = Exec{m: m, CPU: c.id, Now: s + m.drawS(&m.samp.IRQEntry), irq: true}
-	m.x, m.inIRQ = x, c
-	return x
+	*x = Exec{m: m, CPU: c.id, Now: s + c.draw(&m.samp.IRQEntry), irq: true}
 }
 
 // endIRQ ends the interrupt x: the time it took is charged to whatever
@@ -70,10 +77,19 @@ func (m *Machine) endIRQ(x *Exec) {
 		// reschedule below runs the thread.
 		m.wake(m.ktimers(c), e, c)
 	}
-	from := max(c.irqArrive, c.irqEnd)
 	fromIdle := c.curr == nil && c.idle // the interrupt came in the idle loop
-	c.irqEnd = e
 	m.x, m.inIRQ = nil, nil
+	m.irqDone(c, e)
+	m.reschedule(c, e)
+	m.reconsiderTick(c, e, fromIdle)
+}
+
+// irqDone is endIRQ's work on c alone, for an interrupt that ends at e:
+// its time is charged to what ran (the step, the measuring loop's gap,
+// the busy time).
+func (m *Machine) irqDone(c *cpuState, e int64) {
+	from := max(c.irqArrive, c.irqEnd)
+	c.irqEnd = e
 	if added := e - from; added > 0 && c.curr != nil && c.stepEnd != Forever {
 		// The queued step-end event is now early; it re-queues itself
 		// when it comes up (see dispatch), so no event is added here.
@@ -85,8 +101,6 @@ func (m *Machine) endIRQ(x *Exec) {
 	if c.curr == nil {
 		c.busyNs += m.clip(c.irqWork, e)
 	}
-	m.reschedule(c, e)
-	m.reconsiderTick(c, e, fromIdle)
 }
 
 // reconsiderTick is what the tick core is told when an interrupt ends: a
@@ -128,7 +142,7 @@ func (m *Machine) apply(c *cpuState, r tick.Ready, t int64) {
 // tick is the periodic tick of c at the tick instant g.
 func (m *Machine) tick(c *cpuState, g int64) {
 	x := m.beginIRQ(c, g, causeTick)
-	x.Spend(m.drawS(&m.samp.Tick))
+	x.Spend(c.draw(&m.samp.Tick))
 	if m.inWindow(g) {
 		c.ticks++
 	}
@@ -152,7 +166,7 @@ func (m *Machine) nohzWake(c *cpuState, t int64) {
 	}
 	c.nohzAt = tick.Never
 	x := m.beginIRQ(c, t, causeTimer)
-	x.Spend(m.drawS(&m.samp.Tick))
+	x.Spend(c.draw(&m.samp.Tick))
 	if m.inWindow(t) {
 		c.ticks++
 	}
@@ -171,7 +185,7 @@ func (m *Machine) timerSoftirq(x *Exec, c *cpuState) {
 		c.wheelSoft = true
 		return
 	}
-	x.Spend(m.drawS(&m.samp.SoftirqEntry))
+	x.Spend(c.draw(&m.samp.SoftirqEntry))
 	m.runSoftirq(x, c)
 }
 
@@ -212,7 +226,7 @@ func (m *Machine) hrInterrupt(c *cpuState, t int64) {
 
 // hrSoftirq runs HRTIMER_SOFTIRQ's pass over the soft bases.
 func (m *Machine) hrSoftirq(x *Exec, c *cpuState) {
-	x.Spend(m.drawS(&m.samp.SoftirqEntry))
+	x.Spend(c.draw(&m.samp.SoftirqEntry))
 	p, err := c.tk.HrtimerSoftirq(x.Now)
 	if err != nil {
 		m.fail(err)
@@ -227,7 +241,7 @@ func (m *Machine) runPass(x *Exec, c *cpuState, p *hrtimer.Pass) tick.Ready {
 	for {
 		for t := p.Next(); t != nil; t = p.Next() {
 			m.passN++
-			x.Spend(m.drawS(&m.samp.HrtimerExpiry))
+			x.Spend(c.draw(&m.samp.HrtimerExpiry))
 			p.Done(t, m.runHrtimer(x, t))
 		}
 		r, retry, err := c.tk.EndPass(p, x.Now)
@@ -247,7 +261,7 @@ func (m *Machine) runHrtimer(x *Exec, t *hrtimer.Timer) hrtimer.Action {
 	switch d := t.Data.(type) {
 	case *Task:
 		// hrtimer_wakeup
-		x.Spend(m.drawS(&m.samp.Wakeup))
+		x.Spend(m.cpus[x.CPU].draw(&m.samp.Wakeup))
 		if d.key() > 0 {
 			m.passRT = true
 		}
@@ -390,7 +404,7 @@ func (m *Machine) ktimers(c *cpuState) *Task {
 		start := x.Now
 		if c.wheelSoft {
 			c.wheelSoft = false
-			x.Spend(m.drawS(&m.samp.SoftirqEntry))
+			x.Spend(c.draw(&m.samp.SoftirqEntry))
 			m.runSoftirq(x, c)
 		}
 		if c.hrSoftPend {

@@ -29,6 +29,9 @@ type cpuState struct {
 	kicked   bool // a wake-up IPI is on its way
 	gapOpen  bool
 
+	// rng is the CPU's kernel cost stream (draw).
+	rng rand.PCG
+
 	// PREEMPT_RT: softirq work for the ktimers thread.
 	wheelSoft, hrSoftPend bool
 
@@ -97,7 +100,9 @@ type remoteCount struct {
 // Machine is a simulated N-CPU Linux machine running the real timer code
 // (package cpu, hier, hrtimer) on a virtual clock. Workloads drive it
 // through the methods of Machine and Exec; everything runs on one
-// goroutine, in the order of the event queue.
+// goroutine, in the order of the event queue, except the quiet ticks of a
+// tick instant, which run side by side on Config.Threads goroutines
+// (parallel.go) and call nothing of a workload's but OnGap.
 type Machine struct {
 	cfg    Config
 	costs  Costs
@@ -109,8 +114,7 @@ type Machine struct {
 	j0     uint64
 	tg     tick.Grid
 	cpus   []cpuState
-	rng    *rand.Rand // kernel cost draws
-	pcg    *rand.PCG  // rng's source: the hot draws call it directly, without rng's interface call
+	rng    *rand.Rand // Draw's stream (the workloads' costs); the kernel's costs are drawn from each CPU's own (cpuState.rng)
 
 	now      int64
 	events   eventHeap
@@ -140,6 +144,10 @@ type Machine struct {
 	wall      time.Duration
 	lastProg  time.Time
 	watch     *watch // RunContext's progress callback and context (api.go)
+	sw        *sweeper
+	// sharedPasses counts the quiet passes shared with helper goroutines
+	// (for the tests).
+	sharedPasses uint64
 }
 
 // New builds the machine of cfg and boots it: every CPU comes online (and
@@ -164,9 +172,8 @@ func New(cfg Config) (*Machine, error) {
 		costs:  cfg.Costs,
 		tickNs: cpu.TickNsec(cfg.HZ),
 		j0:     cpu.InitialJiffies(cfg.HZ),
-		pcg:    rand.NewPCG(cfg.Seed, 0x6b65726e656c), // "kernel"
+		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x6b65726e656c)), // "kernel"
 	}
-	m.rng = rand.New(m.pcg)
 	m.samp = newCostSamplers(&m.costs)
 	m.tg = tick.Grid{T0: 0, J0: m.j0, TickNs: m.tickNs}
 	m.iso = hier.Isolation{
@@ -196,6 +203,7 @@ func New(cfg Config) (*Machine, error) {
 	for i := range m.cpus {
 		c := &m.cpus[i]
 		c.id, c.node = i, nodes[i]
+		c.rng = *rand.NewPCG(cfg.Seed, cpuStream(i))
 		c.nohzFull = cfg.NohzFull.Test(i)
 		c.isolated = cfg.Isolcpus.Test(i) || cfg.Partition.Test(i)
 		c.hrDev, c.nohzAt = hrtimer.Never, cpu.KtimeMax
@@ -287,6 +295,8 @@ func (m *Machine) Run(workloads ...Workload) (*Result, error) {
 
 // loop runs events and ticks in time order until the end.
 func (m *Machine) loop() error {
+	m.startSweeper()
+	defer m.stopSweeper()
 	iter := 0
 	for !m.finished && m.err == nil {
 		next := Forever
@@ -336,23 +346,6 @@ func (m *Machine) progress() {
 		float64(m.now)/1e9, float64(m.end)/1e9, float64(m.nEvents)/el/1e6)
 }
 
-// sweep runs the tick of every CPU whose tick runs, in CPU order, at the
-// tick instant g.
-func (m *Machine) sweep(g int64) {
-	m.now = g
-	for i := m.ticking.First(); i >= 0; i = m.ticking.Next(i) {
-		c := &m.cpus[i]
-		if c.tickFrom > g {
-			continue
-		}
-		m.nEvents++
-		m.tick(c, g)
-		if m.err != nil {
-			return
-		}
-	}
-}
-
 func (m *Machine) dispatch(ev *event) {
 	switch ev.kind {
 	case evStep:
@@ -395,7 +388,7 @@ func (m *Machine) dispatch(ev *event) {
 		}
 		m.nEvents++
 		x := m.beginIRQ(c, ev.t, causeKick)
-		x.Spend(m.drawS(&m.samp.IPIHandler))
+		x.Spend(c.draw(&m.samp.IPIHandler))
 		m.endIRQ(x)
 		m.checkCPU(c)
 	case evResched:
@@ -406,7 +399,7 @@ func (m *Machine) dispatch(ev *event) {
 		}
 		m.nEvents++
 		x := m.beginIRQ(c, ev.t, causeResched)
-		x.Spend(m.drawS(&m.samp.IPIHandler))
+		x.Spend(c.draw(&m.samp.IPIHandler))
 		m.endIRQ(x)
 		m.checkCPU(c)
 	case evWake:
@@ -455,23 +448,27 @@ func newCostSamplers(c *Costs) costSamplers {
 	}
 }
 
-// drawS is draw through a resolved Sampler. A tabled lognormal (nearly
-// every kernel cost) is drawn here from the stream's source itself: the
-// same value from the same draw as s.Sample(m.rng), without an interface
-// call for each of the millions of draws.
-func (m *Machine) drawS(s *Sampler) int64 {
-	if s.d.Kind == Const {
-		return int64(s.d.A)
-	}
-	if s.t != nil {
-		return toNs(s.t.draw(m.pcg.Uint64()))
-	}
-	return s.Sample(m.rng)
+// draw draws a kernel cost of work on c from c's own random stream
+// (Sampler.drawFrom: a tabled lognormal, nearly every kernel cost, without
+// rand.Rand's interface call for each of the millions of draws). Each CPU
+// has its stream, seeded from the run's seed and the CPU number, so that
+// the ticks of different CPUs can be drawn side by side (see sweep) and
+// still come out the same whatever the order.
+func (c *cpuState) draw(s *Sampler) int64 { return s.drawFrom(&c.rng) }
+
+// float64 is rand.Rand.Float64 on c's stream, value for value.
+func (c *cpuState) float64() float64 {
+	return float64(c.rng.Uint64()<<11>>11) / (1 << 53)
 }
 
-// float64 is m.rng.Float64(), value for value, from the source directly.
-func (m *Machine) float64() float64 {
-	return float64(m.pcg.Uint64()<<11>>11) / (1 << 53)
+// cpuStream is the second PCG seed of CPU i's kernel cost stream: "kernel"
+// mixed with the CPU number (splitmix64's finaliser), so that neighbouring
+// CPUs' streams start far apart.
+func cpuStream(i int) uint64 {
+	z := 0x6b65726e656c ^ (uint64(i)+1)*0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 func (m *Machine) inWindow(t int64) bool { return t >= m.start && t < m.end }
@@ -574,7 +571,7 @@ func (m *Machine) forceActive(cpus []int, t int64) {
 
 // runWork queues a short kernel work item on CPU c.
 func (m *Machine) runWork(c int, t int64, name string) {
-	cost := m.drawS(&m.samp.Kworker)
+	cost := m.cpus[c].draw(&m.samp.Kworker)
 	w := &Task{Name: fmt.Sprintf("%s/%d", name, c), CPU: c, Pinned: true,
 		Behavior: BehaviorFunc(func(*Exec, *Task) Step { return Step{Run: max(cost, 1), Then: Exit} })}
 	m.wake(w, t, nil)

@@ -62,7 +62,7 @@ func (m *Machine) switchIn(c *cpuState, task *Task, t int64) {
 		c.idle = false
 		c.busyFrom = t
 	}
-	s := t + m.drawS(&m.samp.ContextSwitch)
+	s := t + c.draw(&m.samp.ContextSwitch)
 	c.irqEnd = max(c.irqEnd, s)
 
 	task.state = taskRunning

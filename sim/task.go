@@ -87,7 +87,8 @@ type Task struct {
 	// OnGap, if set, makes the task a measuring busy loop (oslat): it is
 	// called for every stretch of time the task was kept from running
 	// (interrupts, softirqs, preemption), with the stretch's start and
-	// length. It is the TaskSpec's, read once by NewTask.
+	// length. It is the TaskSpec's, read once by NewTask; it may run on a
+	// helper goroutine, beside other CPUs' OnGap (see TaskSpec).
 	OnGap func(start, length int64)
 	// OnExit, if set, is called when the task exits.
 	OnExit func(x *Exec, t *Task)

@@ -35,7 +35,7 @@ type traceLog struct {
 func (tr *tracer) Trace(e hier.Event) {
 	if e.Kind == hier.EvHandleRemoteCPU {
 		if x := tr.m.x; x != nil {
-			x.Spend(tr.m.drawS(&tr.m.samp.RemotePull))
+			x.Spend(tr.m.cpus[x.CPU].draw(&tr.m.samp.RemotePull))
 		}
 	}
 	if l := tr.log; l != nil {

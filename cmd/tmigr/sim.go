@@ -122,6 +122,7 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	check := fs.Bool("check", false, "run the hierarchy's invariant checker after every step (slow)")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	threads := fs.Int("threads", 0, "goroutines that run the quiet ticks of one run side by side (0: the CPUs available, at most 4);\nthe output is the same for any value")
 	explain := fs.Bool("explain", false, "print the cost model and every parameter, then exit")
 	preemptRT := fs.Bool("preempt-rt", false, "model a PREEMPT_RT kernel (softirqs in the ktimers thread)")
 	sleepers := fs.String("sleepers", "by-policy", "PREEMPT_RT sleepers: by-policy (RT tasks hard, others soft; since 2017) or all-hard")
@@ -157,7 +158,10 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 		// it is a mistake like any other count below one.
 		return fs.failf("--nodes must be at least 1 (got %d)", *nodes)
 	}
-	cfg := sim.Config{CPUs: *cpus, Nodes: *nodes, HZ: *hz, Seed: *seed, Check: *check,
+	if *threads < 0 {
+		return fs.failf("--threads must be at least 0 (got %d)", *threads)
+	}
+	cfg := sim.Config{CPUs: *cpus, Nodes: *nodes, HZ: *hz, Seed: *seed, Check: *check, Threads: *threads,
 		PreemptRT: *preemptRT, Platform: sf.platform, Costs: costs}
 	if cfg.Duration, err = parseSeconds("--duration", *duration); err != nil {
 		return fs.fail(err)

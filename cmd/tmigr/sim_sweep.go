@@ -111,10 +111,22 @@ func boolFlag(args []string, name string) bool {
 	return on
 }
 
+// hasFlag says whether args set the flag name.
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && n == name {
+			return true
+		}
+	}
+	return false
+}
+
 // noGrid are the flags a grid may not sweep: they choose the output, not
 // the configuration.
 var noGrid = map[string]string{
 	"seed": "use --seeds", "json": "a sweep writes JSON", "quiet": "", "trace": "", "explain": "", "dry-run": "", "check": "",
+	"threads": "the output does not depend on it",
 }
 
 func runSweep(args []string, stdout, stderr io.Writer) int {
@@ -194,6 +206,10 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	quiet := boolFlag(base, "quiet")
 	pointArgs := func(p sweep.Point, extra ...string) []string {
 		a := append(append([]string(nil), base...), "--json", "--quiet", "--seed="+strconv.FormatUint(p.Seed, 10))
+		if opts.Workers > 1 && !hasFlag(base, "threads") {
+			// The workers already share the CPUs: one goroutine a run.
+			a = append(a, "--threads=1")
+		}
 		for _, s := range p.Params {
 			if strings.Contains(s.Name, ".") {
 				a = append(a, "--set", s.Name+"="+s.Value)

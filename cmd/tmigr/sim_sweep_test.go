@@ -100,6 +100,7 @@ func TestSimSweepErrors(t *testing.T) {
 		{[]string{"--seeds", "2-1"}, "bad range"},
 		{[]string{"--grid", "seed=1,2"}, "use --seeds"},
 		{[]string{"--grid", "json=true"}, "cannot sweep json"},
+		{[]string{"--grid", "threads=1,2"}, "cannot sweep threads: the output does not depend on it"},
 		{[]string{"--grid", "policy=pull", "--grid", "policy=push"}, "policy is swept twice"},
 		{[]string{"--seeds", "1-2", "--trace", "t.txt"}, "--trace cannot be used in a sweep"},
 		{[]string{"--seeds", "1-2", "--shard", "2/2"}, "0 <= I < N"},
@@ -113,6 +114,24 @@ func TestSimSweepErrors(t *testing.T) {
 	}
 	if _, stderr, code := runOut(t, "sim", "--summarize", "--seeds", "1"); code != 2 || !strings.Contains(stderr, "takes files") {
 		t.Errorf("--summarize --seeds: exit %d, %s", code, stderr)
+	}
+}
+
+// A sweep's runs get --threads=1 from more than one worker on, unless
+// --threads is given.
+func TestHasFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--cpus", "8", "--threads", "2"}, true},
+		{[]string{"-threads=2"}, true},
+		{[]string{"--cpus", "8", "--workload", "threads"}, false},
+		{[]string{"--threadsx=1"}, false},
+	} {
+		if got := hasFlag(c.args, "threads"); got != c.want {
+			t.Errorf("hasFlag(%v) = %v, want %v", c.args, got, c.want)
+		}
 	}
 }
 

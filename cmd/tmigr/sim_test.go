@@ -50,6 +50,7 @@ func TestSimErrors(t *testing.T) {
 		{"negative nodes", []string{"--cpus", "4", "--nodes", "-1", "--workload", "idle"}, "--nodes must be at least 1 (got -1)"},
 		{"empty oslat list", []string{"--cpus", "8", "--workload", "oslat:"}, "selects no CPU"},
 		{"isolcpus selecting none", []string{"--cpus", "8", "--isolcpus", "0-7:0/2", "--workload", "idle"}, `--isolcpus: "0-7:0/2" selects no CPU`},
+		{"negative threads", []string{"--cpus", "4", "--threads", "-1", "--workload", "idle"}, "--threads must be at least 0 (got -1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runCmd(append(base, tc.args...)...)
@@ -117,6 +118,33 @@ func TestSimJSON(t *testing.T) {
 	}
 	if _, ok := v.Workload["cyclictest"]; !ok {
 		t.Errorf("no cyclictest section: %v", v.Workload)
+	}
+}
+
+// --threads changes the speed only: 1024 busy CPUs give the same JSON,
+// but for the wall time, on one goroutine, two and the default.
+func TestSimThreadsSameOutput(t *testing.T) {
+	var want string
+	for _, th := range []string{"1", "2", "0"} {
+		code, out, errs := runCmd("sim", "--quiet", "--cpus", "1024", "--nodes", "8", "--workload", "oslat:1-127,129-1023",
+			"--duration", "0.1", "--warmup", "0.05", "--json", "--threads", th)
+		if code != 0 {
+			t.Fatalf("--threads %s: exit %d: %s", th, code, errs)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &fields); err != nil {
+			t.Fatal(err)
+		}
+		delete(fields, "wall_s")
+		b, err := json.Marshal(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want == "" {
+			want = string(b)
+		} else if string(b) != want {
+			t.Errorf("--threads %s: the JSON differs from --threads 1's", th)
+		}
 	}
 }
 
