@@ -1,8 +1,6 @@
 package sim_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -22,17 +20,8 @@ func runThreads(t *testing.T, c sim.Config, threads int, workloads func(c *sim.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text bytes.Buffer
-	if err := res.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
-	rep := res.Report()
-	rep.WallS = 0
-	b, err := json.Marshal(rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("events %d\n%s\n%s", res.Events, text.String(), b)
+	text, js := outputs(t, res)
+	return fmt.Sprintf("events %d\n%s\n%s", res.Events, text, js)
 }
 
 // The output of a seed is byte for byte the same whatever the number of
