@@ -169,3 +169,29 @@ func (p *Pass) baseDone() {
 		p.remote.Done(p.s)
 	}
 }
+
+// Touch reads, and changes nothing of, what CPU cpu's next Softirq at
+// jiffies j would read first on its own bases: the due bases' headers,
+// bucket heads and first timers (wheel.Base.Touch). It returns a value
+// made of what it read, for the caller to keep. A simulator that runs the
+// softirqs of many CPUs in a row touches them all first, so that their
+// cache misses overlap instead of stalling each softirq in turn.
+//
+// It reads the bases without their locks: call it only where no other
+// goroutine changes them meanwhile (from the goroutine that drives the
+// CPUs, between its own passes and timer calls).
+func (s *Set) Touch(cpu int, j uint64) uint64 {
+	c := s.cpu(cpu)
+	var v uint64
+	for i := range c.bases {
+		if wheel.Before(j, s.next[cpu*NumBases+i].Load()) {
+			continue
+		}
+		b := &c.bases[i]
+		if b.running != nil {
+			v++
+		}
+		v += b.w.Touch(j)
+	}
+	return v
+}

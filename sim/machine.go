@@ -148,6 +148,8 @@ type Machine struct {
 	// sharedPasses counts the quiet passes shared with helper goroutines
 	// (for the tests).
 	sharedPasses uint64
+	// touched keeps what touchSoftirqs read (nothing reads it).
+	touched uint64
 }
 
 // New builds the machine of cfg and boots it: every CPU comes online (and

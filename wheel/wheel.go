@@ -515,3 +515,32 @@ func (b *Base) Each(idx int, f func(*Timer)) {
 func (b *Base) PendingBit(idx int) bool {
 	return b.pending[idx>>LvlBits]&(1<<(uint(idx)&LvlMask)) != 0
 }
+
+// Touch reads, and changes nothing of, what the next Collect at jiffies
+// would read first: the base's bookkeeping and, if it is due, the bucket
+// heads at its next expiry and the first timer of each. It returns a value
+// made of what it read, for the caller to keep (so that the reads are not
+// optimized away). A simulator that runs many bases' expiries in a row
+// touches them all first, so that their cache misses overlap instead of
+// each stalling its expiry in turn. Like every read of a base, it needs
+// the base's lock or a caller that no other goroutine races.
+func (b *Base) Touch(jiffies uint64) uint64 {
+	v := b.clk ^ b.nextExpiry ^ uint64(b.nExpiring)
+	if !b.Due(jiffies) {
+		return v
+	}
+	clk := b.nextExpiry
+	for lvl := 0; lvl < b.depth; lvl++ {
+		idx := int(clk&LvlMask) + lvl*LvlSize
+		if b.pending[lvl]&(uint64(1)<<(uint(idx)&LvlMask)) != 0 {
+			if t := b.vectors[idx]; t != nil {
+				v += t.expires
+			}
+		}
+		if clk&LvlClkMask != 0 {
+			break
+		}
+		clk >>= LvlClkShift
+	}
+	return v
+}
