@@ -681,3 +681,50 @@ func TestTimerMigrationSwitch(t *testing.T) {
 		}
 	}
 }
+
+// TestTouch checks that TouchHead and Touch allocate nothing and that
+// every timer Touch names runs in the softirq that follows on that CPU,
+// on all three bases.
+func TestTouch(t *testing.T) {
+	m := newMachine(t, 4, PullIsolated, hier.Isolation{})
+	var ts []*wheel.Timer
+	for c := range 4 {
+		for i, f := range []uint32{Pinned, 0, Deferrable} {
+			for k := range 3 {
+				tm := newTimer(fmt.Sprintf("t%d.%d.%d", c, i, k), f)
+				ts = append(ts, tm)
+				m.s.Mod(c, tm, m.jiffies+uint64(5+7*k+c), m.jiffies, 0)
+			}
+		}
+	}
+	out := make([]*wheel.Timer, 8)
+	named := 0
+	for range 40 {
+		m.advance(1)
+		for c := range 4 {
+			_ = m.s.TouchHead(c, m.jiffies)
+			n, _ := m.s.Touch(c, m.jiffies, out)
+			want := map[string]bool{}
+			for _, tm := range out[:n] {
+				want[name(tm)+fmt.Sprintf("@cpu%d", c)] = true
+			}
+			named += n
+			m.tickCPU(c)
+			for _, r := range strings.Fields(m.takeRan()) {
+				delete(want, r)
+			}
+			if len(want) != 0 {
+				t.Fatalf("jiffies %d, CPU %d: Touch named timers the softirq did not run: %v", m.jiffies, c, want)
+			}
+		}
+	}
+	if named < len(ts)/2 {
+		t.Fatalf("Touch named only %d timers of %d", named, len(ts))
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		_ = m.s.TouchHead(1, m.jiffies+100)
+		_, _ = m.s.Touch(1, m.jiffies+100, out)
+	}); a != 0 {
+		t.Errorf("TouchHead/Touch: %v allocations per run, want 0", a)
+	}
+}

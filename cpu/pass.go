@@ -169,3 +169,46 @@ func (p *Pass) baseDone() {
 		p.remote.Done(p.s)
 	}
 }
+
+// TouchHead and Touch read, and change nothing of, what CPU cpu's next
+// Softirq at jiffies j would read first: TouchHead its pass and its due
+// bases' lock and bookkeeping (wheel.Base.TouchHead), Touch their bucket
+// heads and first timers (wheel.Base.Touch), which it puts in out (as
+// many as fit; n of them), for the caller to read what their Data stand
+// for. Each returns a value made of what it read, for the caller to keep.
+// A simulator that runs the softirqs of many CPUs in a row touches them
+// all first, a step at a time (TouchHead on every CPU, then Touch, then
+// the timers), so that their cache misses overlap instead of stalling
+// each softirq in turn.
+//
+// They read the bases without their locks: call them only where no other
+// goroutine changes them meanwhile (from the goroutine that drives the
+// CPUs, between its own passes and timer calls).
+func (s *Set) TouchHead(cpu int, j uint64) uint64 {
+	c := s.cpu(cpu)
+	v := uint64(s.passes[cpu].phase)
+	for i := range c.bases {
+		if wheel.Before(j, s.next[cpu*NumBases+i].Load()) {
+			continue
+		}
+		b := &c.bases[i]
+		if b.running != nil {
+			v++
+		}
+		v += b.w.TouchHead()
+	}
+	return v
+}
+
+// Touch: see TouchHead.
+func (s *Set) Touch(cpu int, j uint64, out []*wheel.Timer) (n int, v uint64) {
+	c := s.cpu(cpu)
+	for i := range c.bases {
+		if wheel.Before(j, s.next[cpu*NumBases+i].Load()) {
+			continue
+		}
+		k, w := c.bases[i].w.Touch(j, out[n:])
+		n, v = n+k, v+w
+	}
+	return n, v
+}

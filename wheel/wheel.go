@@ -515,3 +515,44 @@ func (b *Base) Each(idx int, f func(*Timer)) {
 func (b *Base) PendingBit(idx int) bool {
 	return b.pending[idx>>LvlBits]&(1<<(uint(idx)&LvlMask)) != 0
 }
+
+// TouchHead and Touch read, and change nothing of, what the next Collect
+// at jiffies would read first: TouchHead the base's bookkeeping (its first
+// cache lines), Touch, if the base is due, the bucket heads at its next
+// expiry and the first timer of each, which it puts in out (as many as
+// fit; n of them). Each returns a value made of what it read, for the
+// caller to keep (so that the reads are not optimized away). A simulator
+// that runs many bases' expiries in a row touches them all first, one
+// step at a time over all of them (every base's bookkeeping, then every
+// base's bucket heads, then the timers), so that their cache misses
+// overlap instead of each stalling its expiry in turn. Like every read of
+// a base, they need the base's lock or a caller that no other goroutine
+// races.
+func (b *Base) TouchHead() uint64 {
+	return b.pending[0] ^ b.clk ^ b.nextExpiry ^ uint64(b.nExpiring)
+}
+
+// Touch: see TouchHead.
+func (b *Base) Touch(jiffies uint64, out []*Timer) (n int, v uint64) {
+	if !b.Due(jiffies) {
+		return 0, 0
+	}
+	clk := b.nextExpiry
+	for lvl := 0; lvl < b.depth; lvl++ {
+		idx := int(clk&LvlMask) + lvl*LvlSize
+		if b.pending[lvl]&(uint64(1)<<(uint(idx)&LvlMask)) != 0 {
+			if t := b.vectors[idx]; t != nil {
+				v++
+				if n < len(out) {
+					out[n] = t
+					n++
+				}
+			}
+		}
+		if clk&LvlClkMask != 0 {
+			break
+		}
+		clk >>= LvlClkShift
+	}
+	return n, v
+}
