@@ -511,8 +511,8 @@ var testHookIdled func(w *worker, r tick.Ready, published bool)
 // recomputation, would be in firstGlobal but neither in the hierarchy nor
 // in r.Tick, and its arm, finding it not earlier than firstGlobal, would
 // not kick the worker: the timer would wait for the worker's next wake-up,
-// an hour later in TestIdleRoundRace (a lost wake-up that CI saw once in
-// sleep_test.go's TestTimerModifiedEarlier).
+// an hour later in TestIdleRoundRace (and, rarely, a timer of
+// TestTimerModifiedEarlier in timeport_test.go never fired).
 func (w *worker) firstWake(r tick.Ready) int64 {
 	first := r.Tick
 	if h := w.rt.set.Hierarchy(); h != nil {
