@@ -532,7 +532,10 @@ func (b *Base) TouchHead() uint64 {
 	return b.pending[0] ^ b.clk ^ b.nextExpiry ^ uint64(b.nExpiring)
 }
 
-// Touch: see TouchHead.
+// Touch: see TouchHead. It walks Collect's levels in a loop of its own:
+// sharing one walk (a helper filling the due buckets) made the simulator's
+// 4096-CPU oslat run 5% slower (3.87 against 4.05 s, two interleaved pairs),
+// Collect being on its hottest path.
 func (b *Base) Touch(jiffies uint64, out []*Timer) (n int, v uint64) {
 	if !b.Due(jiffies) {
 		return 0, 0
