@@ -125,7 +125,7 @@ func (rt *Runtime) sleepHR(ctx context.Context, s *sleeper, c int, d time.Durati
 	on := rt.onBehalf(c)
 	now := rt.clk.now()
 	s.when = satAdd(now, int64(d))
-	eff, err := on.hb.Start(&s.ht, now, int64(d), 0, hrtimer.ModeRel)
+	eff, err := on.hb.Start(&s.ht, now, int64(d), rt.slack, hrtimer.ModeRel)
 	on.hp.RUnlock()
 	if err != nil {
 		rt.fail(fmt.Errorf("hrtimer start on worker %d: %w", on.cpu, err))

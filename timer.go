@@ -403,7 +403,7 @@ func (t *Timer) armHR(now, d int64) {
 	rt := t.rt
 	w := rt.onBehalf(t.cpu)
 	t.when = satAdd(now, d)
-	eff, err := w.hb.Start(&t.ht, now, d, 0, hrtimer.ModeRel)
+	eff, err := w.hb.Start(&t.ht, now, d, rt.slack, hrtimer.ModeRel)
 	w.hp.RUnlock()
 	if err != nil {
 		rt.fail(fmt.Errorf("hrtimer start on worker %d: %w", w.cpu, err))

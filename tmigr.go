@@ -123,6 +123,17 @@ type Config struct {
 	// wake-up. It needs CAP_SYS_NICE. With Poll, a worker then keeps its
 	// CPU to itself but for the kernel's RT throttling (5% by default).
 	Priority int
+	// Slack is the timer slack of precise timers and sleeps, the kernel's
+	// timer_slack_ns (prctl PR_SET_TIMERSLACK): each may expire up to
+	// Slack after the time asked for, the range of hrtimer_start_range_ns.
+	// An hrtimer interrupt runs every timer whose earliest expiry has come,
+	// so timers within Slack of each other cost their worker one wake-up,
+	// not one each. Zero, the default, keeps every precise timer exact.
+	// Linux gives SCHED_OTHER tasks 50 µs by default and real-time tasks
+	// none (hrtimer_nanosleep drops it for them, and PR_SET_TIMERSLACK is a
+	// no-op for them): with Priority set, Slack is ignored too. Coarse
+	// timers have none of their own (the tick rounds them anyway).
+	Slack time.Duration
 	// OnPanic receives the panics of timer functions and tasks, recovered
 	// on the worker that ran them, which then goes on. It runs on that
 	// worker and must not block. Nil: the panic and its stack are written
@@ -189,6 +200,7 @@ type Runtime struct {
 
 	procsEpoch uint64 // the spare Ps' accounting this runtime added to (procs)
 	start      int64
+	slack      int64 // of precise timers and sleeps, ns: Config.Slack, 0 under SCHED_FIFO
 }
 
 // Start starts one worker per CPU of cfg.CPUs and returns when all run.
@@ -269,6 +281,9 @@ func build(cfg Config, clk clock) (*Runtime, error) {
 	if cfg.Priority < 0 || cfg.Priority > 99 {
 		return nil, fmt.Errorf("tmigr: Priority %d outside 0..99", cfg.Priority)
 	}
+	if cfg.Slack < 0 {
+		return nil, fmt.Errorf("tmigr: negative Slack %v", cfg.Slack)
+	}
 	if cfg.Idle < HaltPoll || cfg.Idle > Poll {
 		return nil, fmt.Errorf("tmigr: unknown idle mode %d", int(cfg.Idle))
 	}
@@ -332,6 +347,9 @@ func build(cfg Config, clk clock) (*Runtime, error) {
 		workers: make([]*worker, n),
 		bootIso: iso,
 		done:    make(chan struct{}),
+	}
+	if cfg.Priority == 0 {
+		rt.slack = int64(cfg.Slack)
 	}
 	rt.isolated.Store(&iso)
 	rt.start = rt.clk.now()

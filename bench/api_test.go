@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,9 +20,13 @@ import (
 // for a short timeout (apiShortMin to apiShortMax), which mostly expires
 // before the timer is touched again; the others ask for apiLongMin to
 // apiLongMax. Every timer's function only counts, and fired/op reports
-// how many ran per op. The tmigr runtime runs on every CPU with its
-// default configuration, started for its sub-benchmark alone (it raises
-// GOMAXPROCS by one per worker until it is closed).
+// how many ran per op, cpu-ns/op what an op cost the whole process (every
+// thread's CPU time: tmigr's workers, package time's timer runs and heap
+// fixes in the scheduler, which ns/op, the caller's wall time, leaves out
+// where another core does them). The tmigr runtime runs on every CPU with
+// its default configuration (tmigr-slack50: with Config.Slack 50 µs, the
+// kernel's default timer slack), started for its sub-benchmark alone (it
+// raises GOMAXPROCS by one per worker until it is closed).
 const (
 	apiTimers     = 100_000
 	apiTable      = 1 << 18
@@ -63,6 +68,7 @@ var apiImpls = []struct {
 	setup func(n int, timeout func(int) time.Duration) live
 }{
 	{"tmigr", newTmigrAPI},
+	{"tmigr-slack50", newTmigrSlackAPI},
 	{"tmigr-coarse", newTmigrCoarseAPI},
 	{"std", newStdAPI},
 	{"antlabs", newAntlabs},
@@ -116,14 +122,29 @@ func runAPI(b *testing.B, ops func(b *testing.B, l live, w *apiWorkload)) {
 			f0 := fired.Load()
 			b.ReportAllocs()
 			b.ResetTimer()
+			c0 := processCPU()
 			ops(b, l, w)
+			c1 := processCPU()
 			b.StopTimer()
 			b.ReportMetric(float64(fired.Load()-f0)/float64(b.N), "fired/op")
+			b.ReportMetric(float64(c1-c0)/float64(b.N), "cpu-ns/op")
 		})
 		if l != nil {
 			l.close()
 		}
 	}
+}
+
+// processCPU returns the CPU time the process has used, every thread's
+// (getrusage RUSAGE_SELF, user and system): cpu-ns/op is what an op costs
+// the machine, the work a library does off the caller's thread included
+// (tmigr's workers, package time's timer runs in the scheduler).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // --- tmigr through its API -------------------------------------------------
@@ -145,8 +166,19 @@ func newTmigrCoarseAPI(n int, timeout func(int) time.Duration) live {
 	return newTmigrAPIWith(n, timeout, tmigr.Coarse())
 }
 
+// newTmigrSlackAPI makes the default timers on a runtime with the timer
+// slack Linux gives SCHED_OTHER tasks by default (Config.Slack 50 µs):
+// expiries less than that apart share a wake-up.
+func newTmigrSlackAPI(n int, timeout func(int) time.Duration) live {
+	return newTmigrAPIOn(tmigr.Config{Slack: 50 * time.Microsecond}, n, timeout)
+}
+
 func newTmigrAPIWith(n int, timeout func(int) time.Duration, opts ...tmigr.Option) live {
-	rt, err := tmigr.Start(tmigr.Config{})
+	return newTmigrAPIOn(tmigr.Config{}, n, timeout, opts...)
+}
+
+func newTmigrAPIOn(cfg tmigr.Config, n int, timeout func(int) time.Duration, opts ...tmigr.Option) live {
+	rt, err := tmigr.Start(cfg)
 	if err != nil {
 		panic(err)
 	}
