@@ -70,6 +70,21 @@ func (h *Hierarchy) BeginRemote(r *Remote, cpu int, now int64, basej uint64) {
 	r.w = walk{childmask: t.groupmask, firstexp: KtimeMax, now: now, basej: basej, cpu: cpu}
 }
 
+// WalksRemote reports whether BeginRemote for cpu would start a walk: cpu
+// is available and the migrator of its group (or the group has none), or
+// it keeps a stale wakeup. When it reports false, BeginRemote and the
+// walk's first Next change nothing of the hierarchy's, whatever the
+// time: a caller may then run cpu's timer softirq without touching the
+// hierarchy (the simulator runs such softirqs of several CPUs side by
+// side). It only reads.
+func (h *Hierarchy) WalksRemote(cpu int) bool {
+	t := h.tmc(cpu)
+	if notAvailable(t) {
+		return false
+	}
+	return checkMigrator(t.tmgroup.Load(), t.groupmask) || t.wakeup.Load() != KtimeMax
+}
+
 // Next returns the next CPU whose global timers the walk expires, claimed
 // (tmigr_handle_remote_cpu: marked remote, its wakeup reset), or -1 when
 // the walk is over. Each target must be reported with Done before Next is

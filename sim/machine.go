@@ -153,6 +153,14 @@ type Machine struct {
 	// is its list of the timers due.
 	touched uint64
 	touchTs []*wheel.Timer
+	// nonLocal counts the timers set up with InitTimer (not
+	// InitLocalTimer): with any, every softirq runs on the machine's
+	// goroutine. seg is the late pass's segment of local softirqs not yet
+	// run (parallel.go), softShared counts the segments shared with the
+	// helpers (for the tests).
+	nonLocal   int
+	seg        []*lateTick
+	softShared uint64
 }
 
 // New builds the machine of cfg and boots it: every CPU comes online (and

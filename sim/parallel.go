@@ -49,6 +49,14 @@ const parMinTicking = 512
 // that taking one costs nothing next to its ticks.
 const chunkCPUs = 128
 
+// softChunk is the number of local softirqs a goroutine takes at a time
+// from a segment, and softShareMin the fewest softirqs in a segment worth
+// sharing (fewer run on the machine's goroutine; the result is the same).
+const (
+	softChunk    = 8
+	softShareMin = 16
+)
+
 // helperSpin is how long a helper, done with a quiet pass, waits for the
 // next spinning before it parks: on a big busy machine the next pass
 // comes after the last one's late pass and the events between, well
@@ -85,6 +93,7 @@ type lateTick struct {
 type sweeper struct {
 	chunks  []chunk
 	g       int64  // the instant of the pass in progress
+	soft    bool   // the pass in progress runs softirqs of m.seg, not a quiet pass
 	pass    uint64 // passes shared with the helpers
 	claim   atomic.Uint64
 	left    atomic.Int64 // chunks of the pass not yet done
@@ -187,8 +196,13 @@ func (m *Machine) takeChunks(s *sweeper, p uint64, low bool) {
 		if !s.claim.CompareAndSwap(v, w) {
 			continue
 		}
-		// Pass p cannot end, nor s.g change, before this chunk is done.
-		m.quietPass(&s.chunks[i], s.g)
+		// Pass p cannot end, nor s.g, s.soft or m.seg change, before
+		// this chunk is done.
+		if s.soft {
+			m.softChunk(m.seg[i*softChunk : min((i+1)*softChunk, len(m.seg))])
+		} else {
+			m.quietPass(&s.chunks[i], s.g)
+		}
 		s.left.Add(-1)
 	}
 }
@@ -199,21 +213,8 @@ func (m *Machine) sweep(g int64) {
 	m.now = g
 	s := m.sw
 	if len(s.helpers) > 0 && m.nTicking >= parMinTicking {
-		s.g = g
-		s.pass++
-		s.left.Store(int64(len(s.chunks)))
-		s.claim.Store(s.pass<<32 | uint64(len(s.chunks)))
-		for i := range s.helpers {
-			if h := &s.helpers[i]; h.parked.Load() && h.parked.CompareAndSwap(true, false) {
-				h.wake <- struct{}{}
-			}
-		}
-		m.takeChunks(s, s.pass, true)
-		for n := 0; s.left.Load() != 0; n++ {
-			if n&255 == 255 {
-				runtime.Gosched()
-			}
-		}
+		s.g, s.soft = g, false
+		m.share(s, len(s.chunks))
 	} else {
 		for i := range s.chunks {
 			m.quietPass(&s.chunks[i], g)
@@ -222,12 +223,21 @@ func (m *Machine) sweep(g int64) {
 	if !m.cfg.PreemptRT {
 		m.touchSoftirqs(s)
 	}
+	// Local softirqs only where the helpers can take them, and only in
+	// runs whose every timer is local.
+	par := len(s.helpers) > 0 && m.nonLocal == 0 && !m.cfg.PreemptRT
+	h := m.set.Hierarchy()
 	for i := range s.chunks {
 		p := &s.chunks[i]
 		m.nEvents += p.events
 		for j := range p.late {
 			l := &p.late[j]
 			c := &m.cpus[l.cpu]
+			if par && l.open && c.quiet() && (h == nil || !h.WalksRemote(c.id)) {
+				m.seg = append(m.seg, l)
+				continue
+			}
+			m.runSeg(s)
 			if l.open {
 				m.irqX = l.x
 				x := &m.irqX
@@ -244,6 +254,71 @@ func (m *Machine) sweep(g int64) {
 			}
 		}
 	}
+	m.runSeg(s)
+}
+
+// share runs a pass of n chunks on the machine's goroutine and the
+// helpers, and returns when every chunk is done.
+func (m *Machine) share(s *sweeper, n int) {
+	s.pass++
+	s.left.Store(int64(n))
+	s.claim.Store(s.pass<<32 | uint64(n))
+	for i := range s.helpers {
+		if h := &s.helpers[i]; h.parked.Load() && h.parked.CompareAndSwap(true, false) {
+			h.wake <- struct{}{}
+		}
+	}
+	m.takeChunks(s, s.pass, true)
+	for n := 0; s.left.Load() != 0; n++ {
+		if n&255 == 255 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// runSeg runs the softirqs of m.seg, the late pass's segment of local
+// softirqs, side by side when there are enough of them, and empties it.
+func (m *Machine) runSeg(s *sweeper) {
+	if len(m.seg) == 0 {
+		return
+	}
+	if len(m.seg) >= softShareMin {
+		s.soft = true
+		m.share(s, (len(m.seg)+softChunk-1)/softChunk)
+		m.softShared++
+	} else {
+		m.softChunk(m.seg)
+	}
+	clear(m.seg)
+	m.seg = m.seg[:0]
+}
+
+// softChunk runs the local softirqs of seg (see localSoftirq).
+func (m *Machine) softChunk(seg []*lateTick) {
+	for _, l := range seg {
+		m.localSoftirq(l)
+	}
+}
+
+// localSoftirq is the rest of the open tick l, whose softirq is local:
+// what timerSoftirq and endIRQ do for it, on whatever goroutine, touching
+// nothing but l's CPU and its timers. l.x stays its context (m.x and
+// m.inIRQ are the machine goroutine's, and are not set): the callbacks
+// get it, marked par.
+func (m *Machine) localSoftirq(l *lateTick) {
+	c := &m.cpus[l.cpu]
+	x := &l.x
+	x.par = true
+	x.Spend(c.draw(&m.samp.SoftirqEntry))
+	p := c.tk.TimerSoftirq(x.Now)
+	for t := p.Next(); t != nil; t = p.Next() {
+		m.runTimer(x, c.id, t)
+	}
+	// endIRQ: no softirq is handed to ktimers (not PREEMPT_RT), and the
+	// CPU stays quiet (the callbacks wake nothing): its reschedule and
+	// reconsiderTick have nothing to do, checkCPU neither (a checked run
+	// has no helpers).
+	m.irqDone(c, x.Now)
 }
 
 // quiet says whether c's tick can run in the quiet pass: whatever its tick
