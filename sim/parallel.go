@@ -77,9 +77,10 @@ type chunk struct {
 // lateTick is a tick of the late pass: open (the quiet pass started it and
 // its tick core raised the timer softirq; x is its interrupt) or whole.
 type lateTick struct {
-	cpu  int32
-	open bool
-	x    Exec
+	cpu   int32
+	open  bool
+	drawn bool // the late pass drew its softirq's entry cost
+	x     Exec
 }
 
 // sweeper runs a machine's quiet passes on its goroutine and its helpers.
@@ -225,7 +226,9 @@ func (m *Machine) sweep(g int64) {
 	}
 	// Local softirqs only where the helpers can take them, and only in
 	// runs whose every timer is local.
-	par := len(s.helpers) > 0 && m.nonLocal == 0 && !m.cfg.PreemptRT
+	// (The hierarchy's tracer does nothing with a quiet walk's events
+	// unless it logs them or a test watches.)
+	par := len(s.helpers) > 0 && m.nonLocal == 0 && !m.cfg.PreemptRT && m.tracer.log == nil && m.tracer.seen == nil
 	h := m.set.Hierarchy()
 	for i := range s.chunks {
 		p := &s.chunks[i]
@@ -233,16 +236,30 @@ func (m *Machine) sweep(g int64) {
 		for j := range p.late {
 			l := &p.late[j]
 			c := &m.cpus[l.cpu]
-			if par && l.open && c.quiet() && (h == nil || !h.WalksRemote(c.id)) {
+			if par && l.open && c.quiet() {
+				// The softirq's entry cost, drawn here rather than in
+				// timerSoftirq (c's stream is drawn from by c's code
+				// alone: the same draw), so that the hierarchy is asked
+				// about the time the softirq starts at.
+				l.x.Spend(c.draw(&m.samp.SoftirqEntry))
+				l.drawn = true
+				if h != nil && !h.QuietRemote(c.id, l.x.Now) {
+					goto serial
+				}
 				m.seg = append(m.seg, l)
 				continue
 			}
+		serial:
 			m.runSeg(s)
 			if l.open {
 				m.irqX = l.x
 				x := &m.irqX
 				m.x, m.inIRQ = x, c
-				m.timerSoftirq(x, c)
+				if l.drawn {
+					m.runSoftirq(x, c)
+				} else {
+					m.timerSoftirq(x, c)
+				}
 				m.endIRQ(x)
 				m.checkCPU(c)
 			} else if m.ticking.Test(c.id) && c.tickFrom <= g {
@@ -309,7 +326,6 @@ func (m *Machine) localSoftirq(l *lateTick) {
 	c := &m.cpus[l.cpu]
 	x := &l.x
 	x.par = true
-	x.Spend(c.draw(&m.samp.SoftirqEntry))
 	p := c.tk.TimerSoftirq(x.Now)
 	for t := p.Next(); t != nil; t = p.Next() {
 		m.runTimer(x, c.id, t)
