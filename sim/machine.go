@@ -156,11 +156,15 @@ type Machine struct {
 	// nonLocal counts the timers set up with InitTimer (not
 	// InitLocalTimer): with any, every softirq runs on the machine's
 	// goroutine. seg is the late pass's segment of local softirqs not yet
-	// run (parallel.go), softShared counts the segments shared with the
-	// helpers (for the tests).
+	// run (parallel.go). For the tests: softShared counts the segments
+	// shared with the helpers, softLocal the local softirqs, softSerial
+	// the softirqs of open ticks the late pass kept on the machine's
+	// goroutine where it could have shared.
 	nonLocal   int
 	seg        []*lateTick
 	softShared uint64
+	softLocal  uint64
+	softSerial uint64
 }
 
 // New builds the machine of cfg and boots it: every CPU comes online (and

@@ -244,8 +244,10 @@ func (m *Machine) sweep(g int64) {
 				l.x.Spend(c.draw(&m.samp.SoftirqEntry))
 				l.drawn = true
 				if h != nil && !h.QuietRemote(c.id, l.x.Now) {
+					m.softSerial++
 					goto serial
 				}
+				m.softLocal++
 				m.seg = append(m.seg, l)
 				continue
 			}
