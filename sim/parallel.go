@@ -81,6 +81,8 @@ type lateTick struct {
 	open  bool
 	drawn bool // the late pass drew its softirq's entry cost
 	x     Exec
+	// touched keeps what touchSeg read (nothing reads it).
+	touched uint64
 }
 
 // sweeper runs a machine's quiet passes on its goroutine and its helpers.
@@ -221,14 +223,16 @@ func (m *Machine) sweep(g int64) {
 			m.quietPass(&s.chunks[i], g)
 		}
 	}
-	if !m.cfg.PreemptRT {
-		m.touchSoftirqs(s)
-	}
 	// Local softirqs only where the helpers can take them, and only in
 	// runs whose every timer is local.
 	// (The hierarchy's tracer does nothing with a quiet walk's events
 	// unless it logs them or a test watches.)
 	par := len(s.helpers) > 0 && m.nonLocal == 0 && !m.cfg.PreemptRT && m.tracer.log == nil && m.tracer.seen == nil
+	if !m.cfg.PreemptRT && !par {
+		// (The local softirqs are touched chunk by chunk, by whichever
+		// goroutine runs them: touchSeg.)
+		m.touchSoftirqs(s)
+	}
 	h := m.set.Hierarchy()
 	for i := range s.chunks {
 		p := &s.chunks[i]
@@ -314,9 +318,40 @@ func (m *Machine) runSeg(s *sweeper) {
 
 // softChunk runs the local softirqs of seg (see localSoftirq).
 func (m *Machine) softChunk(seg []*lateTick) {
+	if len(seg) > 1 {
+		m.touchSeg(seg)
+	}
 	for _, l := range seg {
 		m.localSoftirq(l)
 	}
+}
+
+// touchSeg is touchSoftirqs for the local softirqs of seg, before they
+// run on the same goroutine: their CPUs' bases and timers are changed by
+// nothing else meanwhile. What it read is kept in seg[0].
+func (m *Machine) touchSeg(seg []*lateTick) {
+	j := m.tg.Jiffies(m.now)
+	var v uint64
+	for _, l := range seg {
+		v += m.set.TouchHead(int(l.cpu), j)
+	}
+	var buf [2 * softChunk]*wheel.Timer
+	n := 0
+	for _, l := range seg {
+		k, w := m.set.Touch(int(l.cpu), j, buf[n:])
+		n, v = n+k, v+w
+	}
+	for _, t := range buf[:n] {
+		if _, ok := t.Data.(*Timer); ok {
+			v++
+		}
+	}
+	for _, t := range buf[:n] {
+		if st, ok := t.Data.(*Timer); ok && st.fn != nil {
+			v++
+		}
+	}
+	seg[0].touched = v
 }
 
 // localSoftirq is the rest of the open tick l, whose softirq is local:
