@@ -28,13 +28,70 @@ import (
 //     chunkCPUs CPUs in turn;
 //  2. the late pass, on the machine's goroutine, in CPU order: the ticks
 //     the quiet pass left open (their softirq, then the end of their
-//     interrupt) and the ticks of the CPUs that were not quiet (whole).
+//     interrupt) and the ticks of the CPUs that were not quiet (whole);
+//     the local softirqs among them run side by side as well (below).
 //
 // Both passes happen at the same instant g; a tick of the late pass sees
 // what the earlier late ticks did, as one tick after another did before.
 // The passes are the same whatever the number of goroutines (one included:
 // then the quiet pass runs on the machine's goroutine), and each CPU draws
 // from its own stream, so a seed's output does not depend on Threads.
+
+// # The late pass's softirqs on several cores
+//
+// On one goroutine the late pass runs its ticks in CPU order, and that
+// order is what a seed's output stands for: each late tick sees
+// everything the late ticks of lower CPUs did at this instant and
+// nothing of the higher ones'. Most of them are open ticks whose softirq
+// expires a housekeeping timer or two of the CPU's own; those are run
+// side by side where that cannot change anything.
+//
+// A local softirq is the softirq of an open tick of CPU c, in a run
+// eligible for them (helpers, not PREEMPT_RT, no trace log nor test
+// watcher of the hierarchy, and every timer of the run set up with
+// InitLocalTimer: a callback that, run by the timer's own CPU, touches
+// nothing but the timer's own data and that CPU's and re-arms nothing but
+// the timer itself with Exec.Mod), such that, when the late pass reaches
+// c in CPU order, c is still quiet and its remote walk is quiet at the
+// time the softirq starts (hier.QuietRemote: c is no migrator, or no
+// group it would handle has an event due). Its entry cost is drawn from
+// c's stream at that point rather than in timerSoftirq: only c's own code
+// draws from c's stream, and none of c's runs in between, so it is the
+// same draw.
+//
+// What a local softirq reads and writes: c's cpuState (its interrupt, its
+// stream, its measuring task's gap, its counters), c's timer bases, pass
+// and next expiries, the timers due there and what their callbacks touch
+// (their own data; the housekeeping's counters of handler c, which are
+// per handler), their re-arms (on c's base: a running timer is not moved,
+// so Set.Mod names no CPU to wake but c, which kick ignores in c's own
+// interrupt), and, for a migrator, the groups its walk handles (each has
+// one migrator child, so no other active CPU's walk goes there) and c's
+// own wakeup. It only reads what none of them writes (the configuration,
+// m.now, the window, the groups' migrators). It pushes no event, wakes no
+// task, and its endIRQ is irqDone alone (nothing was woken: the run queue
+// stays empty, and a running task on a CPU that is not nohz_full leaves
+// the tick as it is). So two local softirqs touch nothing in common and
+// commute, and a run of them, consecutive in CPU order, gives the same
+// state in any order or at once.
+//
+// The late pass therefore walks its ticks in CPU order as before, but a
+// local softirq only joins the segment, the run of local softirqs not yet
+// run; any other tick (a whole tick, a CPU no longer quiet, a walk that
+// may pull, or every tick of a run that is not eligible) first runs the
+// segment to its end, then runs itself on the machine's goroutine. Every
+// such tick thus sees the local softirqs of the lower CPUs done and none
+// of the higher ones', as in CPU order; and each softirq is classified
+// after every earlier tick that is not local has run, with its inputs as
+// they are when it runs (a segment's softirqs change nothing another's
+// classification reads). A segment of softShareMin softirqs or more runs
+// on the helpers too, softChunk at a time, each chunk touched
+// (touchSeg) and run by the goroutine that took it; a smaller one runs on
+// the machine's goroutine, with the same result.
+//
+// A callback that breaks its promise is caught where it could race: its
+// Exec is marked par, and AddOn, Wake, a Mod or Del of another CPU's
+// timer, or a Mod that names another CPU to wake, panic.
 
 // parMinTicking is the fewest ticks at an instant worth sharing with
 // other goroutines: below it the quiet pass runs on the machine's goroutine
