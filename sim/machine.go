@@ -103,7 +103,9 @@ type remoteCount struct {
 // through the methods of Machine and Exec; everything runs on one
 // goroutine, in the order of the event queue, except the quiet ticks of a
 // tick instant, which run side by side on Config.Threads goroutines
-// (parallel.go) and call nothing of a workload's but OnGap.
+// (parallel.go) and call nothing of a workload's but OnGap, and the
+// local softirqs of the instant's late pass, which call the callbacks of
+// timers set up with InitLocalTimer.
 type Machine struct {
 	cfg    Config
 	costs  Costs
