@@ -73,7 +73,8 @@ func (h *Hierarchy) BeginRemote(r *Remote, cpu int, now int64, basej uint64) {
 // QuietRemote reports whether cpu's tmigr_handle_remote (BeginRemote and
 // the walk's Next), begun at any time up to now, expires nothing and
 // writes nothing outside cpu's own per-CPU state and the groups only its
-// walk handles: cpu does not walk at all (not available, or not the
+// walk handles (their next expiry, and the ignored events it drops from
+// their queues): cpu does not walk at all (not available, or not the
 // migrator of its group), or it is active, and every group on its walk
 // has cpu's branch as its migrator and no event due by now (the walk
 // then only refreshes each group's next expiry and stores cpu's wakeup).

@@ -66,8 +66,9 @@ import (
 // per handler), their re-arms (on c's base: a running timer is not moved,
 // so Set.Mod names no CPU to wake but c, which kick ignores in c's own
 // interrupt), and, for a migrator, the groups its walk handles (each has
-// one migrator child, so no other active CPU's walk goes there) and c's
-// own wakeup. It only reads what none of them writes (the configuration,
+// one migrator child, so no other active CPU's walk goes there), with the
+// ignored events it drops from their queues (which no other softirq
+// reads), and c's own wakeup. It only reads what none of them writes (the configuration,
 // m.now, the window, the groups' migrators). It pushes no event, wakes no
 // task, and its endIRQ is irqDone alone (nothing was woken: the run queue
 // stays empty, and a running task on a CPU that is not nohz_full leaves
