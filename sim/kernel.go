@@ -194,7 +194,7 @@ func (m *Machine) timerSoftirq(x *Exec, c *cpuState) {
 func (m *Machine) runSoftirq(x *Exec, c *cpuState) {
 	p := c.tk.TimerSoftirq(x.Now)
 	for t := p.Next(); t != nil; t = p.Next() {
-		m.runTimer(c.id, t)
+		m.runTimer(m.x, c.id, t)
 	}
 }
 
@@ -342,22 +342,23 @@ func (m *Machine) kick(k int, t int64) {
 	m.push(event{t: t + m.costs.IPILatency, kind: evKick, cpu: int32(k)})
 }
 
-// runTimer runs an expired wheel timer's function on CPU handler.
-func (m *Machine) runTimer(handler int, t *wheel.Timer) {
+// runTimer runs an expired wheel timer's function on CPU handler, in x
+// (the machine's m.x, or a local softirq's own context on a helper).
+func (m *Machine) runTimer(x *Exec, handler int, t *wheel.Timer) {
 	owner := t.CPU()
 	c := &m.cpus[handler]
-	if m.x != nil && m.inWindow(m.x.Now) {
+	if x != nil && m.inWindow(x.Now) {
 		c.expiredHere++
 		if owner != handler {
 			c.remoteExpired++
 			c.addRemote(owner)
 		}
 	}
-	if l := m.tracer.log; l != nil && m.x != nil {
+	if l := m.tracer.log; l != nil && x != nil {
 		l.expire(handler, t)
 	}
 	if st, ok := t.Data.(*Timer); ok {
-		st.fn(m.x, st)
+		st.fn(x, st)
 	}
 }
 

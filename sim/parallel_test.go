@@ -95,3 +95,74 @@ func TestThreadsSameOutput(t *testing.T) {
 		})
 	}
 }
+
+// The late pass's local softirqs, run side by side in segments between
+// the ticks that stay on the machine's goroutine, leave the output of a
+// seed byte for byte as one goroutine's, which runs every softirq in CPU
+// order: isolated and nohz_full CPUs whose global timers the migrators
+// pull and re-arm on the owner's base (a cross-CPU re-arm), idle CPUs,
+// both hierarchical policies; and with the clocksource watchdog, a timer
+// re-armed on the next CPU (not local), no softirq is shared at all.
+func TestSoftirqsSameOrder(t *testing.T) {
+	d := 600 * time.Millisecond
+	if testing.Short() {
+		d = 200 * time.Millisecond
+	}
+	run := func(c sim.Config, threads int, hop bool) (string, [3]uint64) {
+		t.Helper()
+		c.Threads = threads
+		m, err := sim.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hk := workload.NewHousekeeping()
+		for i := range hk.Classes {
+			if hk.Classes[i].Name == "clocksource_watchdog" {
+				hk.Classes[i].Enabled = hop
+			}
+		}
+		// oslat on all but the first CPU of each node and 900-919 (idle).
+		var list cpumask.Mask
+		for i := 1; i < c.CPUs; i++ {
+			if i%(c.CPUs/c.Nodes) != 0 && (i < 900 || i >= 920) {
+				list.Set(i)
+			}
+		}
+		res, err := m.Run(hk, workload.NewOslat(list, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, js := outputs(t, res)
+		var n [3]uint64
+		n[0], n[1], n[2] = sim.SoftirqCounts(m)
+		return fmt.Sprintf("events %d\n%s\n%s", res.Events, text, js), n
+	}
+	for _, pol := range []cpu.Policy{cpu.PullIsolated, cpu.Pull} {
+		c := sim.Config{CPUs: 1024, Nodes: 8, HZ: 250, Policy: pol, Costs: costs(), Platform: "server",
+			Warmup: 100 * time.Millisecond, Duration: d, Seed: 7,
+			Isolcpus: cpumask.MustParse("1-127,129-255"), NohzFull: cpumask.MustParse("1-127")}
+		t.Run(pol.String(), func(t *testing.T) {
+			want, n1 := run(c, 1, false)
+			if n1 != ([3]uint64{}) {
+				t.Errorf("one goroutine: %v softirqs local, segments shared, kept serial; want none", n1)
+			}
+			for _, threads := range []int{2, 4} {
+				got, n := run(c, threads, false)
+				if got != want {
+					t.Errorf("%d goroutines: the output differs from one goroutine's", threads)
+				}
+				if n[0] == 0 || n[1] == 0 || n[2] == 0 {
+					t.Errorf("%d goroutines: %d softirqs local, %d segments shared, %d kept serial; want some of each", threads, n[0], n[1], n[2])
+				}
+			}
+			want, _ = run(c, 1, true)
+			got, n := run(c, 4, true)
+			if got != want {
+				t.Error("with the clocksource watchdog, 4 goroutines: the output differs from one goroutine's")
+			}
+			if n != ([3]uint64{}) {
+				t.Errorf("with the clocksource watchdog: %v softirqs local, segments shared, kept serial; want none", n)
+			}
+		})
+	}
+}

@@ -136,13 +136,10 @@ type Housekeeping struct {
 
 	m      *sim.Machine
 	timers []*hkTimer
-	// stats by (handler, owner, class)
-	stats map[hkKey]*HKStat
-}
-
-type hkKey struct {
-	Handler, Owner int
-	Class          string
+	// stats by handler, then (owner, class), in the order first counted:
+	// a handler's list is only touched by the softirqs of that CPU, which
+	// may run beside other CPUs' (sim.Machine.InitLocalTimer).
+	stats [][]*HKStat
 }
 
 // HKStat counts the expiries of one class's timers owned by Owner that
@@ -211,7 +208,7 @@ func (h *Housekeeping) Name() string { return "housekeeping" }
 // Start arms every instance with a random phase.
 func (h *Housekeeping) Start(m *sim.Machine) error {
 	h.m = m
-	h.stats = map[hkKey]*HKStat{}
+	h.stats = make([][]*HKStat, m.NumCPUs())
 	hk := m.Housekeeping()
 	if hk.Empty() {
 		return fmt.Errorf("no housekeeping CPU")
@@ -265,7 +262,14 @@ func (h *Housekeeping) Start(m *sim.Machine) error {
 				flags |= cpu.Deferrable
 			}
 			ht.t = &ht.tm
-			m.InitTimer(ht.t, cl.Name, flags, h.fire)
+			if cl.Scope == Hop {
+				// Re-armed on another CPU.
+				m.InitTimer(ht.t, cl.Name, flags, h.fire)
+			} else {
+				// Its callback touches its own hkTimer and its handler's
+				// statistics, and re-arms itself with x.Mod.
+				m.InitLocalTimer(ht.t, cl.Name, flags, h.fire)
+			}
 			ht.t.Data = ht
 			h.timers = append(h.timers, ht)
 			if cl.RX {
@@ -345,11 +349,7 @@ func (h *Housekeeping) fire(x *sim.Exec, t *sim.Timer) {
 	if start >= h.m.MeasureStart() && start < h.m.MeasureEnd() {
 		s := ht.stat
 		if s == nil || s.Handler != x.CPU || s.Owner != t.CPU() {
-			k := hkKey{x.CPU, t.CPU(), cl.Name}
-			if s = h.stats[k]; s == nil {
-				s = &HKStat{Handler: x.CPU, Owner: t.CPU(), Class: cl.Name}
-				h.stats[k] = s
-			}
+			s = h.stat(x.CPU, t.CPU(), cl.Name)
 			ht.stat = s
 		}
 		s.Count++
@@ -369,6 +369,18 @@ func (h *Housekeeping) fire(x *sim.Exec, t *sim.Timer) {
 		return
 	}
 	h.arm(x, ht, x.Jiffies()+max(period, 1))
+}
+
+// stat returns the counter of (handler, owner, class), new if need be.
+func (h *Housekeeping) stat(handler, owner int, class string) *HKStat {
+	for _, s := range h.stats[handler] {
+		if s.Owner == owner && s.Class == class {
+			return s
+		}
+	}
+	s := &HKStat{Handler: handler, Owner: owner, Class: class}
+	h.stats[handler] = append(h.stats[handler], s)
+	return s
 }
 
 // RoundJiffies is round_jiffies: round j to a whole second (HZ ticks),
@@ -395,9 +407,11 @@ func RoundJiffies(j uint64, cpu, hz int, now uint64) uint64 {
 // Stats returns the per-(handler, owner, class) expiry counts within the
 // measurement window, sorted by handler, owner and class.
 func (h *Housekeeping) Stats() []HKStat {
-	out := make([]HKStat, 0, len(h.stats))
-	for _, s := range h.stats {
-		out = append(out, *s)
+	var out []HKStat
+	for _, ss := range h.stats {
+		for _, s := range ss {
+			out = append(out, *s)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
