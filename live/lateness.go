@@ -42,6 +42,8 @@ type LatenessResult struct {
 	Timers  int     `json:"timers"`
 	CPUs    string  `json:"cpus"`
 	HZ      int     `json:"hz"` // 0: the runtime's default
+	// SlackNs is the runtime's timer slack of precise timers, ns.
+	SlackNs int64 `json:"slack_ns"`
 	Wheel   Dist    `json:"tmigr_wheel"`
 	HR      Dist    `json:"tmigr_hrtimer"`
 	Std     Dist    `json:"std"`
@@ -142,7 +144,8 @@ func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 	wg.Wait()
 
 	res := &LatenessResult{Timers: n, CPUs: listOf(cpus), HZ: o.HZ, Wheel: DistOf(wheel), HR: DistOf(hr), Std: DistOf(std),
-		Histograms: map[string]report.CyclicThreadJSON{}, hzText: o.hzText(), Idle: o.Idle.String(), Hogs: o.Hogs}
+		Histograms: map[string]report.CyclicThreadJSON{}, hzText: o.hzText(), Idle: o.Idle.String(), Hogs: o.Hogs,
+		SlackNs: int64(o.Slack)}
 	for _, s := range rt.Stats() {
 		res.Rescues += s.Rescues
 		res.Crowded += s.Crowded

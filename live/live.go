@@ -25,6 +25,9 @@ type Machine struct {
 	// Priority runs the workers SCHED_FIFO at this priority (1-99, needs
 	// CAP_SYS_NICE); 0: SCHED_OTHER.
 	Priority int
+	// Slack is the runtime's timer slack of precise timers
+	// (tmigr.Config.Slack); 0: none, every precise timer exact.
+	Slack time.Duration
 }
 
 // cpuList returns the CPUs, at least minN of them, at most maxN (0: no
@@ -49,15 +52,20 @@ func (m Machine) cpuList(minN, maxN int) ([]int, error) {
 
 // config returns the runtime configuration for workers on cpus.
 func (m Machine) config(cpus []int) tmigr.Config {
-	return tmigr.Config{CPUs: listOf(cpus), HZ: m.HZ, Priority: m.Priority}
+	return tmigr.Config{CPUs: listOf(cpus), HZ: m.HZ, Priority: m.Priority, Slack: m.Slack}
 }
 
-// hzText names the tick rate for a report's header.
+// hzText names the tick rate, and a timer slack if any, for a report's
+// header.
 func (m Machine) hzText() string {
+	s := "HZ " + strconv.Itoa(m.HZ)
 	if m.HZ == 0 {
-		return "the runtime's default HZ"
+		s = "the runtime's default HZ"
 	}
-	return "HZ " + strconv.Itoa(m.HZ)
+	if m.Slack > 0 {
+		s += ", slack " + m.Slack.String()
+	}
+	return s
 }
 
 func listOf(cpus []int) string {

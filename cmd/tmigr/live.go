@@ -44,10 +44,11 @@ func init() {
 // liveFlags are the flags every experiment has.
 type liveFlags struct {
 	*flagSet
-	json *bool
-	cpus *string
-	hz   *int
-	fifo *int
+	json  *bool
+	cpus  *string
+	hz    *int
+	fifo  *int
+	slack *time.Duration
 }
 
 func newLiveFlags(name, doc string, stdout, stderr io.Writer) *liveFlags {
@@ -59,12 +60,16 @@ func newLiveFlags(name, doc string, stdout, stderr io.Writer) *liveFlags {
 		cpus:    fs.String("cpus", "", "CPUs to run workers on, a cpulist (default: the CPUs this process may use)"),
 		hz:      fs.Int("hz", 1000, "tick rate of the timer wheels (1-10000)"),
 		fifo:    fs.Int("fifo", 0, "run the workers SCHED_FIFO at this priority (1-99; needs CAP_SYS_NICE)"),
+		slack:   fs.Duration("slack", 0, "timer slack of precise timers, as the kernel's timer_slack_ns (e.g. 50us; ignored with --fifo)"),
 	}
 }
 
 // machine returns the machine the common flags give.
 func (lf *liveFlags) machine() (live.Machine, error) {
-	m := live.Machine{HZ: *lf.hz, Priority: *lf.fifo}
+	m := live.Machine{HZ: *lf.hz, Priority: *lf.fifo, Slack: *lf.slack}
+	if *lf.slack < 0 {
+		return m, fmt.Errorf("--slack must not be negative (got %v)", *lf.slack)
+	}
 	if *lf.hz < 1 {
 		// The runtime reads 0 as its default: on the command line it is
 		// a mistake, and the report would name a rate it did not run at.

@@ -24,6 +24,20 @@ func TestLiveCommand(t *testing.T) {
 	if r.Timers != 20 || r.HZ != 1000 || r.Wheel.N != 20 || r.HR.N != 20 || r.Std.N != 20 || r.Histograms["tmigr_hrtimer"].Cycles != 20 || r.Idle != "haltpoll" || r.Hogs != 0 {
 		t.Errorf("result %+v", r)
 	}
+	// A timer slack: the first timer of each worker to expire runs at its
+	// latest expiry, the slack after the time asked for, so the hrtimers'
+	// worst lateness is at least the slack.
+	out.Reset()
+	if rc := run([]string{"live", "lateness", "--timers", "10", "--slack", "3ms", "--json"}, &out, &errb); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, errb.String())
+	}
+	r = live.LatenessResult{}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if r.SlackNs != 3e6 || r.HR.N != 10 || r.HR.Max < 3000 {
+		t.Errorf("with --slack 3ms: slack %d ns, %d hrtimers, worst %v µs late (want >= 3000)", r.SlackNs, r.HR.N, r.HR.Max)
+	}
 	out.Reset()
 	if rc := run([]string{"live", "lateness", "--timers", "10", "--hz", "250"}, &out, &errb); rc != 0 {
 		t.Fatalf("exit %d: %s", rc, errb.String())
@@ -63,6 +77,7 @@ func TestLiveBadUsage(t *testing.T) {
 		// The runtime reads HZ 0 as its default; the report said "(HZ 0)".
 		{[]string{"live", "lateness", "--hz", "0"}, "--hz must be at least 1 (got 0)"},
 		{[]string{"live", "lateness", "--hogs", "17"}, "hogs 17 per CPU outside 0..16"},
+		{[]string{"live", "lateness", "--slack", "-1us"}, "--slack must not be negative (got -1µs)"},
 	} {
 		var out, errb bytes.Buffer
 		if rc := run(tc.args, &out, &errb); rc != 2 {
