@@ -39,11 +39,11 @@ var latenessKinds = []string{"tmigr wheel", "tmigr hrtimer", "time.AfterFunc"}
 
 // LatenessResult is what Lateness measured.
 type LatenessResult struct {
-	Timers  int     `json:"timers"`
-	CPUs    string  `json:"cpus"`
-	HZ      int     `json:"hz"` // 0: the runtime's default
+	Timers int    `json:"timers"`
+	CPUs   string `json:"cpus"`
+	HZ     int    `json:"hz"` // 0: the runtime's default
 	// SlackNs is the runtime's timer slack of precise timers, ns.
-	SlackNs int64 `json:"slack_ns"`
+	SlackNs int64   `json:"slack_ns"`
 	Wheel   Dist    `json:"tmigr_wheel"`
 	HR      Dist    `json:"tmigr_hrtimer"`
 	Std     Dist    `json:"std"`
