@@ -132,7 +132,10 @@ type Config struct {
 	// Linux gives SCHED_OTHER tasks 50 µs by default and real-time tasks
 	// none (hrtimer_nanosleep drops it for them, and PR_SET_TIMERSLACK is a
 	// no-op for them): with Priority set, Slack is ignored too. Coarse
-	// timers have none of their own (the tick rounds them anyway).
+	// timers have none of their own (the tick rounds them anyway). It is
+	// the runtime's own, for its hrtimers: the workers' threads keep an OS
+	// timer slack of 1 ns whatever it is, so that each wakes at the
+	// deadline it computed.
 	Slack time.Duration
 	// OnPanic receives the panics of timer functions and tasks, recovered
 	// on the worker that ran them, which then goes on. It runs on that
