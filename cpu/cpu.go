@@ -395,10 +395,18 @@ func (s *Set) IsOnline(cpu int) bool { return s.cpu(cpu).online.Load() }
 func (s *Set) SetBusy(cpu int, busy bool) { s.cpu(cpu).busy.Store(busy) }
 
 func (s *Set) cpu(cpu int) *CPU {
-	if cpu < 0 || cpu >= len(s.cpus) {
-		panic(fmt.Sprintf("cpu: CPU %d out of range 0..%d", cpu, len(s.cpus)-1))
+	if uint(cpu) >= uint(len(s.cpus)) {
+		s.badCPU(cpu)
 	}
 	return &s.cpus[cpu]
+}
+
+// badCPU panics for a CPU out of range (apart from cpu, so that cpu is
+// inlined: the tick of every CPU calls it).
+//
+//go:noinline
+func (s *Set) badCPU(cpu int) {
+	panic(fmt.Sprintf("cpu: CPU %d out of range 0..%d", cpu, len(s.cpus)-1))
 }
 
 // baseIndex is get_timer_cpu_base's choice: DEF for deferrable timers

@@ -225,9 +225,13 @@ type tmcpu struct {
 	// this CPU's global timers right now. Written and tested under mu;
 	// atomic only so views can read it without the lock.
 	remote atomic.Bool
+	// groupmask: the one-hot bit in tmgroup, written before tmgroup is
+	// published. (Beside the flags, so that what a busy CPU's tick reads,
+	// mu's word to tmgroup, lies in 24 bytes and so within one cache line
+	// at any of the CPUs' offsets: TestTmcpuLayout.)
+	groupmask uint8
 
-	tmgroup   atomic.Pointer[group] // level-0 group; nil until prepared
-	groupmask uint8                 // one-hot bit in tmgroup, written before tmgroup is published
+	tmgroup atomic.Pointer[group] // level-0 group; nil until prepared
 
 	// wakeup: when this idle CPU must wake for hierarchy work (KtimeMax:
 	// never). Written under mu, read lock-free on idle paths.
@@ -236,7 +240,9 @@ type tmcpu struct {
 	evt event // cpuevt
 	cpu int
 
-	_ [64]byte // keep neighbouring CPUs' hot fields off one cache line
+	// Keep neighbouring CPUs' hot fields off one cache line, and the size
+	// a multiple of 32 bytes (TestTmcpuLayout).
+	_ [72]byte
 }
 
 func (t *tmcpu) parentID() GroupID {

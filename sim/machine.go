@@ -17,8 +17,11 @@ import (
 // device, its kernel work in progress and its statistics.
 type cpuState struct {
 	// The fields every tick of a busy CPU reads and writes come first,
-	// side by side (a machine of thousands of CPUs ticks them all in a
-	// row, and each line it touches is a cache miss).
+	// side by side, in the first four cache lines (a machine of thousands
+	// of CPUs ticks them all in a row, and each line it touches is a cache
+	// miss): 256 bytes, the tick core's hot line (tk's first 64 bytes)
+	// last; the struct is padded to 512 bytes so that those four lines
+	// are aligned (TestCPUStateLayout).
 
 	id       int
 	online   bool
@@ -30,11 +33,11 @@ type cpuState struct {
 	kicked   bool // a wake-up IPI is on its way
 	gapOpen  bool
 
-	// rng is the CPU's kernel cost stream (draw).
-	rng rand.PCG
-
 	// PREEMPT_RT: softirq work for the ktimers thread.
 	wheelSoft, hrSoftPend bool
+
+	// rng is the CPU's kernel cost stream (draw).
+	rng rand.PCG
 
 	// Kernel work: interrupts (and on non-RT kernels their softirqs) run
 	// back to back until irqEnd.
@@ -56,18 +59,19 @@ type cpuState struct {
 
 	ticks, irqs uint64
 
+	// The tick timer as tk last armed it: running (a member of
+	// Machine.ticking from tickFrom on) or stopped, with the NOHZ wakeup
+	// armed at nohzAt.
+	tickFrom int64
+
 	// tk is the CPU's tick and NOHZ protocol: every kernel decision about
 	// the tick, idle and the interrupts' timer work is made there; this
 	// driver carries out the Ready each call returns.
 	tk tick.CPU
 
-	// The tick timer as tk last armed it: running (a member of
-	// Machine.ticking from tickFrom on) or stopped, with the NOHZ wakeup
-	// armed at nohzAt.
-	tickOn   bool
-	tickFrom int64
-	nohzAt   int64
-	nohzGen  uint64
+	tickOn  bool
+	nohzAt  int64
+	nohzGen uint64
 
 	node  int
 	hr    *hrtimer.CPUBase
@@ -91,7 +95,15 @@ type cpuState struct {
 	expiredHere        uint64
 	sameNow            int64 // livelock guard: NOHZ wakeups at one instant
 	sameCount          int
+
+	_ [cpuStatePad]byte
 }
+
+// cpuStatePad pads cpuState to cpuStateSize bytes.
+const cpuStatePad = 40
+
+// cpuStateSize is cpuState's size, a multiple of the cache line.
+const cpuStateSize = 512
 
 type remoteCount struct {
 	owner int

@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hrtimer"
@@ -28,11 +29,58 @@ type Oslat struct {
 	threads []*oslatThread
 }
 
+// oslatThread is one thread's measurement. What a sample of under
+// oslatLow µs touches (nearly every one: a tick's interrupt) lies in its
+// first cache line: those samples are counted in low and added to th at
+// the end (Result: th's sums, minimum and maximum come out as if added one
+// by one); the others go to th at once. The
+// threads are oslatThreadSize bytes apart, so that the line stays aligned
+// (TestOslatThreadLayout).
 type oslatThread struct {
-	cpu    int
-	th     report.OslatThread
 	gapSum int64 // sum of (gap + loop) of the samples recorded
 	gaps   uint64
+	low    [oslatLow]uint64 // the samples of each of the first buckets not yet in th
+
+	th  report.OslatThread
+	cpu int
+	_   [oslatThreadPad]byte
+}
+
+// oslatLow is the number of the histogram's first buckets (1 µs each)
+// that oslatThread counts in its first line.
+const oslatLow = 6
+
+// oslatThreadPad pads oslatThread to oslatThreadSize bytes.
+const (
+	oslatThreadPad  = 48
+	oslatThreadSize = 192
+)
+
+// sample records a sample of ns nanoseconds: what th.Add(ns, 1) does, in
+// the thread's first line if it falls in the first oslatLow buckets. lim
+// is the longest sample report.OslatThread.LatUS converts without a wrap
+// (see latUS in package report), 0 for none.
+func (th *oslatThread) sample(ns int64, lim uint64) {
+	if u := uint64(max(ns, 0)); u <= lim && lim != 0 {
+		if lat := u / 1000; lat < oslatLow {
+			th.low[lat]++
+			return
+		}
+	}
+	th.th.Add(ns, 1)
+}
+
+// report returns th's report.OslatThread, the samples of low added, its
+// Buckets a copy.
+func (th *oslatThread) report() report.OslatThread {
+	t := th.th
+	t.Buckets = append([]uint64(nil), t.Buckets...)
+	for j, n := range th.low {
+		if n > 0 {
+			t.Add(int64(j)*1000, n)
+		}
+	}
+	return t
 }
 
 // NewOslat returns oslat on the CPUs of list.
@@ -57,6 +105,12 @@ func (o *Oslat) Start(m *sim.Machine) error {
 	n := o.CPUs.Weight()
 	ths := make([]oslatThread, n)
 	buckets := make([]uint64, n*report.OslatBuckets)
+	// lim: see oslatThread.sample; no sample takes the short way with a
+	// zero counter frequency (LatUS divides by it).
+	var lim uint64
+	if mhz != 0 {
+		lim = math.MaxUint64 / mhz
+	}
 	for c, i := o.CPUs.First(), 0; c >= 0; c, i = o.CPUs.Next(c), i+1 {
 		th := &ths[i]
 		*th = oslatThread{cpu: c, th: report.NewOslatThread(c, mhz, 0)}
@@ -73,7 +127,7 @@ func (o *Oslat) Start(m *sim.Machine) error {
 				if start < m.MeasureStart() || start >= m.MeasureEnd() {
 					return
 				}
-				th.th.Add(length+loop, 1)
+				th.sample(length+loop, lim)
 				th.gapSum += length + loop
 				th.gaps++
 			},
@@ -94,8 +148,7 @@ func (o *Oslat) Result(m *sim.Machine) sim.WorkloadResult {
 		Version: "2.10", RuntimeSecs: int(window / 1e9), RTPrio: o.RTPrio, CPUList: o.List, MainCPU: o.MainCPU,
 	}}
 	for _, th := range o.threads {
-		t := th.th
-		t.Buckets = append([]uint64(nil), t.Buckets...)
+		t := th.report()
 		if base := window - th.gapSum; base > 0 {
 			t.Add(loop, uint64(base/loop))
 		}
