@@ -8,8 +8,9 @@ import (
 // TestSlack drives a worker with a fake clock: with Config.Slack, two
 // precise timers due 2 ms apart, less than the slack, cost one hrtimer
 // interrupt, programmed for the first one's latest expiry (asked + slack),
-// which runs both, in expiry order; the second is never run before its
-// own time. Under SCHED_FIFO (Priority) the slack is ignored, as the
+// which runs both, in expiry order; a third, due after that interrupt, is
+// not run before its own time, and the device then waits for its latest
+// expiry. Under SCHED_FIFO (Priority) the slack is ignored, as the
 // kernel gives real-time tasks none, and a negative one is refused.
 func TestSlack(t *testing.T) {
 	const slack = 5 * time.Millisecond
@@ -36,6 +37,9 @@ func TestSlack(t *testing.T) {
 		if _, err := rt.HRAfterFunc(0, 3*time.Millisecond, rec("b"), Hard); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := rt.HRAfterFunc(0, 7*time.Millisecond, rec("c"), Hard); err != nil {
+			t.Fatal(err)
+		}
 		w0.idle(clk.t)
 		if prio != 0 {
 			if got, want := w0.hb.Device(), int64(time.Millisecond); got != want {
@@ -54,6 +58,9 @@ func TestSlack(t *testing.T) {
 		}
 		if n := w0.st.timers.Load(); n != 2 {
 			t.Fatalf("%d timers counted, want 2", n)
+		}
+		if got, want := w0.hb.Device(), int64(7*time.Millisecond+slack); got != want {
+			t.Fatalf("after the interrupt the device is at %d, want %d (the third timer plus the slack)", got, want)
 		}
 	}
 	if _, err := build(Config{CPUs: "0-1", Slack: -1, pinTo: virtual(t)}, &fakeClock{}); err == nil {
