@@ -156,14 +156,14 @@ type tmigrAPI struct {
 
 // newTmigrAPI makes the default timers: precise (hrtimers).
 func newTmigrAPI(n int, timeout func(int) time.Duration) live {
-	return newTmigrAPIWith(n, timeout)
+	return newTmigrAPIOn(tmigr.Config{}, n, timeout)
 }
 
 // newTmigrCoarseAPI makes wheel timers (tmigr.Coarse), rounded to the tick
 // as the other libraries' and, in effect, Go's (whose idle wait is in whole
 // milliseconds) are.
 func newTmigrCoarseAPI(n int, timeout func(int) time.Duration) live {
-	return newTmigrAPIWith(n, timeout, tmigr.Coarse())
+	return newTmigrAPIOn(tmigr.Config{}, n, timeout, tmigr.Coarse())
 }
 
 // newTmigrSlackAPI makes the default timers on a runtime with the timer
@@ -173,10 +173,8 @@ func newTmigrSlackAPI(n int, timeout func(int) time.Duration) live {
 	return newTmigrAPIOn(tmigr.Config{Slack: 50 * time.Microsecond}, n, timeout)
 }
 
-func newTmigrAPIWith(n int, timeout func(int) time.Duration, opts ...tmigr.Option) live {
-	return newTmigrAPIOn(tmigr.Config{}, n, timeout, opts...)
-}
-
+// newTmigrAPIOn starts a runtime with cfg and makes n timers of the
+// flavour opts give, each armed for timeout(i).
 func newTmigrAPIOn(cfg tmigr.Config, n int, timeout func(int) time.Duration, opts ...tmigr.Option) live {
 	rt, err := tmigr.Start(cfg)
 	if err != nil {
