@@ -67,15 +67,18 @@ func (m HRMode) String() string {
 // So f never runs for an arm that Stop or Reset reported as stopped, and
 // never early for the arm that Reset made.
 type Timer struct {
-	// The fields a Reset touches come first, so that re-arming one of many
-	// timers (each a cache miss) reads as few lines of the Timer as can be.
+	// The fields a Reset touches come first, in the Timer's first cache
+	// line, so that re-arming one of many timers (each a cache miss) reads
+	// one line when it can stay lazy (see Reset) and two when it cannot.
 	mu      sync.Mutex
-	armed   bool
-	isHR    bool         // a high-resolution timer
 	running atomic.Int32 // the function runs (per run in progress)
-	cpu     int          // the CPU it is armed on behalf of; -1: the arming goroutine's
+	cpu     int16        // the CPU it is armed on behalf of; -1: the arming goroutine's
+	armed   bool
+	isHR    bool // a high-resolution timer
 	rt      *Runtime
-	when    int64 // the expiry asked for, clock ns
+	when    int64       // the expiry asked for, clock ns
+	coreAt  int64       // a high-resolution timer's expiry in the core, while armed (<= when)
+	x       *timerExtra // nil for a high-resolution function timer
 	ht      hrtimer.Timer
 
 	// C delivers the time of each expiry of a timer made by NewTimer (nil
@@ -85,7 +88,6 @@ type Timer struct {
 	C <-chan time.Time
 
 	f func()
-	x *timerExtra // nil for a high-resolution function timer
 }
 
 // timerExtra is the part of a Timer that a high-resolution function timer,
@@ -180,7 +182,7 @@ func wheelFlags(opts []TimerOption) (uint32, error) {
 // newWheelTimer returns an unarmed wheel timer on behalf of c (-1: of
 // whoever arms it).
 func (rt *Runtime) newWheelTimer(c int, flags uint32) *Timer {
-	m := &timerWithExtra{t: Timer{rt: rt, cpu: c}}
+	m := &timerWithExtra{t: Timer{rt: rt, cpu: int16(c)}}
 	t := &m.t
 	t.x = &m.x
 	cpu.Setup(&t.x.wt, flags)
@@ -190,7 +192,7 @@ func (rt *Runtime) newWheelTimer(c int, flags uint32) *Timer {
 
 // newHRTimer returns an unarmed hrtimer on behalf of worker w.
 func (rt *Runtime) newHRTimer(w *worker, mode HRMode) (*Timer, error) {
-	t := &Timer{rt: rt, cpu: w.cpu, isHR: true}
+	t := &Timer{rt: rt, cpu: int16(w.cpu), isHR: true}
 	t.ht.Data = t
 	if err := w.hb.Setup(&t.ht, hrtimer.Monotonic, hrMode(mode)); err != nil {
 		return nil, fmt.Errorf("tmigr: %w", err)
@@ -290,14 +292,31 @@ func (t *Timer) drain() bool {
 // channel, Reset empties it as Stop does. After Close, and on a zero
 // Timer, Reset arms nothing.
 //
-// Reset is the whole re-arm, Stop included, in one critical section: the
-// Timer's lock, then its base's lock once (the core dequeues and enqueues
-// under it, as hrtimer_start_range_ns and __mod_timer do), and one clock
-// reading. It does not allocate. The timer stays on the worker it was
-// placed on (see AfterFunc).
+// Reset is the whole re-arm, Stop included, in one critical section, with
+// one clock reading, and it does not allocate. It reads a channel timer's
+// extra before taking the Timer's lock, so that its cache line is on its
+// way before the first locked instruction (which lets no later read start
+// until it is done). The timer stays on the worker it was placed on (see
+// AfterFunc).
+//
+// A high-resolution timer that is armed and moved later stays where it is
+// in the core's queue, and Reset touches nothing but the Timer: the worker
+// finds it due at the old expiry, sees the later one, and queues it for
+// that instead of running it (fireHR). This is how Go's runtime re-arms a
+// timer that is in its heap (timerModified: the heap entry is fixed when
+// it comes to the top), and the reason is the same: a timeout re-armed
+// before it expires, the common use, would otherwise lock the worker's
+// base and move a heap entry (cache misses on the entry and on every
+// timer it passes) at every re-arm. The cost is one wake-up of the worker
+// at the old expiry. A move earlier, and an arm of an expired or stopped
+// timer, go to the core at once, as hrtimer_start_range_ns.
 func (t *Timer) Reset(d time.Duration) bool {
 	if t.rt == nil {
 		return false
+	}
+	var c chan time.Time
+	if t.x != nil {
+		c = t.x.c // immutable once made; read early (see above)
 	}
 	if d < 0 {
 		d = 0
@@ -309,12 +328,23 @@ func (t *Timer) Reset(d time.Duration) bool {
 		t.mu.Unlock()
 		return was
 	}
-	was = t.drain() || was
-	t.armed = true
+	if c != nil {
+		select {
+		case <-c:
+			was = true
+		default:
+		}
+	}
 	now := t.rt.clk.now()
 	if t.isHR {
-		t.armHR(now, int64(d))
+		if when := satAdd(now, int64(d)); t.armed && when >= t.coreAt {
+			t.when = when
+		} else {
+			t.armed = true
+			t.armHR(now, int64(d))
+		}
 	} else {
+		t.armed = true
 		t.armWheel(now, int64(d))
 	}
 	t.mu.Unlock()
@@ -324,7 +354,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 // armWheel queues the wheel timer d ns after now (t.mu held).
 func (t *Timer) armWheel(now, d int64) {
 	rt := t.rt
-	c := t.cpu
+	c := int(t.cpu)
 	if c < 0 {
 		// The caller's CPU: only this case needs to know who calls (a
 		// thread-id system call while some worker runs user code).
@@ -401,8 +431,9 @@ func newFirst(earliest, first, now int64) bool {
 // held).
 func (t *Timer) armHR(now, d int64) {
 	rt := t.rt
-	w := rt.onBehalf(t.cpu)
+	w := rt.onBehalf(int(t.cpu))
 	t.when = satAdd(now, d)
+	t.coreAt = t.when
 	eff, err := w.hb.Start(&t.ht, now, d, rt.slack, hrtimer.ModeRel)
 	w.hp.RUnlock()
 	if err != nil {
@@ -434,7 +465,10 @@ var testHookExpired func(t *Timer)
 
 // fireHR runs on worker w for an hrtimer expiry the core handed out. It
 // runs the function only if t is armed and not queued again since (see
-// Timer).
+// Timer), and only if the arm's expiry has come: a Reset that moved an
+// armed timer later left it in the core at the earlier one (see Reset),
+// and it is queued for the later one now, on behalf of the worker it
+// belongs to, as that Reset would have.
 func (t *Timer) fireHR(w *worker) {
 	if testHookExpired != nil {
 		testHookExpired(t)
@@ -443,6 +477,13 @@ func (t *Timer) fireHR(w *worker) {
 	if !t.armed || t.ht.Queued() {
 		t.mu.Unlock()
 		return
+	}
+	if t.when > t.coreAt {
+		if now := w.now(); now < t.when {
+			t.armHR(now, t.when-now)
+			t.mu.Unlock()
+			return
+		}
 	}
 	t.fire(w, w.cpu)
 }

@@ -1,0 +1,80 @@
+package tmigr
+
+import (
+	"testing"
+	"time"
+)
+
+// TestResetLaterIsLazy: a Reset that moves an armed high-resolution timer
+// later leaves the core's queue alone (the device stays at the old expiry),
+// the worker that finds it due there queues it for the new expiry without
+// running it or counting an expiry, and it runs once, at the new expiry. A
+// Reset earlier, a Stop, and a Reset of a timer that has run go to the core
+// at once.
+func TestResetLaterIsLazy(t *testing.T) {
+	clk := &fakeClock{}
+	rt, err := build(Config{CPUs: "0-1", pinTo: virtual(t)}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.boot(); err != nil {
+		t.Fatal(err)
+	}
+	w0 := rt.workers[0]
+	for _, w := range rt.order {
+		w.idle(clk.t)
+	}
+	const ms = int64(time.Millisecond)
+	var ran []int64
+	tm, err := rt.HRAfterFunc(0, time.Millisecond, func() { ran = append(ran, clk.t/ms) }, Hard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	device := func(want int64, when string) {
+		t.Helper()
+		w0.idle(clk.t)
+		if got := w0.hb.Device(); got != want {
+			t.Fatalf("%s: device at %d ms, want %d ms", when, got/ms, want/ms)
+		}
+	}
+	device(1*ms, "armed for 1 ms")
+
+	if !tm.Reset(5 * time.Millisecond) {
+		t.Fatal("Reset of an armed timer returned false")
+	}
+	device(1*ms, "after Reset(5 ms), lazy")
+	clk.t = 1 * ms
+	w0.service(clk.t)
+	if len(ran) != 0 || w0.st.timers.Load() != 0 {
+		t.Fatalf("at the old expiry: ran %v, %d expiries counted; want none", ran, w0.st.timers.Load())
+	}
+	device(5*ms, "queued again at the old expiry for the new one")
+	clk.t = 5 * ms
+	w0.service(clk.t)
+	if len(ran) != 1 || ran[0] != 5 || w0.st.timers.Load() != 1 {
+		t.Fatalf("at the new expiry: ran %v, %d expiries counted; want [5], 1", ran, w0.st.timers.Load())
+	}
+
+	// Expired: a Reset goes to the core.
+	if tm.Reset(4 * time.Millisecond) {
+		t.Fatal("Reset of an expired timer returned true")
+	}
+	device(9*ms, "Reset after the run")
+	// Later, lazily; then earlier than the core's expiry: at once.
+	tm.Reset(9 * time.Millisecond)
+	device(9*ms, "Reset later again")
+	tm.Reset(2 * time.Millisecond)
+	device(7*ms, "Reset earlier than the core's expiry")
+	// Later again, then Stop: nothing runs at either expiry.
+	tm.Reset(20 * time.Millisecond)
+	if !tm.Stop() {
+		t.Fatal("Stop of an armed timer returned false")
+	}
+	for _, at := range []int64{7, 9, 25, 40} {
+		clk.t = at * ms
+		w0.service(clk.t)
+	}
+	if len(ran) != 1 {
+		t.Fatalf("after Stop: ran %v, want only [5]", ran)
+	}
+}
