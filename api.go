@@ -67,32 +67,61 @@ func options(opts []Option) Option {
 // placeSeq numbers the timers and sleepers made off the workers, for place.
 var placeSeq atomic.Uint32
 
+// placeGroup is how many housekeeping workers share one placement worker
+// (see place): the timer-migration hierarchy's group size.
+const placeGroup = 8
+
 // place returns the CPU a timer or sleeper armed from a goroutine that is
-// not on a worker goes on: the hint-th online housekeeping worker, counting
-// round from the first.
+// not on a worker goes on: of the online housekeeping workers, taken in
+// groups of placeGroup in CPU order, the last of the hint-th group,
+// counting round from the first.
 //
-// The kernel arms a timer on the CPU that arms it, so CPUs never share a
-// base lock for their own timers. A goroutine has no CPU: the Go scheduler
-// moves it between threads, and its P is neither stable nor visible. What
-// matters is what per-CPU arming buys: that callers do not all take one
-// lock. So each Timer made off the workers takes the next number of a
-// package-wide counter at creation (one atomic add, at creation only), and
-// stays on the worker it names; each pooled sleeper takes one when it is
-// made, and sync.Pool hands a goroutine the sleepers of its own P first, so
-// sleepers spread per P. The housekeeping workers then each hold an equal
-// share of the timers, a Reset takes only its own timer's base lock (see
-// Timer.Reset), and goroutines contend only when they re-arm timers of the
-// same worker at the same instant, as Go's own timers contend per P heap.
-// Isolated workers get none, as unbound kernel timers never land on
-// isolated CPUs. Re-arming on the caller's P instead would move the timer
-// between bases: two base locks and a cache-line transfer per Reset.
+// The kernel arms a timer on the CPU that arms it. A goroutine has no CPU:
+// the Go scheduler moves it between threads, and its P is neither stable
+// nor visible. What placement must give is what per-CPU arming buys, that
+// callers do not all take one lock, without what a user-space timer costs
+// that a kernel one does not: every precise expiry wakes its worker's
+// thread, and a wake-up on a CPU where a caller runs preempts the caller
+// (a context switch; tens of µs on a VM). Spread over every worker, the
+// wake-ups land on every CPU, and each caller is interrupted wherever it
+// runs; on two vCPUs that took a re-arm from 160-200 ns to 290-460 (README,
+// Performance). So the timers made off the workers go to one worker in
+// each group of eight, as the timer-migration hierarchy gives each group
+// one migrator to run the timers of the others while they do other work:
+// the wake-ups stay on few CPUs, and the scheduler keeps the callers on the
+// rest. The last of the group, since the first CPU of a machine is the one
+// the kernel's own housekeeping (the jiffies update, unbound interrupts)
+// favours. The base lock is not what callers share most: a Reset that
+// moves a timer later takes only the timer's own lock (see Timer.Reset),
+// and a lock is shared by at most the callers of eight CPUs.
+//
+// Each Timer made off the workers takes the next number of a package-wide
+// counter at creation (one atomic add, at creation only), and stays on the
+// worker it names; each pooled sleeper takes one when it is made, and
+// sync.Pool hands a goroutine the sleepers of its own P first. Isolated
+// workers get none, as unbound kernel timers never land on isolated CPUs.
+// Re-arming on the caller's P instead would move the timer between bases:
+// two base locks and a cache-line transfer per Reset.
 func (rt *Runtime) place(hint uint32) int {
-	n := len(rt.order)
 	iso := rt.isolated.Load()
-	for i := range n {
-		w := rt.order[(int(hint%uint32(n))+i)%n]
-		if w.online.Load() && !iso.Test(w.cpu) {
-			return w.cpu
+	eligible := func(w *worker) bool { return w.online.Load() && !iso.Test(w.cpu) }
+	n := 0
+	for _, w := range rt.order {
+		if eligible(w) {
+			n++
+		}
+	}
+	if n > 0 {
+		groups := (n + placeGroup - 1) / placeGroup
+		g := int(hint % uint32(groups))
+		k := min((g+1)*placeGroup, n) - 1 // the group's last, among the eligible
+		for _, w := range rt.order {
+			if eligible(w) {
+				if k == 0 {
+					return w.cpu
+				}
+				k--
+			}
 		}
 	}
 	if w := rt.housekeeping(nil); w != nil {

@@ -1,6 +1,7 @@
 package tmigr
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -76,5 +77,39 @@ func TestResetLaterIsLazy(t *testing.T) {
 	}
 	if len(ran) != 1 {
 		t.Fatalf("after Stop: ran %v, want only [5]", ran)
+	}
+}
+
+// TestPlaceOnePerGroup: a timer made off the workers goes to the last
+// online housekeeping worker of each group of eight in turn, isolated and
+// offline workers skipped, so the workers' wake-ups land on few CPUs.
+func TestPlaceOnePerGroup(t *testing.T) {
+	rt, err := build(Config{CPUs: "0-19", Isolated: "3,12", pinTo: virtual(t)}, &fakeClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.boot(); err != nil {
+		t.Fatal(err)
+	}
+	// Housekeeping: 0-2,4-11,13-19 (18 workers): groups 0-2,4-8 | 9-11,13-17 | 18-19.
+	placed := func() []int {
+		var got []int
+		for h := range uint32(6) {
+			got = append(got, rt.place(h))
+		}
+		return got
+	}
+	if got, want := fmt.Sprint(placed()), "[8 17 19 8 17 19]"; got != want {
+		t.Fatalf("placed on %s, want %s", got, want)
+	}
+	rt.workers[17].online.Store(false) // as Offline leaves it (no threads here)
+	// 17 offline: 0-2,4-8 | 9-11,13-16,18 | 19.
+	if got, want := fmt.Sprint(placed()), "[8 18 19 8 18 19]"; got != want {
+		t.Fatalf("with CPU 17 offline placed on %s, want %s", got, want)
+	}
+	tm := rt.AfterFunc(time.Hour, func() {})
+	defer tm.Stop()
+	if c := int(tm.cpu); c != 8 && c != 18 && c != 19 {
+		t.Fatalf("AfterFunc off the workers placed its timer on CPU %d, not one of 8, 18, 19", c)
 	}
 }
