@@ -31,8 +31,16 @@ type monoClock struct {
 	off   int64
 }
 
+// procEpoch is every real clock's epoch, so that Timer.Reset can read the
+// clock before it has touched the Timer that says which runtime it is
+// for (see Reset; monoRaw).
+var procEpoch = time.Now()
+
+// monoRaw is the reading a monoClock adds its offset to.
+func monoRaw() int64 { return int64(time.Since(procEpoch)) }
+
 func newClock() *monoClock {
-	c := &monoClock{epoch: time.Now(), off: 0}
+	c := &monoClock{epoch: procEpoch, off: 0}
 	width := int64(math.MaxInt64)
 	for range 64 {
 		a := int64(time.Since(c.epoch))
@@ -46,6 +54,15 @@ func newClock() *monoClock {
 }
 
 func (c *monoClock) now() int64 { return int64(time.Since(c.epoch)) + c.off }
+
+// nowFrom is the runtime's clock given monoRaw read a moment before: the
+// same reading for the real clock, a fresh one for a test's fake clock.
+func (rt *Runtime) nowFrom(raw int64) int64 {
+	if m := rt.mono; m != nil {
+		return raw + m.off
+	}
+	return rt.clk.now()
+}
 
 // The tick grid is tick.Grid: jiffy j begins at T0 + (j - J0)·tick, so
 // jiffies and the snapshot of the last jiffies update are both pure

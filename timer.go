@@ -311,6 +311,10 @@ func (t *Timer) drain() bool {
 // at the old expiry. A move earlier, and an arm of an expired or stopped
 // timer, go to the core at once, as hrtimer_start_range_ns.
 func (t *Timer) Reset(d time.Duration) bool {
+	// The clock first: its reading waits for every load before it, so read
+	// after the Timer it would wait for the Timer's cache miss, and the
+	// lock after it for the clock; read before, the miss overlaps it.
+	raw := monoRaw()
 	if t.rt == nil {
 		return false
 	}
@@ -335,7 +339,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 		default:
 		}
 	}
-	now := t.rt.clk.now()
+	now := t.rt.nowFrom(raw)
 	if t.isHR {
 		if when := satAdd(now, int64(d)); t.armed && when >= t.coreAt {
 			t.when = when

@@ -184,6 +184,7 @@ type Runtime struct {
 	cfg     Config
 	set     *cpu.Set
 	clk     clock
+	mono    *monoClock // clk, when it is the real clock (see nowFrom)
 	grid    tick.Grid
 	workers []*worker    // by CPU number; nil where no worker runs
 	order   []*worker    // the workers, in CPU order
@@ -354,6 +355,7 @@ func build(cfg Config, clk clock) (*Runtime, error) {
 	if cfg.Priority == 0 {
 		rt.slack = int64(cfg.Slack)
 	}
+	rt.mono, _ = clk.(*monoClock)
 	rt.isolated.Store(&iso)
 	rt.start = rt.clk.now()
 	rt.grid = tick.NewGrid(rt.start, cfg.HZ)
