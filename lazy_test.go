@@ -95,7 +95,7 @@ func TestPlaceOnePerGroup(t *testing.T) {
 	placed := func() []int {
 		var got []int
 		for h := range uint32(6) {
-			got = append(got, rt.place(h))
+			got = append(got, rt.place(h, placeGroup))
 		}
 		return got
 	}
@@ -111,5 +111,13 @@ func TestPlaceOnePerGroup(t *testing.T) {
 	defer tm.Stop()
 	if c := int(tm.cpu); c != 8 && c != 18 && c != 19 {
 		t.Fatalf("AfterFunc off the workers placed its timer on CPU %d, not one of 8, 18, 19", c)
+	}
+	// Coarse timers: every housekeeping worker in turn.
+	var coarse []int
+	for h := range uint32(4) {
+		coarse = append(coarse, rt.place(h, 1))
+	}
+	if got, want := fmt.Sprint(coarse), "[0 1 2 4]"; got != want {
+		t.Fatalf("coarse timers placed on %s, want %s", got, want)
 	}
 }

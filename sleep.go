@@ -58,7 +58,7 @@ func (rt *Runtime) Sleep(ctx context.Context, d time.Duration, opts ...Option) e
 		return ErrOnWorker
 	}
 	s := sleepers.Get().(*sleeper)
-	return rt.sleepHR(ctx, s, rt.place(s.hint), d, o.mode)
+	return rt.sleepHR(ctx, s, rt.place(s.hint, placeGroup), d, o.mode)
 }
 
 // sleepCoarse is Sleep on a wheel timer.

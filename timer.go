@@ -365,7 +365,7 @@ func (t *Timer) armWheel(now, d int64) {
 		if self := rt.self(); self != nil && self.online.Load() {
 			c = self.cpu
 		} else {
-			c = rt.place(t.x.hint)
+			c = rt.place(t.x.hint, 1)
 		}
 	}
 	w := rt.onBehalf(c)
