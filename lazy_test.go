@@ -13,14 +13,7 @@ import (
 // Reset earlier, a Stop, and a Reset of a timer that has run go to the core
 // at once.
 func TestResetLaterIsLazy(t *testing.T) {
-	clk := &fakeClock{}
-	rt, err := build(Config{CPUs: "0-1", pinTo: virtual(t)}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.boot(); err != nil {
-		t.Fatal(err)
-	}
+	clk, rt := fakeRuntime(t)
 	w0 := rt.workers[0]
 	for _, w := range rt.order {
 		w.idle(clk.t)
@@ -84,13 +77,7 @@ func TestResetLaterIsLazy(t *testing.T) {
 // online housekeeping worker of each group of eight in turn, isolated and
 // offline workers skipped, so the workers' wake-ups land on few CPUs.
 func TestPlaceOnePerGroup(t *testing.T) {
-	rt, err := build(Config{CPUs: "0-19", Isolated: "3,12", pinTo: virtual(t)}, &fakeClock{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.boot(); err != nil {
-		t.Fatal(err)
-	}
+	_, rt := fakeRuntimeWith(t, Config{CPUs: "0-19", Isolated: "3,12"})
 	// Housekeeping: 0-2,4-11,13-19 (18 workers): groups 0-2,4-8 | 9-11,13-17 | 18-19.
 	placed := func() []int {
 		var got []int

@@ -312,8 +312,16 @@ func sleepingThread(t *testing.T) (tid int, stop func()) {
 // no threads: the tests drive its workers' event handling by hand.
 func fakeRuntime(t *testing.T) (*fakeClock, *Runtime) {
 	t.Helper()
+	return fakeRuntimeWith(t, Config{CPUs: "0-1"})
+}
+
+// fakeRuntimeWith is fakeRuntime with cfg, its workers mapped onto the
+// machine's CPUs (virtual).
+func fakeRuntimeWith(t *testing.T, cfg Config) (*fakeClock, *Runtime) {
+	t.Helper()
 	clk := &fakeClock{}
-	rt, err := build(Config{CPUs: "0-1", pinTo: virtual(t)}, clk)
+	cfg.pinTo = virtual(t)
+	rt, err := build(cfg, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
