@@ -275,8 +275,11 @@ func (t *Timer) Stop() bool {
 // back: then, as in Go 1.23, Stop and Reset report the timer as stopped
 // while active, since nobody received its expiry (so the old idiom
 // "if !t.Stop() { <-t.C }" never blocks).
-func (t *Timer) drain() bool {
-	if c := t.chanOf(); c != nil {
+func (t *Timer) drain() bool { return drainChan(t.chanOf()) }
+
+// drainChan takes a value back from c, if c is not nil and holds one.
+func drainChan(c chan time.Time) bool {
+	if c != nil {
 		select {
 		case <-c:
 			return true
@@ -332,13 +335,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 		t.mu.Unlock()
 		return was
 	}
-	if c != nil {
-		select {
-		case <-c:
-			was = true
-		default:
-		}
-	}
+	was = drainChan(c) || was
 	now := t.rt.nowFrom(raw)
 	if t.isHR {
 		if when := satAdd(now, int64(d)); t.armed && when >= t.coreAt {
