@@ -73,6 +73,9 @@ var placeSeq atomic.Uint32
 // worker (a group of one), since every re-arm of one takes its base lock.
 const placeGroup = 8
 
+// placeCoarse is the group size for coarse timers (see place).
+const placeCoarse = 1
+
 // place returns the CPU a timer or sleeper armed from a goroutine that is
 // not on a worker goes on: of the online housekeeping workers, taken in
 // groups of size in CPU order, the last of the hint-th group, counting
@@ -153,7 +156,7 @@ func (rt *Runtime) newTimer(call string, o Option) *Timer {
 	} else {
 		size := placeGroup
 		if o.coarse {
-			size = 1
+			size = placeCoarse
 		}
 		c = rt.place(placeSeq.Add(1), size)
 	}

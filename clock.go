@@ -16,7 +16,7 @@ type clock interface {
 
 // monoClock is the real clock.
 //
-// It is read as time.Since(epoch) plus a constant. Since(t) of a Time with a
+// It is read as monoRaw, time.Since(procEpoch), plus a constant. Since(t) of a Time with a
 // monotonic reading is a single read of the runtime's nanotime, which on
 // Linux is the vDSO's clock_gettime(CLOCK_MONOTONIC): about 20 ns, no system
 // call, no linkname into the runtime. The constant (the runtime's start
@@ -27,25 +27,24 @@ type clock interface {
 // ns at most). Running ahead is the safe side: a futex deadline computed
 // from our clock can only make the thread wake late, never early.
 type monoClock struct {
-	epoch time.Time
-	off   int64
+	off int64
 }
 
-// procEpoch is every real clock's epoch, so that Timer.Reset can read the
-// clock before it has touched the Timer that says which runtime it is
-// for (see Reset; monoRaw).
+// procEpoch is every real clock's epoch, one for the process, so that
+// Timer.Reset can read the clock before it has touched the Timer that says
+// which runtime it is for (see Reset; Runtime.nowFrom).
 var procEpoch = time.Now()
 
 // monoRaw is the reading a monoClock adds its offset to.
 func monoRaw() int64 { return int64(time.Since(procEpoch)) }
 
 func newClock() *monoClock {
-	c := &monoClock{epoch: procEpoch, off: 0}
+	c := &monoClock{}
 	width := int64(math.MaxInt64)
 	for range 64 {
-		a := int64(time.Since(c.epoch))
+		a := monoRaw()
 		m := osthread.Monotonic()
-		b := int64(time.Since(c.epoch))
+		b := monoRaw()
 		if b-a < width {
 			width, c.off = b-a, m-a
 		}
@@ -53,7 +52,7 @@ func newClock() *monoClock {
 	return c
 }
 
-func (c *monoClock) now() int64 { return int64(time.Since(c.epoch)) + c.off }
+func (c *monoClock) now() int64 { return monoRaw() + c.off }
 
 // nowFrom is the runtime's clock given monoRaw read a moment before: the
 // same reading for the real clock, a fresh one for a test's fake clock.

@@ -102,7 +102,7 @@ func TestPlaceOnePerGroup(t *testing.T) {
 	// Coarse timers: every housekeeping worker in turn.
 	var coarse []int
 	for h := range uint32(4) {
-		coarse = append(coarse, rt.place(h, 1))
+		coarse = append(coarse, rt.place(h, placeCoarse))
 	}
 	if got, want := fmt.Sprint(coarse), "[0 1 2 4]"; got != want {
 		t.Fatalf("coarse timers placed on %s, want %s", got, want)

@@ -362,7 +362,7 @@ func (t *Timer) armWheel(now, d int64) {
 		if self := rt.self(); self != nil && self.online.Load() {
 			c = self.cpu
 		} else {
-			c = rt.place(t.x.hint, 1)
+			c = rt.place(t.x.hint, placeCoarse)
 		}
 	}
 	w := rt.onBehalf(c)
