@@ -191,7 +191,7 @@ func (rt *Runtime) AfterFunc(d time.Duration, f func(), opts ...Option) *Timer {
 	}
 	t := rt.newTimer("tmigr: AfterFunc", options(opts))
 	t.f = f
-	t.Reset(d)
+	t.start(d)
 	return t
 }
 
@@ -204,7 +204,7 @@ func (rt *Runtime) AfterFunc(d time.Duration, f func(), opts ...Option) *Timer {
 func (rt *Runtime) NewTimer(d time.Duration, opts ...Option) *Timer {
 	t := rt.newTimer("tmigr: NewTimer", options(opts))
 	t.withChan()
-	t.Reset(d)
+	t.start(d)
 	return t
 }
 
@@ -230,7 +230,7 @@ func (rt *Runtime) NewTicker(d time.Duration, opts ...Option) *Ticker {
 	t := rt.newTimer("tmigr: NewTicker", options(opts))
 	t.withChan()
 	t.x.period = int64(d)
-	t.Reset(d)
+	t.start(d)
 	return &Ticker{C: t.C, t: t}
 }
 

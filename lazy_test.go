@@ -2,6 +2,7 @@ package tmigr
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -10,8 +11,9 @@ import (
 // later leaves the core's queue alone (the device stays at the old expiry),
 // the worker that finds it due there queues it for the new expiry without
 // running it or counting an expiry, and it runs once, at the new expiry. A
-// Reset earlier, a Stop, and a Reset of a timer that has run go to the core
-// at once.
+// Reset earlier, and a Reset of a timer that has run, reach the core when
+// the worker next looks at its list of moves (TestResetEarlierIsListed); a
+// Stop goes to the core at once.
 func TestResetLaterIsLazy(t *testing.T) {
 	clk, rt := fakeRuntime(t)
 	w0 := rt.workers[0]
@@ -49,16 +51,19 @@ func TestResetLaterIsLazy(t *testing.T) {
 		t.Fatalf("at the new expiry: ran %v, %d expiries counted; want [5], 1", ran, w0.st.timers.Load())
 	}
 
-	// Expired: a Reset goes to the core.
+	// Expired: a Reset lists it, the worker queues it.
 	if tm.Reset(4 * time.Millisecond) {
 		t.Fatal("Reset of an expired timer returned true")
 	}
+	w0.service(clk.t)
 	device(9*ms, "Reset after the run")
 	// Later, lazily; then earlier than the core's expiry: at once.
 	tm.Reset(9 * time.Millisecond)
 	device(9*ms, "Reset later again")
 	tm.Reset(2 * time.Millisecond)
-	device(7*ms, "Reset earlier than the core's expiry")
+	device(9*ms, "Reset earlier than the core's expiry, listed")
+	w0.service(clk.t)
+	device(7*ms, "Reset earlier, after the worker's look at its list")
 	// Later again, then Stop: nothing runs at either expiry.
 	tm.Reset(20 * time.Millisecond)
 	if !tm.Stop() {
@@ -70,6 +75,113 @@ func TestResetLaterIsLazy(t *testing.T) {
 	}
 	if len(ran) != 1 {
 		t.Fatalf("after Stop: ran %v, want only [5]", ran)
+	}
+}
+
+// TestResetEarlierIsListed: a Reset that moves an armed high-resolution
+// timer earlier, or arms one that has run or was stopped, lists it for its
+// worker and leaves the core's queue alone;
+// the worker queues it for the new expiry when it next looks (service, or a
+// rescue of it), and it runs once, there. A worker asleep past the new
+// expiry is kicked, one awake is not; a listed timer that was stopped, or
+// moved later again, is left as it is; one the worker finds overdue is
+// counted late from the expiry asked for.
+func TestResetEarlierIsListed(t *testing.T) {
+	clk, rt := fakeRuntime(t)
+	w0 := rt.workers[0]
+	for _, w := range rt.order {
+		w.idle(clk.t)
+	}
+	const ms = int64(time.Millisecond)
+	var ran []int64
+	tm, err := rt.HRAfterFunc(0, 10*time.Millisecond, func() { ran = append(ran, clk.t/ms) }, Hard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0.idle(clk.t)
+	if dev := w0.hb.Device(); dev != 10*ms {
+		t.Fatalf("armed for 10 ms: device at %d ms", dev/ms)
+	}
+
+	// The worker is awake (its last deadline is not after now): no kick.
+	w0.pending.Store(0)
+	w0.sleepUntil.Store(clk.t)
+	if !tm.Reset(4 * time.Millisecond) {
+		t.Fatal("Reset of an armed timer returned false")
+	}
+	if !w0.moves.any.Load() || w0.hb.Device() != 10*ms || w0.pending.Load() != 0 {
+		t.Fatalf("after Reset(4 ms): listed %v, device at %d ms, pending %#x; want listed, 10 ms, nothing",
+			w0.moves.any.Load(), w0.hb.Device()/ms, w0.pending.Load())
+	}
+	w0.service(clk.t)
+	if w0.moves.any.Load() || w0.hb.Device() != 4*ms {
+		t.Fatalf("after the worker's look: listed %v, device at %d ms; want empty, 4 ms", w0.moves.any.Load(), w0.hb.Device()/ms)
+	}
+
+	// Asleep until 4 ms, moved to 2 ms: kicked, its deadline lowered.
+	w0.sleepUntil.Store(4 * ms)
+	tm.Reset(2 * time.Millisecond)
+	if w0.pending.Load()&kickTimer == 0 || w0.sleepUntil.Load() != 2*ms {
+		t.Fatalf("Reset(2 ms) under a sleep to 4 ms: pending %#x, sleep until %d ms; want a timer kick, 2 ms",
+			w0.pending.Load(), w0.sleepUntil.Load()/ms)
+	}
+	w0.service(clk.t)
+	for _, at := range []int64{1, 2, 3, 4, 10} {
+		clk.t = at * ms
+		w0.service(clk.t)
+	}
+	if fmt.Sprint(ran) != "[2]" || w0.st.timers.Load() != 1 {
+		t.Fatalf("ran at %v ms, %d expiries counted; want [2], 1", ran, w0.st.timers.Load())
+	}
+
+	// Listed, then stopped: nothing runs; listed, then moved later than the
+	// core's expiry again: it runs at the later one only.
+	w0.sleepUntil.Store(clk.t)
+	tm.Reset(20 * time.Millisecond) // has run: listed, 30 ms
+	if !w0.moves.any.Load() || w0.hb.Device() != math.MaxInt64 {
+		t.Fatalf("Reset after the run: listed %v, device at %d; want listed, none", w0.moves.any.Load(), w0.hb.Device())
+	}
+	w0.service(clk.t)
+	if w0.hb.Device() != 30*ms {
+		t.Fatalf("Reset after the run, the worker having looked: device at %d ms, want 30 ms", w0.hb.Device()/ms)
+	}
+	tm.Reset(5 * time.Millisecond) // listed, 15 ms
+	if !tm.Stop() {
+		t.Fatal("Stop of a listed timer returned false")
+	}
+	tm.Reset(20 * time.Millisecond) // stopped: listed, 30 ms
+	tm.Reset(5 * time.Millisecond)  // listed, 15 ms
+	tm.Reset(25 * time.Millisecond) // later than the core's: lazy, 35 ms
+	for _, at := range []int64{10, 15, 30, 34} {
+		clk.t = at * ms
+		w0.service(clk.t)
+	}
+	if fmt.Sprint(ran) != "[2]" {
+		t.Fatalf("after Stop and a move later: ran at %v ms, want only [2]", ran)
+	}
+	clk.t = 35 * ms
+	w0.service(clk.t)
+	if fmt.Sprint(ran) != "[2 35]" {
+		t.Fatalf("ran at %v ms, want [2 35]", ran)
+	}
+
+	// Listed for 40 ms and found at 43 ms (the worker late): it runs then,
+	// on the worker's next round (what was due in the core goes first), and
+	// its lateness counts from 40 ms.
+	tm.Reset(20 * time.Millisecond) // 55 ms, listed
+	w0.service(clk.t)
+	tm.Reset(5 * time.Millisecond) // 40 ms, listed
+	clk.t = 43 * ms
+	w0.service(clk.t)
+	if fmt.Sprint(ran) != "[2 35]" || w0.hb.Device() != 43*ms {
+		t.Fatalf("after one round at 43 ms: ran at %v, device at %d ms; want [2 35], 43 ms", ran, w0.hb.Device()/ms)
+	}
+	w0.service(clk.t)
+	if fmt.Sprint(ran) != "[2 35 43]" {
+		t.Fatalf("ran at %v ms, want [2 35 43]", ran)
+	}
+	if h := w0.st.late.snapshot(); h.Max() < 3*time.Millisecond {
+		t.Fatalf("largest lateness %v, want at least 3 ms (asked for 40 ms, ran at 43)", h.Max())
 	}
 }
 

@@ -127,6 +127,7 @@ func (w *worker) rescueAt(now int64) bool {
 	if w.stop || !w.online.Load() || rt.closed.Load() || rt.fatal.Load() != nil {
 		return false
 	}
+	w.drainMoves()
 	dev := w.hb.Device()
 	late := int64(rescueAfter)
 	if now-dev <= late && now-w.tickAt <= late {

@@ -77,7 +77,7 @@ func (rt *Runtime) sleepCoarse(ctx context.Context, d time.Duration, o Option) e
 	}
 	t := rt.newTimer("tmigr: Sleep", o)
 	t.withChan()
-	t.Reset(d)
+	t.start(d)
 	select {
 	case <-t.C:
 		return nil

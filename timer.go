@@ -77,7 +77,7 @@ type Timer struct {
 	isHR    bool // a high-resolution timer
 	rt      *Runtime
 	when    int64       // the expiry asked for, clock ns
-	coreAt  int64       // a high-resolution timer's expiry in the core, while armed (<= when)
+	coreAt  int64       // a high-resolution timer's expiry in the core, while armed (<= when); notInCore: listed, not queued yet
 	x       *timerExtra // nil for a high-resolution function timer
 	ht      hrtimer.Timer
 
@@ -157,7 +157,7 @@ func (rt *Runtime) AfterFuncOn(c int, d time.Duration, f func(), opts ...TimerOp
 	}
 	t := rt.newWheelTimer(c, flags)
 	t.f = f
-	t.Reset(d)
+	t.start(d)
 	return t, nil
 }
 
@@ -228,7 +228,7 @@ func (rt *Runtime) HRAfterFunc(c int, d time.Duration, f func(), mode HRMode) (*
 		return nil, err
 	}
 	t.f = f
-	t.Reset(d)
+	t.start(d)
 	return t, nil
 }
 
@@ -311,9 +311,20 @@ func drainChan(c chan time.Time) bool {
 // before it expires, the common use, would otherwise lock the worker's
 // base and move a heap entry (cache misses on the entry and on every
 // timer it passes) at every re-arm. The cost is one wake-up of the worker
-// at the old expiry. A move earlier, and an arm of an expired or stopped
-// timer, go to the core at once, as hrtimer_start_range_ns.
-func (t *Timer) Reset(d time.Duration) bool {
+// at the old expiry. A move earlier, and an arm of a timer that expired or
+// was stopped, are listed for the worker, which queues the timer for its
+// new expiry before it next waits (see moves.go): the caller locks nothing
+// of the worker's either. Only a timer re-armed while its function runs
+// (which stays on the base where it runs), one whose worker is offline, and
+// a new timer's first arm go to the core at once, as hrtimer_start_range_ns.
+func (t *Timer) Reset(d time.Duration) bool { return t.reset(d, true) }
+
+// start is a new timer's first arm: Reset, straight to the core, so that
+// the timer is queued when its constructor returns.
+func (t *Timer) start(d time.Duration) { t.reset(d, false) }
+
+// reset is Reset; list: it may leave the core to the worker (listHR).
+func (t *Timer) reset(d time.Duration, list bool) bool {
 	// The clock first: its reading waits for every load before it, so read
 	// after the Timer it would wait for the Timer's cache miss, and the
 	// lock after it for the clock; read before, the miss overlaps it.
@@ -338,9 +349,12 @@ func (t *Timer) Reset(d time.Duration) bool {
 	was = drainChan(c) || was
 	now := t.rt.nowFrom(raw)
 	if t.isHR {
-		if when := satAdd(now, int64(d)); t.armed && when >= t.coreAt {
+		when := satAdd(now, int64(d))
+		switch {
+		case t.armed && when >= t.coreAt:
 			t.when = when
-		} else {
+		case list && t.listHR(when):
+		default:
 			t.armed = true
 			t.armHR(now, int64(d))
 		}
@@ -351,6 +365,31 @@ func (t *Timer) Reset(d time.Duration) bool {
 	t.mu.Unlock()
 	return was
 }
+
+// listHR arms the high-resolution timer for when, for its worker to queue
+// in the core before it next waits (see moves.go), and reports whether it
+// did (t.mu held). It does for a timer moved earlier than its expiry in the
+// core, and for one not armed (expired or stopped; it is then notInCore
+// until the worker queues it), if its worker is online and its list not
+// full; the caller then locks nothing of the worker's. Not while the
+// timer's function runs: re-armed then, it stays on the base where it runs
+// (see HRAfterFunc), which only an arm at once can tell.
+func (t *Timer) listHR(when int64) bool {
+	w := t.rt.workers[t.cpu]
+	if t.running.Load() != 0 || !w.online.Load() || !w.pushMove(t, when) {
+		return false
+	}
+	if !t.armed {
+		t.armed = true
+		t.coreAt = notInCore
+	}
+	t.when = when
+	return true
+}
+
+// notInCore is the coreAt of a timer armed by listHR that the worker has
+// not queued yet.
+const notInCore = math.MaxInt64
 
 // armWheel queues the wheel timer d ns after now (t.mu held).
 func (t *Timer) armWheel(now, d int64) {
@@ -475,7 +514,9 @@ func (t *Timer) fireHR(w *worker) {
 		testHookExpired(t)
 	}
 	t.mu.Lock()
-	if !t.armed || t.ht.Queued() {
+	if !t.armed || t.ht.Queued() || t.coreAt == notInCore {
+		// Stopped, or queued again since; or stopped and armed again by
+		// listHR since, which this expiry is not for.
 		t.mu.Unlock()
 		return
 	}

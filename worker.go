@@ -114,6 +114,11 @@ type worker struct {
 	tasks []func()
 	ctl   chan *ctlReq
 
+	// moves lists the high-resolution timers of this worker that a Reset
+	// moved earlier than their expiry in the core, for the worker to
+	// queue again before it next waits (see Timer.Reset, drainMoves).
+	moves moveList
+
 	st workerStats
 
 	// ────────────────────────── owned by cpuMu's holder: the worker's goroutine, or a rescue
@@ -284,7 +289,8 @@ func (w *worker) loop() {
 }
 
 // service handles what is due at now: kicks, the hrtimer interrupt and the
-// tick. Inside a task (Yield) control requests wait until the task returns.
+// tick, then the timers Resets listed for it (moves.go). Inside a task
+// (Yield) control requests wait until the task returns.
 func (w *worker) service(now int64) {
 	if p := w.pending.Swap(0); p != 0 {
 		if p&kickCtl != 0 {
@@ -310,6 +316,9 @@ func (w *worker) service(now int64) {
 	if now >= w.tickAt {
 		w.tick(now)
 	}
+	// After what was due: a listed timer due now is queued for it and
+	// runs on the next round, before the worker waits (see sleep).
+	w.drainMoves()
 }
 
 // apply carries out what the tick core asked for. The tick is the worker's
@@ -531,7 +540,7 @@ func (w *worker) sleep(deadline, now int64) {
 		deadline = dev
 		w.sleepUntil.Store(deadline)
 	}
-	if w.pending.Load() != 0 || deadline <= now {
+	if w.pending.Load() != 0 || w.moves.any.Load() || deadline <= now {
 		return
 	}
 	// The wait is the one time the worker lets go of its CPU lock: a
