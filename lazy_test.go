@@ -15,17 +15,7 @@ import (
 // the worker next looks at its list of moves (TestResetEarlierIsListed); a
 // Stop goes to the core at once.
 func TestResetLaterIsLazy(t *testing.T) {
-	clk, rt := fakeRuntime(t)
-	w0 := rt.workers[0]
-	for _, w := range rt.order {
-		w.idle(clk.t)
-	}
-	const ms = int64(time.Millisecond)
-	var ran []int64
-	tm, err := rt.HRAfterFunc(0, time.Millisecond, func() { ran = append(ran, clk.t/ms) }, Hard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clk, w0, tm, runs := oneHRTimer(t, time.Millisecond)
 	device := func(want int64, when string) {
 		t.Helper()
 		w0.idle(clk.t)
@@ -41,14 +31,14 @@ func TestResetLaterIsLazy(t *testing.T) {
 	device(1*ms, "after Reset(5 ms), lazy")
 	clk.t = 1 * ms
 	w0.service(clk.t)
-	if len(ran) != 0 || w0.st.timers.Load() != 0 {
-		t.Fatalf("at the old expiry: ran %v, %d expiries counted; want none", ran, w0.st.timers.Load())
+	if len(*runs) != 0 || w0.st.timers.Load() != 0 {
+		t.Fatalf("at the old expiry: ran %v, %d expiries counted; want none", *runs, w0.st.timers.Load())
 	}
 	device(5*ms, "queued again at the old expiry for the new one")
 	clk.t = 5 * ms
 	w0.service(clk.t)
-	if len(ran) != 1 || ran[0] != 5 || w0.st.timers.Load() != 1 {
-		t.Fatalf("at the new expiry: ran %v, %d expiries counted; want [5], 1", ran, w0.st.timers.Load())
+	if len(*runs) != 1 || (*runs)[0] != 5 || w0.st.timers.Load() != 1 {
+		t.Fatalf("at the new expiry: ran %v, %d expiries counted; want [5], 1", *runs, w0.st.timers.Load())
 	}
 
 	// Expired: a Reset lists it, the worker queues it.
@@ -73,8 +63,8 @@ func TestResetLaterIsLazy(t *testing.T) {
 		clk.t = at * ms
 		w0.service(clk.t)
 	}
-	if len(ran) != 1 {
-		t.Fatalf("after Stop: ran %v, want only [5]", ran)
+	if len(*runs) != 1 {
+		t.Fatalf("after Stop: ran %v, want only [5]", *runs)
 	}
 }
 
@@ -87,17 +77,7 @@ func TestResetLaterIsLazy(t *testing.T) {
 // moved later again, is left as it is; one the worker finds overdue is
 // counted late from the expiry asked for.
 func TestResetEarlierIsListed(t *testing.T) {
-	clk, rt := fakeRuntime(t)
-	w0 := rt.workers[0]
-	for _, w := range rt.order {
-		w.idle(clk.t)
-	}
-	const ms = int64(time.Millisecond)
-	var ran []int64
-	tm, err := rt.HRAfterFunc(0, 10*time.Millisecond, func() { ran = append(ran, clk.t/ms) }, Hard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clk, w0, tm, runs := oneHRTimer(t, 10*time.Millisecond)
 	w0.idle(clk.t)
 	if dev := w0.hb.Device(); dev != 10*ms {
 		t.Fatalf("armed for 10 ms: device at %d ms", dev/ms)
@@ -130,8 +110,8 @@ func TestResetEarlierIsListed(t *testing.T) {
 		clk.t = at * ms
 		w0.service(clk.t)
 	}
-	if fmt.Sprint(ran) != "[2]" || w0.st.timers.Load() != 1 {
-		t.Fatalf("ran at %v ms, %d expiries counted; want [2], 1", ran, w0.st.timers.Load())
+	if fmt.Sprint(*runs) != "[2]" || w0.st.timers.Load() != 1 {
+		t.Fatalf("ran at %v ms, %d expiries counted; want [2], 1", *runs, w0.st.timers.Load())
 	}
 
 	// Listed, then stopped: nothing runs; listed, then moved later than the
@@ -156,13 +136,13 @@ func TestResetEarlierIsListed(t *testing.T) {
 		clk.t = at * ms
 		w0.service(clk.t)
 	}
-	if fmt.Sprint(ran) != "[2]" {
-		t.Fatalf("after Stop and a move later: ran at %v ms, want only [2]", ran)
+	if fmt.Sprint(*runs) != "[2]" {
+		t.Fatalf("after Stop and a move later: ran at %v ms, want only [2]", *runs)
 	}
 	clk.t = 35 * ms
 	w0.service(clk.t)
-	if fmt.Sprint(ran) != "[2 35]" {
-		t.Fatalf("ran at %v ms, want [2 35]", ran)
+	if fmt.Sprint(*runs) != "[2 35]" {
+		t.Fatalf("ran at %v ms, want [2 35]", *runs)
 	}
 
 	// Listed for 40 ms and found at 43 ms (the worker late): it runs then,
@@ -173,16 +153,35 @@ func TestResetEarlierIsListed(t *testing.T) {
 	tm.Reset(5 * time.Millisecond) // 40 ms, listed
 	clk.t = 43 * ms
 	w0.service(clk.t)
-	if fmt.Sprint(ran) != "[2 35]" || w0.hb.Device() != 43*ms {
-		t.Fatalf("after one round at 43 ms: ran at %v, device at %d ms; want [2 35], 43 ms", ran, w0.hb.Device()/ms)
+	if fmt.Sprint(*runs) != "[2 35]" || w0.hb.Device() != 43*ms {
+		t.Fatalf("after one round at 43 ms: ran at %v, device at %d ms; want [2 35], 43 ms", *runs, w0.hb.Device()/ms)
 	}
 	w0.service(clk.t)
-	if fmt.Sprint(ran) != "[2 35 43]" {
-		t.Fatalf("ran at %v ms, want [2 35 43]", ran)
+	if fmt.Sprint(*runs) != "[2 35 43]" {
+		t.Fatalf("ran at %v ms, want [2 35 43]", *runs)
 	}
 	if h := w0.st.late.snapshot(); h.Max() < 3*time.Millisecond {
 		t.Fatalf("largest lateness %v, want at least 3 ms (asked for 40 ms, ran at 43)", h.Max())
 	}
+}
+
+// ms is a millisecond in clock units, for the fake clock's tests.
+const ms = int64(time.Millisecond)
+
+// oneHRTimer starts a fake runtime with its workers idle and one hard
+// hrtimer on worker 0 for d, and returns the runs' clock times in ms.
+func oneHRTimer(t *testing.T, d time.Duration) (*fakeClock, *worker, *Timer, *[]int64) {
+	t.Helper()
+	clk, rt := fakeRuntime(t)
+	for _, w := range rt.order {
+		w.idle(clk.t)
+	}
+	runs := new([]int64)
+	tm, err := rt.HRAfterFunc(0, d, func() { *runs = append(*runs, clk.t/ms) }, Hard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clk, rt.workers[0], tm, runs
 }
 
 // TestPlaceOnePerGroup: a timer made off the workers goes to the last
