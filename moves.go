@@ -1,6 +1,7 @@
 package tmigr
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -76,11 +77,13 @@ func (w *worker) pushMove(t *Timer, when int64) bool {
 
 // drainMoves queues the listed timers for the expiries their Resets asked
 // for, on behalf of the worker each belongs to (cpuMu held: the worker, or
-// a rescue of it).
-func (w *worker) drainMoves() {
+// a rescue of it), and returns the earliest of those expiries
+// (math.MaxInt64: none).
+func (w *worker) drainMoves() (first int64) {
+	first = math.MaxInt64
 	l := &w.moves
 	if !l.any.Load() {
-		return
+		return first
 	}
 	l.mu.Lock()
 	ts := l.ts
@@ -103,6 +106,7 @@ func (w *worker) drainMoves() {
 			now := w.now()
 			t.armHR(now, max(when-now, 0))
 			t.when = when // found overdue (a late worker): still late from when it was asked for
+			first = min(first, when)
 		}
 		t.mu.Unlock()
 	}
@@ -111,4 +115,5 @@ func (w *worker) drainMoves() {
 		l.old = ts[:0]
 	}
 	l.mu.Unlock()
+	return first
 }

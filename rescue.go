@@ -28,8 +28,8 @@ import (
 // the rescue timer's function, on some thread of the Go scheduler that did
 // get a CPU, takes the worker's CPU lock and runs the worker's due hrtimer
 // interrupt and tick exactly as the worker would (service's timer parts,
-// then the idle round), then re-arms itself for the worker's next event
-// in case the thread still does not run. The worker's CPU lock (cpuMu) is
+// its list of moves included, then the idle round), then re-arms itself
+// for the worker's next event in case the thread still does not run. The worker's CPU lock (cpuMu) is
 // what makes that safe: the worker's goroutine holds it at all times but
 // while it waits for its next event (the halt, poll or haltpoll wait), so
 // a rescue runs only while the worker waits or is runnable after its wait,
@@ -127,19 +127,22 @@ func (w *worker) rescueAt(now int64) bool {
 	if w.stop || !w.online.Load() || rt.closed.Load() || rt.fatal.Load() != nil {
 		return false
 	}
-	w.drainMoves()
-	dev := w.hb.Device()
-	late := int64(rescueAfter)
-	if now-dev <= late && now-w.tickAt <= late {
-		return false
-	}
+	// This thread is the worker from here on (self, CPU): the list of
+	// moves may run timers that came due while it is emptied.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	w.rescuer.Store(int64(osthread.Gettid()))
 	defer w.rescuer.Store(-1)
+	// The earliest expiry due: the core's, or a listed timer's (queued by
+	// the drain, overdue ones for now).
+	dev := min(w.hb.Device(), w.drainMoves())
+	late := int64(rescueAfter)
+	if now-dev <= late && now-w.tickAt <= late {
+		return false
+	}
 	w.st.rescues.Add(1)
 	rt.loaded(now)
-	if now >= dev {
+	if now >= w.hb.Device() {
 		w.hrInterrupt(now)
 	}
 	if now = w.now(); now >= w.tickAt {

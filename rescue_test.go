@@ -1,6 +1,7 @@
 package tmigr
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os/exec"
@@ -329,4 +330,47 @@ func fakeRuntimeWith(t *testing.T, cfg Config) (*fakeClock, *Runtime) {
 		t.Fatal(err)
 	}
 	return clk, rt
+}
+
+// TestRescueEmptiesMovesAsTheWorker: a rescue empties the worker's list of
+// moves as the worker: a list longer than movesBetween runs the timers due
+// meanwhile from inside the drain, and their functions see the worker (CPU
+// reports it), as every rescued function does.
+func TestRescueEmptiesMovesAsTheWorker(t *testing.T) {
+	clk, rt := fakeRuntime(t)
+	w0 := rt.workers[0]
+	for _, w := range rt.order {
+		w.idle(clk.t)
+	}
+	var ran []int
+	if _, err := rt.HRAfterFunc(0, time.Millisecond, func() { ran = append(ran, rt.CPU()) }, Hard); err != nil {
+		t.Fatal(err)
+	}
+	w0.sleepUntil.Store(clk.t) // awake: the moves below kick nothing
+	var last *Timer
+	for range movesBetween + 1 {
+		tm, err := rt.HRAfterFunc(0, time.Hour, func() { ran = append(ran, -100-rt.CPU()) }, Hard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm.Reset(time.Minute) // earlier: listed
+		last = tm
+	}
+	clk.t = int64(time.Millisecond + rescueAfter + 1)
+	w0.rescue()
+	if fmt.Sprint(ran) != "[0]" || w0.st.rescues.Load() != 1 {
+		t.Fatalf("rescue ran the due timer on %v (want [0]: worker 0), %d rescues (want 1)", ran, w0.st.rescues.Load())
+	}
+	if w0.moves.any.Load() || w0.hb.Device() != int64(time.Minute) {
+		t.Fatalf("after the rescue: listed %v, device at %d; want the list empty, the moved timers due in a minute", w0.moves.any.Load(), w0.hb.Device())
+	}
+
+	// Only a listed timer overdue, nothing in the core: a rescue too, which
+	// runs it as the worker.
+	last.Reset(time.Millisecond)
+	clk.t += int64(time.Millisecond + rescueAfter + 1)
+	w0.rescue()
+	if fmt.Sprint(ran) != "[0 -100]" || w0.st.rescues.Load() != 2 {
+		t.Fatalf("rescue of a listed timer: ran %v (want [0 -100]: the second on worker 0), %d rescues (want 2)", ran, w0.st.rescues.Load())
+	}
 }
