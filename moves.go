@@ -42,11 +42,11 @@ import (
 // Reset, an expiry or a second entry for the same timer need no removal. A
 // full list (movesMax) sends the Reset to the core as before.
 type moveList struct {
-	mu   sync.Mutex
-	ts   []*Timer
-	old  []*Timer // the slice the last drain emptied, for the next pushes
-	any  atomic.Bool
-	_pad [64]byte // the pushers' line, apart from the worker's state words
+	mu  sync.Mutex
+	ts  []*Timer
+	old []*Timer // the slice the last drain emptied, for the next pushes
+	any atomic.Bool
+	_   [64]byte // the pushers' line, apart from the worker's state words
 }
 
 // movesBetween is how many listed timers a drain queues between two looks

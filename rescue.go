@@ -29,13 +29,14 @@ import (
 // get a CPU, takes the worker's CPU lock and runs the worker's due hrtimer
 // interrupt and tick exactly as the worker would (service's timer parts,
 // its list of moves included, then the idle round), then re-arms itself
-// for the worker's next event in case the thread still does not run. The worker's CPU lock (cpuMu) is
-// what makes that safe: the worker's goroutine holds it at all times but
-// while it waits for its next event (the halt, poll or haltpoll wait), so
-// a rescue runs only while the worker waits or is runnable after its wait,
-// never beside it, and the worker, when it runs again, waits for a rescue
-// in progress to finish and then sees the state the rescue left (the
-// interrupts' effects, its next events). Inside a rescued timer function
+// for the worker's next event in case the thread still does not run. The
+// worker's CPU lock (cpuMu) is what makes that safe: the worker's
+// goroutine holds it at all times but while it waits for its next event
+// (the halt, poll or haltpoll wait), so a rescue runs only while the
+// worker waits or is runnable after its wait, never beside it, and the
+// worker, when it runs again, waits for a rescue in progress to finish and
+// then sees the state the rescue left (the interrupts' effects, its next
+// events). Inside a rescued timer function
 // the runtime sees the rescuing thread as the worker (CPU reports it, a
 // Sleep is refused with ErrOnWorker), as if the worker had run it.
 //
