@@ -32,6 +32,12 @@ type LatenessOptions struct {
 	// processes pinned there for the whole run, the loaded machine on
 	// which a pinned worker's thread waits for its CPU.
 	Hogs int
+	// Rearm arms each timer of every kind for an hour first and then
+	// Resets it to its duration, from the goroutine that arms them all: a
+	// timeout re-armed by a program, the path of Timer.Reset (for tmigr's
+	// precise timers a move earlier, which the worker queues; see
+	// tmigr.Timer.Reset) rather than of a constructor.
+	Rearm bool
 }
 
 // Lateness's kinds of timers, in the order of their cyclictest "threads".
@@ -59,6 +65,9 @@ type LatenessResult struct {
 	Idle string `json:"idle"`
 	// Hogs is the CPU hogs per worker CPU.
 	Hogs int `json:"hogs_per_cpu"`
+	// Rearm: every timer was armed for an hour and then Reset (see
+	// LatenessOptions.Rearm).
+	Rearm bool `json:"rearm"`
 	// Rescues counts the times a thread other than a worker's ran that
 	// worker's overdue timers (tmigr.Stats.Rescues), over all workers.
 	Rescues uint64 `json:"rescues"`
@@ -80,7 +89,8 @@ const latenessSpacing = 500 * time.Microsecond
 // time.AfterFunc, each kind with its own durations (so that the kinds
 // rarely expire at the same instant and compete for the CPUs). A timer's
 // lateness is the time from its arm to its function's start, less its
-// duration.
+// duration. With o.Rearm each is armed for an hour and then Reset, and
+// its lateness counts from the Reset.
 func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 	if o.Timers < 1 || o.Timers > 1_000_000 {
 		return nil, fmt.Errorf("timers %d outside 1..1000000", o.Timers)
@@ -121,31 +131,56 @@ func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 	wg.Add(3 * n)
 	r := rand.New(rand.NewPCG(o.Seed, 0))
 	dur := func() time.Duration { return time.Millisecond + time.Duration(r.Int64N(int64(49*time.Millisecond)+1)) }
+	// first is the duration of a timer's arm: its own, or an hour it is
+	// Reset from (rearm).
+	first := func(d time.Duration) time.Duration {
+		if o.Rearm {
+			return time.Hour
+		}
+		return d
+	}
 	for i := range n {
-		rec := func(dst []int64, d time.Duration) func() {
+		// rec returns timer i's function, which records its lateness
+		// into dst, and arm, which (re)starts the time it counts from
+		// and, with o.Rearm, Resets the timer to d.
+		rec := func(dst []int64, d time.Duration) (f func(), arm func(reset func(time.Duration) bool)) {
 			start := time.Now()
-			return func() { dst[i] = int64(time.Since(start) - d); wg.Done() }
+			f = func() { dst[i] = int64(time.Since(start) - d); wg.Done() }
+			arm = func(reset func(time.Duration) bool) {
+				if o.Rearm {
+					start = time.Now()
+					reset(d)
+				}
+			}
+			return f, arm
 		}
 		d := dur()
 		sum[0] += d
-		if _, err := rt.AfterFuncOn(cpus[(i+1)%len(cpus)], d, rec(wheel, d)); err != nil {
+		f, arm := rec(wheel, d)
+		wt, err := rt.AfterFuncOn(cpus[(i+1)%len(cpus)], first(d), f)
+		if err != nil {
 			return nil, err
 		}
+		arm(wt.Reset)
 		d = dur()
 		sum[1] += d
-		if _, err := rt.HRAfterFunc(cpus[i%len(cpus)], d, rec(hr, d), tmigr.Hard); err != nil {
+		f, arm = rec(hr, d)
+		ht, err := rt.HRAfterFunc(cpus[i%len(cpus)], first(d), f, tmigr.Hard)
+		if err != nil {
 			return nil, err
 		}
+		arm(ht.Reset)
 		d = dur()
 		sum[2] += d
-		time.AfterFunc(d, rec(std, d))
+		f, arm = rec(std, d)
+		arm(time.AfterFunc(first(d), f).Reset)
 		time.Sleep(latenessSpacing)
 	}
 	wg.Wait()
 
 	res := &LatenessResult{Timers: n, CPUs: listOf(cpus), HZ: o.HZ, Wheel: DistOf(wheel), HR: DistOf(hr), Std: DistOf(std),
 		Histograms: map[string]report.CyclicThreadJSON{}, hzText: o.hzText(), Idle: o.Idle.String(), Hogs: o.Hogs,
-		SlackNs: int64(o.Slack)}
+		SlackNs: int64(o.Slack), Rearm: o.Rearm}
 	for _, s := range rt.Stats() {
 		res.Rescues += s.Rescues
 		res.Crowded += s.Crowded
@@ -192,7 +227,11 @@ func (r *LatenessResult) WriteText(w io.Writer) error {
 	if r.Hogs > 0 {
 		load = fmt.Sprintf("%d CPU hog(s) per CPU", r.Hogs)
 	}
-	fmt.Fprintf(w, "lateness of %d timers of each kind, random 1-50 ms, idle workers (%s) on CPUs %s (%s), %s; %d rescues (%d crowded)\n", r.Timers, r.Idle, r.CPUs, r.hzText, load, r.Rescues, r.Crowded)
+	arms := "random 1-50 ms"
+	if r.Rearm {
+		arms = "armed for an hour, then Reset to random 1-50 ms"
+	}
+	fmt.Fprintf(w, "lateness of %d timers of each kind, %s, idle workers (%s) on CPUs %s (%s), %s; %d rescues (%d crowded)\n", r.Timers, arms, r.Idle, r.CPUs, r.hzText, load, r.Rescues, r.Crowded)
 	distHeader(w)
 	r.Wheel.row(w, latenessKinds[0])
 	r.HR.row(w, latenessKinds[1])

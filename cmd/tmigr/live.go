@@ -126,13 +126,18 @@ its report and its quantiles beside ours: the system's own floor.
 With --hogs N it starts N busy processes pinned to each worker CPU for the
 run (SCHED_OTHER, nice 0): a loaded machine, on which a pinned worker's
 thread waits for its CPU and the runtime's rescue of overdue timers
-(tmigr.Stats.Rescues) runs them elsewhere.`, stdout, stderr)
+(tmigr.Stats.Rescues) runs them elsewhere.
+
+With --rearm every timer is armed for an hour and then Reset to its
+duration (its lateness counting from the Reset): a timeout re-armed by a
+program, through Timer.Reset rather than a constructor.`, stdout, stderr)
 	n := lf.Int("timers", 1000, "timers of each kind")
 	seed := lf.Uint64("seed", 1, "seed of the random durations")
 	idle := lf.String("idle", tmigr.IdleMode(0).String(), "how idle workers wait: halt, poll or haltpoll (default: the runtime's)")
 	hist := lf.Int("hist", 400, "1 us buckets of the histograms (cyclictest's -h); 0 for none")
 	cyclictest := lf.Bool("cyclictest", false, "also run cyclictest (from PATH) over the same span")
 	hogs := lf.Int("hogs", 0, "CPU hogs per worker CPU (0-16): busy processes pinned there, a loaded machine")
+	rearm := lf.Bool("rearm", false, "arm every timer for an hour, then Reset it to its duration")
 	lf.words("idle", "halt", "poll", "haltpoll")
 	if rc, ok := lf.parse(args); !ok {
 		return rc
@@ -141,7 +146,7 @@ thread waits for its CPU and the runtime's rescue of overdue timers
 	if err != nil {
 		return lf.fail(err)
 	}
-	o := live.LatenessOptions{Machine: m, Timers: *n, Seed: *seed, Hist: *hist, Hogs: *hogs}
+	o := live.LatenessOptions{Machine: m, Timers: *n, Seed: *seed, Hist: *hist, Hogs: *hogs, Rearm: *rearm}
 	if o.Idle, err = tmigr.ParseIdleMode(*idle); err != nil {
 		return lf.fail(err)
 	}

@@ -38,6 +38,26 @@ func TestLiveCommand(t *testing.T) {
 	if r.SlackNs != 3e6 || r.HR.N != 10 || r.HR.Max < 3000 {
 		t.Errorf("with --slack 3ms: slack %d ns, %d hrtimers, worst %v µs late (want >= 3000)", r.SlackNs, r.HR.N, r.HR.Max)
 	}
+	// Re-armed: every timer runs once, after its Reset's duration (an
+	// hour's arm that ran would never be waited for), and it says so.
+	out.Reset()
+	if rc := run([]string{"live", "lateness", "--timers", "10", "--rearm", "--json"}, &out, &errb); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, errb.String())
+	}
+	r = live.LatenessResult{}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !r.Rearm || r.Wheel.N != 10 || r.HR.N != 10 || r.Std.N != 10 || r.HR.Min < 0 || r.Std.Min < 0 {
+		t.Errorf("with --rearm: %+v", r)
+	}
+	out.Reset()
+	if rc := run([]string{"live", "lateness", "--timers", "3", "--rearm", "--hist", "0"}, &out, &errb); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, errb.String())
+	}
+	if !strings.Contains(out.String(), "armed for an hour, then Reset to random 1-50 ms") {
+		t.Errorf("--rearm output does not say how the timers were armed:\n%s", out.String())
+	}
 	out.Reset()
 	if rc := run([]string{"live", "lateness", "--timers", "10", "--hz", "250"}, &out, &errb); rc != 0 {
 		t.Fatalf("exit %d: %s", rc, errb.String())
