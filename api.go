@@ -98,9 +98,8 @@ const placeCoarse = 1
 // the wake-ups stay on few CPUs, and the scheduler keeps the callers on the
 // rest. The last of the group, since the first CPU of a machine is the one
 // the kernel's own housekeeping (the jiffies update, unbound interrupts)
-// favours. The base lock is not what callers share most: a Reset that
-// moves a precise timer later takes only the timer's own lock (see
-// Timer.Reset), and a lock is shared by at most the callers of eight CPUs.
+// favours. The base lock is not what callers share: a Reset of a precise
+// timer takes only the timer's own lock (see Timer.Reset; moves.go).
 // A coarse timer's Reset always takes its base lock (the wheel links it
 // where it is due), and its expiries wait for a tick anyway, so coarse
 // timers are spread over every worker: grouped, two goroutines re-arming

@@ -16,10 +16,10 @@ type clock interface {
 
 // monoClock is the real clock.
 //
-// It is read as monoRaw, time.Since(procEpoch), plus a constant. Since(t) of a Time with a
-// monotonic reading is a single read of the runtime's nanotime, which on
-// Linux is the vDSO's clock_gettime(CLOCK_MONOTONIC): about 20 ns, no system
-// call, no linkname into the runtime. The constant (the runtime's start
+// It is read as monoRaw, time.Since(procEpoch), plus a constant. Since(t)
+// of a Time with a monotonic reading is a single read of the runtime's
+// nanotime, which on Linux is the vDSO's clock_gettime(CLOCK_MONOTONIC):
+// about 20 ns, no system call, no linkname into the runtime. The constant (the runtime's start
 // offset) is found at Start by bracketing a clock_gettime system call
 // between two Since reads; of 64 tries the narrowest bracket wins, and the
 // constant is taken at the bracket's upper end, so our clock runs at or

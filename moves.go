@@ -102,11 +102,8 @@ func (w *worker) drainMoves() (first int64) {
 		}
 		t.mu.Lock()
 		if t.armed && t.when < t.coreAt && (t.ht.Queued() || t.coreAt == notInCore) {
-			when := t.when
-			now := w.now()
-			t.armHR(now, max(when-now, 0))
-			t.when = when // found overdue (a late worker): still late from when it was asked for
-			first = min(first, when)
+			first = min(first, t.when)
+			t.queueForWhen(w.now())
 		}
 		t.mu.Unlock()
 	}

@@ -36,9 +36,9 @@ import (
 // worker waits or is runnable after its wait, never beside it, and the
 // worker, when it runs again, waits for a rescue in progress to finish and
 // then sees the state the rescue left (the interrupts' effects, its next
-// events). Inside a rescued timer function
-// the runtime sees the rescuing thread as the worker (CPU reports it, a
-// Sleep is refused with ErrOnWorker), as if the worker had run it.
+// events). Inside a rescued timer function the runtime sees the rescuing
+// thread as the worker (CPU reports it, a Sleep is refused with
+// ErrOnWorker), as if the worker had run it.
 //
 // A rescue also tells HaltPoll workers to halt without polling for
 // loadedHold (haltPollNow): on a CPU that other threads want, a worker

@@ -522,12 +522,23 @@ func (t *Timer) fireHR(w *worker) {
 	}
 	if t.when > t.coreAt {
 		if now := w.now(); now < t.when {
-			t.armHR(now, t.when-now)
+			t.queueForWhen(now)
 			t.mu.Unlock()
 			return
 		}
 	}
 	t.fire(w, w.cpu)
+}
+
+// queueForWhen queues the armed high-resolution timer in the core for the
+// expiry its last Reset asked for, t.when, which the core did not hold (a
+// move later, found at the old expiry; a listed one, see moves.go). One
+// found overdue is queued for now and keeps its when, so that its
+// lateness still counts from what was asked (t.mu held).
+func (t *Timer) queueForWhen(now int64) {
+	when := t.when
+	t.armHR(now, max(when-now, 0))
+	t.when = when
 }
 
 // fire runs an expiry that t.mu, held, has claimed, on w for owner's base,

@@ -115,8 +115,8 @@ type worker struct {
 	ctl   chan *ctlReq
 
 	// moves lists the high-resolution timers of this worker that a Reset
-	// moved earlier than their expiry in the core, for the worker to
-	// queue again before it next waits (see Timer.Reset, drainMoves).
+	// moved earlier than their expiry in the core, or armed while not in
+	// it, for the worker to queue before it next waits (moves.go).
 	moves moveList
 
 	st workerStats
