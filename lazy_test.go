@@ -89,13 +89,13 @@ func TestResetEarlierIsListed(t *testing.T) {
 	if !tm.Reset(4 * time.Millisecond) {
 		t.Fatal("Reset of an armed timer returned false")
 	}
-	if !w0.moves.any.Load() || w0.hb.Device() != 10*ms || w0.pending.Load() != 0 {
+	if !w0.moves.listed() || w0.hb.Device() != 10*ms || w0.pending.Load() != 0 {
 		t.Fatalf("after Reset(4 ms): listed %v, device at %d ms, pending %#x; want listed, 10 ms, nothing",
-			w0.moves.any.Load(), w0.hb.Device()/ms, w0.pending.Load())
+			w0.moves.listed(), w0.hb.Device()/ms, w0.pending.Load())
 	}
 	w0.service(clk.t)
-	if w0.moves.any.Load() || w0.hb.Device() != 4*ms {
-		t.Fatalf("after the worker's look: listed %v, device at %d ms; want empty, 4 ms", w0.moves.any.Load(), w0.hb.Device()/ms)
+	if w0.moves.listed() || w0.hb.Device() != 4*ms {
+		t.Fatalf("after the worker's look: listed %v, device at %d ms; want empty, 4 ms", w0.moves.listed(), w0.hb.Device()/ms)
 	}
 
 	// Asleep until 4 ms, moved to 2 ms: kicked, its deadline lowered.
@@ -118,8 +118,8 @@ func TestResetEarlierIsListed(t *testing.T) {
 	// core's expiry again: it runs at the later one only.
 	w0.sleepUntil.Store(clk.t)
 	tm.Reset(20 * time.Millisecond) // has run: listed, 30 ms
-	if !w0.moves.any.Load() || w0.hb.Device() != math.MaxInt64 {
-		t.Fatalf("Reset after the run: listed %v, device at %d; want listed, none", w0.moves.any.Load(), w0.hb.Device())
+	if !w0.moves.listed() || w0.hb.Device() != math.MaxInt64 {
+		t.Fatalf("Reset after the run: listed %v, device at %d; want listed, none", w0.moves.listed(), w0.hb.Device())
 	}
 	w0.service(clk.t)
 	if w0.hb.Device() != 30*ms {

@@ -2,7 +2,6 @@ package tmigr
 
 import (
 	"math"
-	"sync"
 	"sync/atomic"
 )
 
@@ -26,10 +25,10 @@ import (
 // atomics):
 //
 //	Reset (pusher)                       worker (sleep)
-//	1. append, any = true                1. sleepUntil = deadline
-//	2. read sleepUntil; if the new       2. read any; if set, do not sleep:
-//	   expiry is before it, lower it        go round and drain the list
-//	   and kick the worker
+//	1. push (or find t listed)           1. sleepUntil = deadline
+//	2. read sleepUntil; if the new       2. read the list's head; if set, do
+//	   expiry is before it, lower it        not sleep: go round and drain
+//	   and kick the worker                  the list
 //
 // If the worker's read (2) misses the push, the push came after it, so the
 // pusher's read (2) sees the deadline the worker is about to sleep to, and
@@ -37,80 +36,117 @@ import (
 // sleepUntil at or before now, so a push to it kicks nothing: it drains the
 // list before it next sleeps.
 //
-// An entry is only a hint: the worker re-checks the timer under its lock
-// (still armed, still earlier than the core's expiry), so a Stop, another
-// Reset, an expiry or a second entry for the same timer need no removal. A
-// full list (movesMax) sends the Reset to the core as before.
+// A timer is on the list at most once: its moveNext links it, and a
+// Reset of a timer listed already only changes its expiry (t.when), which
+// is what the worker reads when it comes to it. The worker re-checks the
+// timer under its lock (still armed, still earlier than the core's
+// expiry), so a Stop, another Reset or an expiry meanwhile needs no
+// removal. So the list never holds more than the worker's timers, and a
+// Reset that moves a timer earlier twice before the worker looks pushes
+// once.
+//
+// The list is a stack that Resets push onto with a compare-and-swap and
+// the worker empties whole with a swap, taking no lock: the push was a
+// mutex, and with more goroutines re-arming than CPUs a pusher preempted
+// while it held it made the others sleep on it and wait for the
+// scheduler (BenchmarkAPIParallel: a Go execution trace put 57% of the
+// callers' scheduling delay there, and the machine was a sixth idle). A
+// stack emptied whole has no ABA problem (nothing is popped alone); the
+// worker turns each batch around, so timers are queued in the order they
+// were listed, as the list's mutex had them.
+//
+//	Reset (t.mu held)                    worker (cpuMu held)
+//	1. t not listed: t.moveNext = head,  1. batch = head.Swap(nil)
+//	   head.CAS(moveNext, t), retried    2. reverse the batch (the links
+//	   until it takes                       are the worker's once swapped)
+//	2. t listed already: nothing         3. per timer: lock t.mu, unlink
+//	                                        it (moveNext = nil), queue it
+//	                                        if still earlier; unlock
+//
+// A timer's moveNext is written by a pusher only while it is not listed
+// (nil), under t.mu, before the compare-and-swap publishes it, and by the
+// worker after the swap took the batch (turning it around, then nil under
+// t.mu when it unlinks the timer). Pushers read it to see whether the
+// timer is listed while the worker turns the batch around, so it is
+// atomic; the batch turned around ends with movesEnd too, so a timer in
+// it never reads as not listed.
 type moveList struct {
-	mu  sync.Mutex
-	ts  []*Timer
-	old []*Timer // the slice the last drain emptied, for the next pushes
-	any atomic.Bool
-	_   [64]byte // the pushers' line, apart from the worker's state words
+	head atomic.Pointer[Timer] // the last timer listed; nil: none
+	_    [56]byte              // the pushers' line, apart from the worker's state words
 }
+
+// movesEnd ends the list (the moveNext of the timer listed first, when it
+// was empty) and a batch turned around, so that a listed timer's moveNext
+// is never nil.
+var movesEnd Timer
+
+// listed reports whether the list holds a timer.
+func (l *moveList) listed() bool { return l.head.Load() != nil }
 
 // movesBetween is how many listed timers a drain queues between two looks
 // at the timers due (about 1 µs each with many timers: cache misses).
 const movesBetween = 64
 
-// movesMax bounds a worker's list: more moves than that between two of its
-// wake-ups (a worker that cannot run) go to the core.
-const movesMax = 1 << 16
-
-// pushMove lists t, whose Reset (t.mu held) moved it to expire at when, and
-// reports whether it did; false: the list is full.
-func (w *worker) pushMove(t *Timer, when int64) bool {
-	l := &w.moves
-	l.mu.Lock()
-	if len(l.ts) >= movesMax {
-		l.mu.Unlock()
-		return false
+// pushMove lists t, whose Reset (t.mu held) moved it to expire at when, if
+// it is not listed already, and lowers the worker's deadline to when.
+func (w *worker) pushMove(t *Timer, when int64) {
+	if t.moveNext.Load() == nil {
+		l := &w.moves
+		for {
+			head := l.head.Load()
+			next := head
+			if next == nil {
+				next = &movesEnd
+			}
+			t.moveNext.Store(next)
+			if l.head.CompareAndSwap(head, t) {
+				break
+			}
+		}
 	}
-	l.ts = append(l.ts, t)
-	l.any.Store(true)
-	l.mu.Unlock()
 	if when < w.sleepUntil.Load() {
 		w.lower(when)
 	}
-	return true
 }
 
 // drainMoves queues the listed timers for the expiries their Resets asked
 // for, on behalf of the worker each belongs to (cpuMu held: the worker, or
 // a rescue of it), and returns the earliest of those expiries
-// (math.MaxInt64: none).
+// (math.MaxInt64: none). The clock is read once per movesBetween timers:
+// a timer queued for an expiry that passed meanwhile is queued as overdue
+// by the next look, and runs at the same round.
 func (w *worker) drainMoves() (first int64) {
 	first = math.MaxInt64
 	l := &w.moves
-	if !l.any.Load() {
+	if l.head.Load() == nil {
 		return first
 	}
-	l.mu.Lock()
-	ts := l.ts
-	l.ts, l.old = l.old, nil
-	l.any.Store(false)
-	l.mu.Unlock()
-	for i, t := range ts {
-		ts[i] = nil
+	batch := &movesEnd // turned around: the timer listed first, first
+	for t := l.head.Swap(nil); t != &movesEnd; {
+		next := t.moveNext.Load()
+		t.moveNext.Store(batch)
+		batch, t = t, next
+	}
+	now := w.now()
+	for i, t := 0, batch; t != &movesEnd; i++ {
 		if i%movesBetween == movesBetween-1 {
 			// A long list (a worker that could not run, or moves
 			// coming faster than it wakes) does not hold up the
 			// timers due meanwhile.
-			if now := w.now(); now >= w.hb.Device() {
+			if now = w.now(); now >= w.hb.Device() {
 				w.hrInterrupt(now)
+				now = w.now()
 			}
 		}
 		t.mu.Lock()
+		next := t.moveNext.Load()
+		t.moveNext.Store(nil)
 		if t.armed && t.when < t.coreAt && (t.ht.Queued() || t.coreAt == notInCore) {
 			first = min(first, t.when)
-			t.queueForWhen(w.now())
+			t.queueForWhen(now)
 		}
 		t.mu.Unlock()
+		t = next
 	}
-	l.mu.Lock()
-	if l.old == nil {
-		l.old = ts[:0]
-	}
-	l.mu.Unlock()
 	return first
 }

@@ -361,8 +361,8 @@ func TestRescueEmptiesMovesAsTheWorker(t *testing.T) {
 	if fmt.Sprint(ran) != "[0]" || w0.st.rescues.Load() != 1 {
 		t.Fatalf("rescue ran the due timer on %v (want [0]: worker 0), %d rescues (want 1)", ran, w0.st.rescues.Load())
 	}
-	if w0.moves.any.Load() || w0.hb.Device() != int64(time.Minute) {
-		t.Fatalf("after the rescue: listed %v, device at %d; want the list empty, the moved timers due in a minute", w0.moves.any.Load(), w0.hb.Device())
+	if w0.moves.listed() || w0.hb.Device() != int64(time.Minute) {
+		t.Fatalf("after the rescue: listed %v, device at %d; want the list empty, the moved timers due in a minute", w0.moves.listed(), w0.hb.Device())
 	}
 
 	// Only a listed timer overdue, nothing in the core: a rescue too, which

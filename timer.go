@@ -81,6 +81,10 @@ type Timer struct {
 	x       *timerExtra // nil for a high-resolution function timer
 	ht      hrtimer.Timer
 
+	// moveNext links the timer on its worker's list of moves (moves.go);
+	// nil: not listed.
+	moveNext atomic.Pointer[Timer]
+
 	// C delivers the time of each expiry of a timer made by NewTimer (nil
 	// for a function timer), as time.Timer's C does: a send that finds
 	// the channel full is dropped, and Stop and Reset empty it, so no
@@ -91,7 +95,8 @@ type Timer struct {
 }
 
 // timerExtra is the part of a Timer that a high-resolution function timer,
-// the common one, does without: a Timer is then 128 bytes, two cache lines
+// the common one, does without: a Timer is then 136 bytes (a 144-byte
+// allocation), two cache lines
 // for what a Reset reads, and a re-arm of one of many timers misses fewer
 // lines and pages.
 type timerExtra struct {
@@ -370,15 +375,16 @@ func (t *Timer) reset(d time.Duration, list bool) bool {
 // in the core before it next waits (see moves.go), and reports whether it
 // did (t.mu held). It does for a timer moved earlier than its expiry in the
 // core, and for one not armed (expired or stopped; it is then notInCore
-// until the worker queues it), if its worker is online and its list not
-// full; the caller then locks nothing of the worker's. Not while the
+// until the worker queues it), if its worker is online; the caller then
+// locks nothing of the worker's. Not while the
 // timer's function runs: re-armed then, it stays on the base where it runs
 // (see HRAfterFunc), which only an arm at once can tell.
 func (t *Timer) listHR(when int64) bool {
 	w := t.rt.workers[t.cpu]
-	if t.running.Load() != 0 || !w.online.Load() || !w.pushMove(t, when) {
+	if t.running.Load() != 0 || !w.online.Load() {
 		return false
 	}
+	w.pushMove(t, when)
 	if !t.armed {
 		t.armed = true
 		t.coreAt = notInCore

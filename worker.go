@@ -540,7 +540,7 @@ func (w *worker) sleep(deadline, now int64) {
 		deadline = dev
 		w.sleepUntil.Store(deadline)
 	}
-	if w.pending.Load() != 0 || w.moves.any.Load() || deadline <= now {
+	if w.pending.Load() != 0 || w.moves.listed() || deadline <= now {
 		return
 	}
 	// The wait is the one time the worker lets go of its CPU lock: a
