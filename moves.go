@@ -57,7 +57,7 @@ import (
 //
 //	Reset (t.mu held)                    worker (cpuMu held)
 //	1. t not listed: t.moveNext = head,  1. batch = head.Swap(nil)
-//	   head.CAS(moveNext, t), retried    2. reverse the batch (the links
+//	   head.CAS(head, t), retried        2. reverse the batch (the links
 //	   until it takes                       are the worker's once swapped)
 //	2. t listed already: nothing         3. per timer: lock t.mu, unlink
 //	                                        it (moveNext = nil), queue it
@@ -113,12 +113,12 @@ func (w *worker) pushMove(t *Timer, when int64) {
 // for, on behalf of the worker each belongs to (cpuMu held: the worker, or
 // a rescue of it), and returns the earliest of those expiries
 // (math.MaxInt64: none). The clock is read once per movesBetween timers:
-// a timer queued for an expiry that passed meanwhile is queued as overdue
-// by the next look, and runs at the same round.
+// a timer whose expiry passed since is queued for it all the same, a time
+// already past, and runs at the worker's next look, as one found overdue.
 func (w *worker) drainMoves() (first int64) {
 	first = math.MaxInt64
 	l := &w.moves
-	if l.head.Load() == nil {
+	if !l.listed() {
 		return first
 	}
 	batch := &movesEnd // turned around: the timer listed first, first

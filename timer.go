@@ -96,9 +96,8 @@ type Timer struct {
 
 // timerExtra is the part of a Timer that a high-resolution function timer,
 // the common one, does without: a Timer is then 136 bytes (a 144-byte
-// allocation), two cache lines
-// for what a Reset reads, and a re-arm of one of many timers misses fewer
-// lines and pages.
+// allocation), two cache lines for what a Reset reads, and a re-arm of one
+// of many timers misses fewer lines and pages.
 type timerExtra struct {
 	wt     wheel.Timer    // a wheel timer's; its Data is the Timer
 	c      chan time.Time // C, writable; nil for a function timer
@@ -376,9 +375,9 @@ func (t *Timer) reset(d time.Duration, list bool) bool {
 // did (t.mu held). It does for a timer moved earlier than its expiry in the
 // core, and for one not armed (expired or stopped; it is then notInCore
 // until the worker queues it), if its worker is online; the caller then
-// locks nothing of the worker's. Not while the
-// timer's function runs: re-armed then, it stays on the base where it runs
-// (see HRAfterFunc), which only an arm at once can tell.
+// locks nothing of the worker's. Not while the timer's function runs:
+// re-armed then, it stays on the base where it runs (see HRAfterFunc),
+// which only an arm at once can tell.
 func (t *Timer) listHR(when int64) bool {
 	w := t.rt.workers[t.cpu]
 	if t.running.Load() != 0 || !w.online.Load() {
