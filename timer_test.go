@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // kind is one way of making a timer.
@@ -471,3 +472,46 @@ func TestArmsFromOutsideNeverLost(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// TestTimerLayout keeps the Timer at two cache lines, the first holding
+// what a Reset and the worker's look at a listed timer touch (see Timer):
+// a field added or moved there would make every re-arm of one of many
+// timers miss two lines again.
+func TestTimerLayout(t *testing.T) {
+	var x Timer
+	if n := unsafe.Sizeof(x); n != 128 {
+		t.Errorf("Timer is %d bytes, want 128 (a 128-aligned size class)", n)
+	}
+	for _, f := range []struct {
+		name string
+		end  uintptr
+	}{
+		{"mu", unsafe.Offsetof(x.mu) + unsafe.Sizeof(x.mu)},
+		{"armed", unsafe.Offsetof(x.armed) + 1},
+		{"rt", unsafe.Offsetof(x.rt) + unsafe.Sizeof(x.rt)},
+		{"when", unsafe.Offsetof(x.when) + 8},
+		{"coreAt", unsafe.Offsetof(x.coreAt) + 8},
+		{"x", unsafe.Offsetof(x.x) + unsafe.Sizeof(x.x)},
+		{"moveNext", unsafe.Offsetof(x.moveNext) + unsafe.Sizeof(x.moveNext)},
+		{"f", unsafe.Offsetof(x.f) + unsafe.Sizeof(x.f)},
+	} {
+		if f.end > 64 {
+			t.Errorf("Timer.%s ends at byte %d, outside the first cache line", f.name, f.end)
+		}
+	}
+	if off := unsafe.Offsetof(x.ht); off != 64 {
+		t.Errorf("Timer.ht at byte %d, want 64 (the second line)", off)
+	}
+	// The first 64 bytes are one line only if the allocator aligns the
+	// Timer: Go's 128-byte size class does (its spans are page-aligned).
+	for range 64 {
+		layoutSink = new(Timer)
+		if a := uintptr(unsafe.Pointer(layoutSink)); a%64 != 0 {
+			t.Fatalf("a new Timer at %#x, not on a cache line", a)
+		}
+	}
+}
+
+// layoutSink makes TestTimerLayout's Timers escape, allocated as the
+// runtime's are.
+var layoutSink *Timer

@@ -44,7 +44,6 @@ func less(a, b *qent) bool {
 // push adds t and reports whether it became the leftmost.
 func (q *queue) push(t *Timer) bool {
 	*q = append(*q, qent{t.expires, t.seq, t})
-	t.qexpires = t.expires
 	i := len(*q) - 1
 	t.idx = int32(i)
 	q.up(i)
@@ -76,13 +75,14 @@ func (q *queue) remove(t *Timer) bool {
 // and reports whether t is now the leftmost: the answer remove and push
 // would give. A timer moved earlier than its entry's key is sifted up at
 // once; one moved later keeps its entry, now a lower bound (see queue).
-// The timer keeps a copy of its entry's expires (qexpires), so a move later
-// reads no entry: the heap slot of one of many timers is a cache miss.
+// It reads the entry (for one of many timers, a cache miss): the timer
+// kept a copy of its entry's key once, so that a move later read none,
+// but the runtime's Reset no longer restarts a timer it moves later, and
+// the copy made every timer a word longer (the runtime's Timer is two
+// cache lines only without it).
 func (q queue) fix(t *Timer) bool {
-	if t.expires < t.qexpires { // the entry's key, without reading the entry
-		e := &q[t.idx]
+	if e := &q[t.idx]; t.expires < e.expires {
 		e.expires, e.seq = t.expires, t.seq
-		t.qexpires = t.expires
 		q.up(int(t.idx))
 		return t.idx == 0
 	}
@@ -101,7 +101,6 @@ func (q queue) first() *Timer {
 			return e.t
 		}
 		e.expires, e.seq = e.t.expires, e.t.seq
-		e.t.qexpires = e.expires
 		q.down(0)
 	}
 }

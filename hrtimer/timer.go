@@ -27,7 +27,6 @@ type Timer struct {
 	expires     int64  // hard expiry: the queue key and the hardware target
 	softexpires int64  // earliest permitted expiry
 	seq         uint64 // enqueue order on its CPU, for FIFO among equal expiries
-	qexpires    int64  // the expires of its queue entry's key (see queue)
 	idx         int32  // index in base's queue, -1 when not in it
 	queued      bool   // is_queued (HRTIMER_STATE_ENQUEUED)
 	soft        bool   // is_soft: lives on a soft base, expires in the softirq
