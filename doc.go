@@ -67,7 +67,10 @@
 // sleeps; Start raises GOMAXPROCS by the number of workers so that a waking
 // worker finds a free P, and Close takes them back (the spares of
 // overlapping runtimes are counted together, so any close order restores
-// the program's value).
+// the program's value). A value the program sets while a runtime runs is
+// its new value, and the spares go back on top of it at a worker's next
+// late wake-up (or the next Start or Close): without them, workers wait
+// for the program's goroutines to be preempted before they run.
 //
 // # Semantics
 //

@@ -12,7 +12,7 @@ import (
 // together and GOMAXPROCS is back to the program's value once the last one
 // closes, whichever closes first (it was left at 4 when two runtimes of two
 // workers closed in start order: 2 -> 4 -> 6 -> 6 -> 4). A value the
-// program sets while they run is kept.
+// program sets while they run is its new value, the spares on top.
 func TestGOMAXPROCSRestoredInAnyOrder(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	cfg := Config{CPUs: "0-1", pinTo: virtual(t)}
@@ -39,8 +39,9 @@ func TestGOMAXPROCSRestoredInAnyOrder(t *testing.T) {
 		}
 	}
 
-	// The program's own value, set while a runtime runs, survives its
-	// Close and the Close of the runtime started after it.
+	// The program's own value, set while a runtime runs, is the base the
+	// spares of every runtime running go on, and what the last Close
+	// leaves.
 	runtime.GOMAXPROCS(2)
 	a, err := Start(cfg)
 	if err != nil {
@@ -51,8 +52,8 @@ func TestGOMAXPROCSRestoredInAnyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := runtime.GOMAXPROCS(0); got != 5 {
-		t.Fatalf("GOMAXPROCS %d, want the program's 3 plus 2 spares", got)
+	if got := runtime.GOMAXPROCS(0); got != 7 {
+		t.Fatalf("GOMAXPROCS %d, want the program's 3 plus 2 spares of each runtime", got)
 	}
 	a.Close()
 	if got := runtime.GOMAXPROCS(0); got != 5 {
@@ -61,6 +62,42 @@ func TestGOMAXPROCSRestoredInAnyOrder(t *testing.T) {
 	b.Close()
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("GOMAXPROCS %d at the end, want the program's 3", got)
+	}
+}
+
+// TestSparePsKept: a GOMAXPROCS the program sets while a runtime runs (as
+// the testing package does before each measured round of a benchmark)
+// takes the spare Ps away; a worker's late wake-up puts them back on top of
+// the program's value, and Close leaves that value. The look is rate
+// limited (keepProcsEvery), so a second late wake-up right after does not
+// take the scheduler's lock again.
+func TestSparePsKept(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(2)
+	rt, err := Start(Config{CPUs: "0-1", pinTo: virtual(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GOMAXPROCS(1)
+	now := rt.clk.now()
+	rt.loaded(now)
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("GOMAXPROCS %d after a late wake-up, want the program's 1 plus 2 spares", got)
+	}
+	runtime.GOMAXPROCS(2)
+	rt.loaded(now + keepProcsEvery/2)
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("GOMAXPROCS %d: a look within keepProcsEvery of the last one changed it", got)
+	}
+	rt.loaded(now + keepProcsEvery)
+	if got := runtime.GOMAXPROCS(0); got != 4 {
+		t.Fatalf("GOMAXPROCS %d after a late wake-up, want the program's 2 plus 2 spares", got)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("GOMAXPROCS %d after Close, want the program's 2", got)
 	}
 }
 

@@ -86,11 +86,14 @@ func rescueDelay(deadline, now, loadedUntil int64) (time.Duration, bool) {
 // woke was late enough for the runtime to count as loaded.
 func lateBy(deadline, woke int64) bool { return woke-deadline > int64(rescueAfter) }
 
-// loaded marks the runtime loaded at now, for loadedHold.
+// loaded marks the runtime loaded at now, for loadedHold, and puts back the
+// spare Ps if the program's GOMAXPROCS took them (a worker that finds no P
+// wakes late; see procs).
 func (rt *Runtime) loaded(now int64) {
 	if until := now + loadedHold; until > rt.loadedUntil.Load() {
 		rt.loadedUntil.Store(until)
 	}
+	rt.keepProcs(now)
 }
 
 // armRescue arms the worker's rescue timer, if the runtime is loaded, for

@@ -202,9 +202,9 @@ type Runtime struct {
 	// until when HaltPoll workers halt without polling (rescue.go).
 	loadedUntil, rescuedUntil atomic.Int64
 
-	procsEpoch uint64 // the spare Ps' accounting this runtime added to (procs)
-	start      int64
-	slack      int64 // of precise timers and sleeps, ns: Config.Slack, 0 under SCHED_FIFO
+	procsAt atomic.Int64 // when a late wake-up last looked at the spare Ps (keepProcs)
+	start   int64
+	slack   int64 // of precise timers and sleeps, ns: Config.Slack, 0 under SCHED_FIFO
 }
 
 // Start starts one worker per CPU of cfg.CPUs and returns when all run.
@@ -218,7 +218,7 @@ func Start(cfg Config) (*Runtime, error) {
 	// meanwhile, and must find one free when it wakes or wait for the Go
 	// scheduler (milliseconds). One spare P per worker keeps that wait
 	// away; Close restores the previous value.
-	rt.procsEpoch = procs.add(len(rt.order))
+	procs.add(len(rt.order))
 
 	// Bring the workers' threads up, then the CPUs, as the kernel does:
 	// every CPU online and active, then the late isolation initcall.
@@ -410,59 +410,94 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-func (rt *Runtime) restoreProcs() { procs.remove(len(rt.order), rt.procsEpoch) }
+func (rt *Runtime) restoreProcs() { procs.remove(len(rt.order)) }
 
 // procs accounts for the spare Ps that the runtimes of the process add to
-// GOMAXPROCS. Each runtime restoring the value it found (as Start once
-// did) breaks when two overlap and close in start order: 2 -> 4 -> 6,
-// then the first close finds 6, not its 4, and leaves it, and the second
-// restores 4. So the spares are counted together over the value found
-// before the first runtime started (base), and every Start and Close sets
-// base plus the spares of the runtimes still running, in whatever order
-// they close.
+// GOMAXPROCS: while any runs, GOMAXPROCS is the program's value (base) plus
+// one spare per worker of every runtime running (added), in whatever order
+// they start and close. (Each runtime restoring the value it found, as
+// Start once did, broke when two overlapped and closed in start order:
+// 2 -> 4 -> 6, then the first close found 6, not its 4, and left it.)
 //
-// A value the program sets meanwhile (GOMAXPROCS is not what we set last)
-// is the program's to keep: it becomes the new base, the runtimes running
-// then no longer count (a new epoch), and their Close leaves it alone.
+// A value the program sets while runtimes run (GOMAXPROCS is not what we
+// set last) is the new base, and the spares go back on top of it: at the
+// next Start or Close, and at a worker's late wake-up (keepProcs). Without
+// them a worker waking from its futex finds no free P and waits for the
+// Go scheduler to preempt a goroutine (up to 10 ms), and one CPU idles
+// meanwhile. The testing package does exactly that: it sets GOMAXPROCS
+// before each measured round of a benchmark, after the round of one
+// iteration that started the runtime, and BenchmarkAPIParallel ran with
+// no spares (its workers runnable, waiting for a P, a third of the time in
+// a Go execution trace; the machine a tenth idle).
 var procs procsAccount
 
 type procsAccount struct {
 	mu    sync.Mutex
-	base  int    // GOMAXPROCS without the spares
-	added int    // the spares of this epoch's running runtimes
-	set   int    // what we set last: base + added
-	epoch uint64 // bumped when the accounting restarts
+	base  int // GOMAXPROCS without the spares: the program's value
+	added int // the spares of the runtimes running
+	set   int // what we set last: base + added
 }
 
-// add adds n spare Ps and returns the epoch they count in.
-func (p *procsAccount) add(n int) uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// rebase takes a GOMAXPROCS the program set since we last did as the new
+// base (p.mu held).
+func (p *procsAccount) rebase() {
 	if cur := runtime.GOMAXPROCS(0); p.added == 0 || cur != p.set {
-		p.base, p.added = cur, 0
-		p.epoch++
+		p.base = cur
 	}
-	p.added += n
-	p.set = p.base + p.added
-	runtime.GOMAXPROCS(p.set)
-	return p.epoch
 }
 
-// remove takes back the n spare Ps that add returned epoch for.
-func (p *procsAccount) remove(n int, epoch uint64) {
+// apply sets base plus the spares (p.mu held).
+func (p *procsAccount) apply() {
+	p.set = p.base + p.added
+	if runtime.GOMAXPROCS(0) != p.set {
+		runtime.GOMAXPROCS(p.set)
+	}
+}
+
+// add adds n spare Ps.
+func (p *procsAccount) add(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if epoch != p.epoch {
-		return
-	}
-	if runtime.GOMAXPROCS(0) != p.set {
-		p.base, p.added = runtime.GOMAXPROCS(0), 0 // the program's value
-		p.epoch++
-		return
-	}
+	p.rebase()
+	p.added += n
+	p.apply()
+}
+
+// remove takes back n spare Ps that add added.
+func (p *procsAccount) remove(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rebase()
 	p.added -= n
-	p.set = p.base + p.added
-	runtime.GOMAXPROCS(p.set)
+	p.apply()
+}
+
+// keep puts the spares back on top of a value the program set since (see
+// procs). Setting GOMAXPROCS stops the world, so it does only if the value
+// changed.
+func (p *procsAccount) keep() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.added > 0 {
+		p.rebase()
+		p.apply()
+	}
+}
+
+// keepProcsEvery is how often at most a late wake-up looks at GOMAXPROCS:
+// reading it takes the Go scheduler's lock, and on a loaded machine most
+// wake-ups are late.
+const keepProcsEvery = int64(10 * time.Millisecond)
+
+// keepProcs puts the spare Ps back if the program's GOMAXPROCS took them
+// (see procs), at most every keepProcsEvery; a worker's late wake-up calls
+// it (loaded), as a worker that finds no P wakes late.
+func (rt *Runtime) keepProcs(now int64) {
+	last := rt.procsAt.Load()
+	if last != 0 && now-last < keepProcsEvery || !rt.procsAt.CompareAndSwap(last, now) {
+		return
+	}
+	procs.keep()
 }
 
 // Err returns the fatal error that stopped the runtime's workers, or nil.
