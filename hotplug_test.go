@@ -304,3 +304,37 @@ func TestStopAfterHotplugMove(t *testing.T) {
 		t.Fatalf("ran %v, want %s", got, want)
 	}
 }
+
+// TestListedWhileGoingOffline: a Reset that found the timer's worker online
+// and lists the timer after the worker went offline (and emptied its list
+// for the last time) still has it run: the worker, parked, empties its list
+// when the Reset kicks it, and the timer goes where its timers went.
+// Before, it stayed listed on the parked worker and never ran.
+func TestListedWhileGoingOffline(t *testing.T) {
+	rt, err := Start(Config{CPUs: "0-1", pinTo: virtual(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ran := make(chan struct{}, 1)
+	tm, err := rt.HRAfterFunc(1, time.Hour, func() { ran <- struct{}{} }, Soft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.Stop() // a Reset of a stopped timer lists it (notInCore)
+	var once sync.Once
+	testHookListing = func(*Timer) {
+		once.Do(func() {
+			if err := rt.Offline(1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	defer func() { testHookListing = nil }()
+	tm.Reset(time.Millisecond)
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a timer listed on a worker that went offline meanwhile never ran")
+	}
+}

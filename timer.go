@@ -393,7 +393,18 @@ func (t *Timer) listHR(when int64) bool {
 	if t.running.Load() != 0 || !w.online.Load() {
 		return false
 	}
+	if testHookListing != nil {
+		testHookListing(t)
+	}
 	w.pushMove(t, when)
+	if !w.online.Load() {
+		// It went offline since the look above, and may have emptied its
+		// list already: a parked worker empties it when kicked, queuing
+		// the timer where the worker's timers went (both loads and the
+		// push are sequentially consistent: either the offline worker's
+		// last drain sees the push, or this load sees it offline).
+		w.kick(kickTimer)
+	}
 	if !t.armed {
 		t.armed = true
 		t.coreAt = notInCore
@@ -401,6 +412,10 @@ func (t *Timer) listHR(when int64) bool {
 	t.when = when
 	return true
 }
+
+// testHookListing, if set, runs in listHR after it found the worker
+// online and before it lists the timer.
+var testHookListing func(t *Timer)
 
 // notInCore is the coreAt of a timer armed by listHR that the worker has
 // not queued yet.

@@ -699,6 +699,10 @@ func (w *worker) halted() {
 func (w *worker) parked() {
 	for {
 		w.pending.Store(0)
+		// A Reset that saw the worker online may list a timer after it
+		// went offline; it kicks it then (listHR), and the list goes to
+		// where the worker's timers went.
+		w.drainMoves()
 		if w.rt.fatal.Load() != nil {
 			w.halted()
 			return
