@@ -218,7 +218,7 @@ func Start(cfg Config) (*Runtime, error) {
 	// meanwhile, and must find one free when it wakes or wait for the Go
 	// scheduler (milliseconds). One spare P per worker keeps that wait
 	// away; Close restores the previous value.
-	procs.add(len(rt.order))
+	procs.adjust(len(rt.order))
 
 	// Bring the workers' threads up, then the CPUs, as the kernel does:
 	// every CPU online and active, then the late isolation initcall.
@@ -410,7 +410,7 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-func (rt *Runtime) restoreProcs() { procs.remove(len(rt.order)) }
+func (rt *Runtime) restoreProcs() { procs.adjust(-len(rt.order)) }
 
 // procs accounts for the spare Ps that the runtimes of the process add to
 // GOMAXPROCS: while any runs, GOMAXPROCS is the program's value (base) plus
@@ -438,49 +438,20 @@ type procsAccount struct {
 	set   int // what we set last: base + added
 }
 
-// rebase takes a GOMAXPROCS the program set since we last did as the new
-// base (p.mu held).
-func (p *procsAccount) rebase() {
+// adjust adds n spare Ps (n < 0 takes them back; 0 only puts them back on
+// top of a value the program set since, see procs). A GOMAXPROCS that is
+// not what we set last is the program's: the new base. Setting GOMAXPROCS
+// stops the world, so it sets it only if the value changes.
+func (p *procsAccount) adjust(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if cur := runtime.GOMAXPROCS(0); p.added == 0 || cur != p.set {
 		p.base = cur
 	}
-}
-
-// apply sets base plus the spares (p.mu held).
-func (p *procsAccount) apply() {
+	p.added += n
 	p.set = p.base + p.added
 	if runtime.GOMAXPROCS(0) != p.set {
 		runtime.GOMAXPROCS(p.set)
-	}
-}
-
-// add adds n spare Ps.
-func (p *procsAccount) add(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.rebase()
-	p.added += n
-	p.apply()
-}
-
-// remove takes back n spare Ps that add added.
-func (p *procsAccount) remove(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.rebase()
-	p.added -= n
-	p.apply()
-}
-
-// keep puts the spares back on top of a value the program set since (see
-// procs). Setting GOMAXPROCS stops the world, so it does only if the value
-// changed.
-func (p *procsAccount) keep() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.added > 0 {
-		p.rebase()
-		p.apply()
 	}
 }
 
@@ -497,7 +468,7 @@ func (rt *Runtime) keepProcs(now int64) {
 	if last != 0 && now-last < keepProcsEvery || !rt.procsAt.CompareAndSwap(last, now) {
 		return
 	}
-	procs.keep()
+	procs.adjust(0)
 }
 
 // Err returns the fatal error that stopped the runtime's workers, or nil.
