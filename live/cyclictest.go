@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tmigr/tmigr/report"
@@ -49,12 +50,25 @@ type cyclictestJob struct {
 	finished bool
 }
 
+// cyclictestWarmUp is how long cyclictest is given to start (exec, its
+// threads) before the experiment beside it begins.
+const cyclictestWarmUp = 100 * time.Millisecond
+
 // startCyclictest starts cyclictest: one thread per CPU of cpus, pinned,
-// SCHED_FIFO at prio (SCHED_OTHER for 0), every millisecond for span,
-// leaving the system's power management as it is (--default-system: the
-// experiment beside it must run on the same system), its statistics
-// written to a JSON file.
-func startCyclictest(ctx context.Context, bin string, cpus []int, prio int, span time.Duration, hist int) (*cyclictestJob, error) {
+// SCHED_FIFO at prio (SCHED_OTHER for 0), every millisecond until stop
+// (for at most limit), leaving the system's power management as it is
+// (--default-system: the experiment beside it must run on the same
+// system), its statistics written to a JSON file and its histogram to a
+// file of its own, not to our pipe. It returns after cyclictestWarmUp.
+//
+// The experiment runs between the two: cyclictest's start-up and the
+// writing of its report (a line per bucket, 100,000 of them a thread)
+// are the load of a process beginning or ending, and a run of -l loops
+// sized beforehand put both inside the experiment: the timers still due
+// when it ended, 50 ms of them, ran while cyclictest wrote its histogram
+// into our pipe, and were up to 3 ms late for it (seen with sched_switch
+// events: a thread of ours reading the pipe held the worker's CPU).
+func startCyclictest(ctx context.Context, bin string, cpus []int, prio int, limit time.Duration, hist int) (*cyclictestJob, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, fmt.Errorf("cyclictest: %w (Debian and Ubuntu: apt-get install rt-tests)", err)
@@ -63,24 +77,31 @@ func startCyclictest(ctx context.Context, bin string, cpus []int, prio int, span
 	if err != nil {
 		return nil, err
 	}
-	loops := int64(span/time.Microsecond)/cyclictestInterval + 1
+	secs := int64((limit + time.Second - 1) / time.Second)
 	args := []string{"-q", "--default-system", "-t", strconv.Itoa(len(cpus)), "-a", listOf(cpus),
-		"-i", strconv.Itoa(cyclictestInterval), "-d", "0", "-l", strconv.FormatInt(loops, 10),
-		"-h", strconv.Itoa(cyclictestBuckets), "--json=" + filepath.Join(dir, "cyclictest.json")}
+		"-i", strconv.Itoa(cyclictestInterval), "-d", "0", "-D", strconv.FormatInt(secs, 10),
+		"-h", strconv.Itoa(cyclictestBuckets), "--histfile=" + filepath.Join(dir, "histogram"),
+		"--json=" + filepath.Join(dir, "cyclictest.json")}
 	if prio > 0 {
 		args = append(args, "--policy=fifo", "-p", strconv.Itoa(prio))
 	} else {
 		args = append(args, "--policy=other")
 	}
-	ctx, cancel := context.WithTimeout(ctx, span+30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, limit+30*time.Second)
 	j := &cyclictestJob{cmd: exec.CommandContext(ctx, path, args...), dir: dir, hist: hist, prio: prio, done: make(chan error, 1), cancel: cancel}
 	j.cmd.Stdout, j.cmd.Stderr = &j.out, &j.out
+	// If we die, so does it: it runs for limit otherwise.
+	j.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := j.cmd.Start(); err != nil {
 		cancel()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("cyclictest: %w", err)
 	}
 	go func() { j.done <- j.cmd.Wait() }()
+	select {
+	case <-time.After(cyclictestWarmUp):
+	case <-ctx.Done():
+	}
 	return j, nil
 }
 
@@ -88,8 +109,10 @@ func startCyclictest(ctx context.Context, bin string, cpus []int, prio int, span
 func (j *cyclictestJob) command() string {
 	args := make([]string, 0, len(j.cmd.Args))
 	for _, a := range j.cmd.Args {
-		if strings.HasPrefix(a, "--json=") {
-			a = "--json=FILE"
+		for _, f := range []string{"--json=", "--histfile="} {
+			if strings.HasPrefix(a, f) {
+				a = f + "FILE"
+			}
 		}
 		args = append(args, a)
 	}
@@ -97,8 +120,12 @@ func (j *cyclictestJob) command() string {
 	return strings.Join(args, " ")
 }
 
-// wait waits for cyclictest to finish and reads what it measured.
-func (j *cyclictestJob) wait() (*CyclictestRun, error) {
+// stop stops cyclictest as a user does (SIGINT: it stops its threads and
+// writes its report), waits for it and reads what it measured.
+func (j *cyclictestJob) stop() (*CyclictestRun, error) {
+	if err := j.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return nil, fmt.Errorf("cyclictest: %w", err)
+	}
 	err := <-j.done
 	j.finished = true
 	defer j.cleanup()

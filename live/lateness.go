@@ -117,8 +117,11 @@ func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 
 	var ct *cyclictestJob
 	if o.Cyclictest != "" {
-		span := time.Duration(o.Timers)*latenessSpacing + 50*time.Millisecond
-		if ct, err = startCyclictest(ctx, o.Cyclictest, cpus, o.Priority, span, o.Hist); err != nil {
+		// The arms take about twice their spacing (a time.Sleep of
+		// 500 µs is 1 ms here and there); the limit only stops a
+		// cyclictest we could not.
+		limit := 4*time.Duration(o.Timers)*latenessSpacing + time.Minute
+		if ct, err = startCyclictest(ctx, o.Cyclictest, cpus, o.Priority, limit, o.Hist); err != nil {
 			return nil, err
 		}
 		defer ct.kill()
@@ -177,6 +180,12 @@ func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 		time.Sleep(latenessSpacing)
 	}
 	wg.Wait()
+	var ctRun *CyclictestRun
+	if ct != nil {
+		if ctRun, err = ct.stop(); err != nil {
+			return nil, err
+		}
+	}
 
 	res := &LatenessResult{Timers: n, CPUs: listOf(cpus), HZ: o.HZ, Wheel: DistOf(wheel), HR: DistOf(hr), Std: DistOf(std),
 		Histograms: map[string]report.CyclicThreadJSON{}, hzText: o.hzText(), Idle: o.Idle.String(), Hogs: o.Hogs,
@@ -197,11 +206,9 @@ func Lateness(ctx context.Context, o LatenessOptions) (*LatenessResult, error) {
 		res.Report.Threads = append(res.Report.Threads, t)
 		res.Histograms[[]string{"tmigr_wheel", "tmigr_hrtimer", "std"}[k]] = t.JSON()
 	}
-	if ct != nil {
-		if res.Cyclictest, err = ct.wait(); err != nil {
-			return nil, err
-		}
-		if p := res.Cyclictest.Dist.P99; p > 0 {
+	if ctRun != nil {
+		res.Cyclictest = ctRun
+		if p := ctRun.Dist.P99; p > 0 {
 			res.HRToCyclictest = math.Round(res.HR.P99/p*1000) / 1000
 		}
 	}

@@ -158,18 +158,23 @@ func TestBadOptions(t *testing.T) {
 }
 
 // fakeCyclictest writes a script that behaves as cyclictest does for
-// Lateness: it writes its --json file (one thread: 90 cycles at 5 us, 10
-// at 7 us) and records its arguments.
+// Lateness: it records its arguments, runs until SIGINT and then writes
+// its --json file (one thread: 90 cycles at 5 us, 10 at 7 us).
 func fakeCyclictest(t *testing.T) (bin, argsFile string) {
 	dir := t.TempDir()
 	bin, argsFile = filepath.Join(dir, "cyclictest"), filepath.Join(dir, "args")
 	sh := `#!/bin/sh
 echo "$@" > ` + argsFile + `
 for a in "$@"; do case $a in --json=*) f=${a#--json=};; esac; done
+report() {
 cat > "$f" <<'END'
 {"file_version": 1, "num_threads": 1, "resolution_in_ns": 0,
  "thread": {"0": {"histogram": {"5": 90, "7": 10}, "cycles": 100, "min": 5, "max": 7, "avg": 5.20, "cpu": 0, "node": 0}}}
 END
+exit 0
+}
+trap report INT
+while :; do sleep 0.01; done
 `
 	if err := os.WriteFile(bin, []byte(sh), 0o755); err != nil {
 		t.Fatal(err)
@@ -187,7 +192,7 @@ func TestLatenessBesideCyclictest(t *testing.T) {
 		t.Fatal(err)
 	}
 	args, _ := os.ReadFile(argsFile)
-	for _, want := range []string{"-q --default-system -t 1 -a 0 -i 1000 -d 0 -l 56 -h 100000", "--policy=other"} {
+	for _, want := range []string{"-q --default-system -t 1 -a 0 -i 1000 -d 0 -D 61 -h 100000 --histfile=", "--policy=other"} {
 		if !strings.Contains(string(args), want) {
 			t.Errorf("cyclictest ran with %q, want %q in it", args, want)
 		}
