@@ -41,7 +41,7 @@ import (
 // ErrOnWorker), as if the worker had run it.
 //
 // A rescue also tells HaltPoll workers to halt without polling for
-// loadedHold (haltPollNow): on a CPU that other threads want, a worker
+// pollHold (haltPollNow): on a CPU that other threads want, a worker
 // that wakes early to poll spends its share of the CPU spinning and is
 // preempted in its poll window, while one that sleeps to the deadline
 // wakes with the scheduler's credit for sleepers and preempts the hog
@@ -65,6 +65,18 @@ const (
 	// loadedHold is how long the runtime counts as loaded after a late
 	// wake-up.
 	loadedHold = int64(time.Second)
+	// pollHold is how long HaltPoll workers halt without polling after a
+	// rescue. Under CPU hogs rescues recur every few tens of milliseconds
+	// (25-50 ms measured, a hog on each CPU), so the workers keep halting
+	// there; on a quiet VM a rescue comes from a rare wake-up hundreds of
+	// microseconds late (the host's, 3 or so a second on the 2-core CI
+	// VM), and a hold of loadedHold kept polling off most of the time:
+	// hrtimer p50 lateness 24-37 µs instead of 2 µs, and a p99 of 90-121
+	// µs against 73-100 µs with this hold (4 interleaved pairs of `tmigr
+	// live lateness --timers 5000 --cyclictest`, load 0.6-1.1), while
+	// under hogs the two holds gave the same p99 (1.0-1.3 ms, 2 pairs of
+	// `--timers 2000 --hogs 1`).
+	pollHold = int64(100 * time.Millisecond)
 	// rescueHorizon: a worker sleeping longer than this (its next event
 	// is far or none) arms no rescue timer; the rescue of its next event,
 	// if the machine is still loaded then, is armed at its next wake-up.
@@ -155,7 +167,7 @@ func (w *worker) rescueAt(now int64) bool {
 	if w.tk.InIdle() {
 		w.idle(w.now())
 	}
-	if until := now + loadedHold; until > rt.rescuedUntil.Load() {
+	if until := now + pollHold; until > rt.rescuedUntil.Load() {
 		rt.rescuedUntil.Store(until)
 	}
 	if w.crowded() {
@@ -185,5 +197,5 @@ func (w *worker) crowded() bool {
 }
 
 // haltPollNow reports whether a HaltPoll worker is to poll at now: not
-// within loadedHold of a rescue.
+// within pollHold of a rescue.
 func (rt *Runtime) haltPollNow(now int64) bool { return now >= rt.rescuedUntil.Load() }

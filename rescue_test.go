@@ -98,8 +98,8 @@ func TestRescueRunsOverdueTimers(t *testing.T) {
 	if got, want := rt.loadedUntil.Load(), clk.t+loadedHold; got != want {
 		t.Fatalf("loaded until %d, want %d", got, want)
 	}
-	if rt.haltPollNow(clk.t) || rt.haltPollNow(clk.t+loadedHold-1) || !rt.haltPollNow(clk.t+loadedHold) {
-		t.Fatal("HaltPoll workers must halt without polling for loadedHold after a rescue")
+	if rt.haltPollNow(clk.t) || rt.haltPollNow(clk.t+pollHold-1) || !rt.haltPollNow(clk.t+pollHold) {
+		t.Fatal("HaltPoll workers must halt without polling for pollHold after a rescue")
 	}
 	if !w0.tk.InIdle() || w0.hb.Device() <= clk.t || w0.tickAt <= clk.t {
 		t.Fatalf("after the rescue worker 0: idle %v, device %d, tick %d (now %d)", w0.tk.InIdle(), w0.hb.Device(), w0.tickAt, clk.t)
