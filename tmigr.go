@@ -49,10 +49,10 @@ func ParsePolicy(s string) (Policy, error) { return cpu.ParsePolicy(s) }
 // cyclictest on the same CPUs, 2-CPU VM) and `tmigr live idle`; see the
 // README for the commands and the machine's load. HaltPoll wakes for a
 // known deadline about 30x sooner at the median than Halt (hrtimer p50 2-4
-// µs against 60-75 µs), and at p99 it met the goal of at most a tenth of
-// std's on the quiet CI VM (0.04-0.08, --fifo 90) where Halt stays at the
-// VM's own wake-up latency (p99 140-220 µs against the 130 µs floor of
-// SCHED_OTHER). On a machine loaded by other programs (load 6-9 on 2 CPUs)
+// µs against 60-75 µs), and at p99 it meets the goal of at most a tenth of
+// std's on the quiet CI VM at SCHED_OTHER (0.072-0.080 in 5 runs of 5000
+// timers, hrtimer p99 81-89 µs) where Halt stays at the VM's own wake-up
+// latency (p99 140-220 µs against the 120-130 µs floor of SCHED_OTHER). On a machine loaded by other programs (load 6-9 on 2 CPUs)
 // the medians of five runs were, SCHED_OTHER: Halt 6.5 ms, HaltPoll 3.3
 // ms, Poll 9.5 ms against std's 6.1-13 ms; SCHED_FIFO 90: Halt 0.96 ms,
 // HaltPoll 2.1 ms against std's 17-23 ms (noise of that load dominates
@@ -68,7 +68,7 @@ type IdleMode int
 const (
 	// HaltPoll polls for an adaptive window before halting, as Linux's
 	// haltpoll cpuidle governor does for a guest, and places the window
-	// before a known deadline (see governor). For a second after a rescue
+	// before a known deadline (see governor). For 100 ms after a rescue
 	// of an overdue worker (a loaded machine, see rescue.go) it halts
 	// without polling. The default.
 	HaltPoll IdleMode = iota
