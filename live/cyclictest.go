@@ -65,9 +65,9 @@ const cyclictestWarmUp = 100 * time.Millisecond
 // writing of its report (a line per bucket, 100,000 of them a thread)
 // are the load of a process beginning or ending, and a run of -l loops
 // sized beforehand put both inside the experiment: the timers still due
-// when it ended, 50 ms of them, ran while cyclictest wrote its histogram
-// into our pipe, and were up to 3 ms late for it (seen with sched_switch
-// events: a thread of ours reading the pipe held the worker's CPU).
+// when it ended ran while cyclictest wrote its histogram into our pipe,
+// and were up to 3 ms late for it (seen with sched_switch events: a
+// thread of ours reading the pipe held the worker's CPU).
 func startCyclictest(ctx context.Context, bin string, cpus []int, prio int, limit time.Duration, hist int) (*cyclictestJob, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
@@ -90,7 +90,10 @@ func startCyclictest(ctx context.Context, bin string, cpus []int, prio int, limi
 	ctx, cancel := context.WithTimeout(ctx, limit+30*time.Second)
 	j := &cyclictestJob{cmd: exec.CommandContext(ctx, path, args...), dir: dir, hist: hist, prio: prio, done: make(chan error, 1), cancel: cancel}
 	j.cmd.Stdout, j.cmd.Stderr = &j.out, &j.out
-	// If we die, so does it: it runs for limit otherwise.
+	// If we die, so does it: it runs for limit otherwise. (Linux sends
+	// the signal when the thread that started it ends; a Go thread ends
+	// only with a goroutine locked to it, and the runtime's workers, the
+	// only ones here, started before cyclictest and end after stop.)
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := j.cmd.Start(); err != nil {
 		cancel()
