@@ -67,7 +67,7 @@ const (
 	loadedHold = int64(time.Second)
 	// pollHold is how long HaltPoll workers halt without polling after a
 	// rescue. Under CPU hogs rescues recur every few tens of milliseconds
-	// (25-50 ms measured, a hog on each CPU), so the workers keep halting
+	// (every 25-40 ms measured, a hog on each CPU), so the workers keep halting
 	// there; on a quiet VM a rescue comes from a rare wake-up hundreds of
 	// microseconds late (the host's, 3 or so a second on the 2-core CI
 	// VM), and a hold of loadedHold kept polling off most of the time:

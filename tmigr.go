@@ -52,9 +52,10 @@ func ParsePolicy(s string) (Policy, error) { return cpu.ParsePolicy(s) }
 // µs against 60-75 µs), and at p99 it meets the goal of at most a tenth of
 // std's on the quiet CI VM at SCHED_OTHER (0.072-0.080 in 5 runs of 5000
 // timers, hrtimer p99 81-89 µs) where Halt stays at the VM's own wake-up
-// latency (p99 140-220 µs against the 120-130 µs floor of SCHED_OTHER). On a machine loaded by other programs (load 6-9 on 2 CPUs)
-// the medians of five runs were, SCHED_OTHER: Halt 6.5 ms, HaltPoll 3.3
-// ms, Poll 9.5 ms against std's 6.1-13 ms; SCHED_FIFO 90: Halt 0.96 ms,
+// latency (p99 140-220 µs against the 120-130 µs floor of SCHED_OTHER).
+// On a machine loaded by other programs (load 6-9 on 2 CPUs) the medians
+// of five runs were, SCHED_OTHER: Halt 6.5 ms, HaltPoll 3.3 ms, Poll 9.5
+// ms against std's 6.1-13 ms; SCHED_FIFO 90: Halt 0.96 ms,
 // HaltPoll 2.1 ms against std's 17-23 ms (noise of that load dominates
 // both). Poll is worst on a loaded machine (a spinning worker takes its
 // CPU from everything else, with SCHED_FIFO it starves even cyclictest)
@@ -445,12 +446,13 @@ type procsAccount struct {
 func (p *procsAccount) adjust(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if cur := runtime.GOMAXPROCS(0); p.added == 0 || cur != p.set {
+	cur := runtime.GOMAXPROCS(0)
+	if p.added == 0 || cur != p.set {
 		p.base = cur
 	}
 	p.added += n
 	p.set = p.base + p.added
-	if runtime.GOMAXPROCS(0) != p.set {
+	if cur != p.set {
 		runtime.GOMAXPROCS(p.set)
 	}
 }
