@@ -6,6 +6,7 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/replay"
 )
 
 // builder follows a recording line by line, keeping what the trace has
@@ -24,6 +25,7 @@ type builder struct {
 	special     cpumask.Mask
 
 	cpus   []cpuState
+	remote *replay.RemoteExpiry // whose timers each expiry runs
 	gs     map[uint64]*groupState
 	timers map[uint64]*Start
 	ran    map[uint64]ranAt // a timer's latest expiry
@@ -114,7 +116,7 @@ const noMigrator = 0xff // TMIGR_NONE
 
 func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, error) {
 	rep := &Report{Timekeeper: -1, Undetermined: map[string]int{}}
-	b := &builder{rep: rep, ev: evs, gs: map[uint64]*groupState{}, timers: map[uint64]*Start{}, ran: map[uint64]ranAt{}, firstTS: evs[0].TS}
+	b := &builder{rep: rep, ev: evs, gs: map[uint64]*groupState{}, timers: map[uint64]*Start{}, ran: map[uint64]ranAt{}, remote: replay.NewRemoteExpiry(), firstTS: evs[0].TS}
 	m := hdr.Machine
 	if m != nil {
 		rep.Machine = m.String()
@@ -410,11 +412,12 @@ func isTmigr(p ftrace.Payload) bool {
 func (b *builder) run() {
 	for i, e := range b.ev {
 		c := &b.cpus[e.CPU]
+		_, remote := b.remote.Observe(&b.ev[i])
 		switch p := e.Data.(type) {
 		case ftrace.TimerStart:
 			b.timers[p.Timer] = &Start{Line: e.Line, TS: e.TS, CPU: e.CPU, Base: p.CPU, Flags: p.Flags, Expires: p.Expires, HardIRQ: e.Flags.HardIRQ()}
 		case ftrace.TimerExpireEntry:
-			b.expire(e, p)
+			b.expire(e, p, remote)
 		case ftrace.TimerExpireExit:
 			if i, ok := c.open[p.Timer]; ok {
 				delete(c.open, p.Timer)
@@ -578,21 +581,18 @@ func (b *builder) remoteCPU(e ftrace.Event, p ftrace.TmigrHandleRemoteCPU) {
 }
 
 // expire explains one timer_expire_entry, if it is foreign or on an
-// isolated or nohz_full CPU.
-func (b *builder) expire(e ftrace.Event, p ftrace.TimerExpireEntry) {
+// isolated or nohz_full CPU; remote says whether it runs inside the
+// remote expiry the CPU's round started (replay.RemoteExpiry).
+func (b *builder) expire(e ftrace.Event, p ftrace.TimerExpireEntry, remote bool) {
 	h := e.CPU
 	c := &b.cpus[h]
 	b.rep.Expiries++
 	st := b.timers[p.Timer]
 	ctx := c.ctx
-	if ctx != nil && e.TS-c.lastTS > b.tick {
-		// The round's last target printed no walk, and this is a
-		// softirq of the CPU's own, a tick or more later.
-		ctx = nil
-	}
-	if ctx != nil && st != nil && st.Base == h && ctx.target != h {
-		// Its own timer, so a softirq of its own after the round, whose
-		// end the trace does not print (an idle top prints no walk).
+	if !remote {
+		// A softirq of its own after the round, whose end the trace
+		// need not print (an idle top, or a target that woke, prints
+		// no walk).
 		ctx = nil
 	}
 	x := Expiry{Line: e.Line, TS: e.TS, Handler: h, Owner: h, Function: p.Function, Timer: p.Timer, Kind: Own, Duration: -1}

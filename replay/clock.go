@@ -75,7 +75,7 @@ func newClock(t *Trace, hz int) *clock {
 		bucket uint64
 	}
 	pending := map[uint64]pend{} // global timers by pointer
-	remoteOf := map[int]int{}    // handler CPU -> CPU whose timers it runs
+	remote := NewRemoteExpiry()
 	votes := map[int64]int{}
 	vote := func(cpu int, n int64) {
 		if n == ftrace.KtimeMax {
@@ -93,6 +93,8 @@ func newClock(t *Trace, hz int) *clock {
 		}
 	}
 	for i, ev := range t.Events {
+		target, inRemote := remote.Target(ev.CPU)
+		remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
 		case ftrace.TimerStart:
 			c.observe(i, ev, p.Now())
@@ -110,14 +112,11 @@ func newClock(t *Trace, hz int) *clock {
 			vote(p.CPU, p.NextEvt)
 		case ftrace.TmigrCPUNewTimerIdle:
 			vote(p.CPU, p.NextEvt)
-		case ftrace.TmigrHandleRemoteCPU:
-			remoteOf[ev.CPU] = p.CPU
-		case ftrace.TmigrHandleRemote:
-			delete(remoteOf, ev.CPU)
 		case ftrace.TmigrUpdateEvents:
-			if target, ok := remoteOf[ev.CPU]; ok && p.Child == 0 {
+			// The walk after a remote expiry: the target's next
+			// global expiry.
+			if inRemote && p.Child == 0 {
 				vote(target, p.NextEvt)
-				delete(remoteOf, ev.CPU)
 			}
 		}
 	}

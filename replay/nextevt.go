@@ -347,13 +347,10 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 	seen := map[uint64]bool{}
 	found := map[uint64]int{} // timer -> index in out
 	var out []preTimer
-	remote := map[int]int{} // handler CPU -> the CPU it expires
+	remote := NewRemoteExpiry()
 	for i, ev := range t.Events {
+		owner, _ := remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
-		case ftrace.TmigrHandleRemoteCPU:
-			remote[ev.CPU] = p.CPU
-		case ftrace.TmigrHandleRemote, ftrace.TmigrUpdateEvents:
-			delete(remote, ev.CPU)
 		case ftrace.TimerInit:
 			seen[p.Timer] = true
 		case ftrace.TimerStart:
@@ -370,7 +367,7 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 			if e, ok := nextOnCPU(t.Events, i).(ftrace.TimerExpireEntry); ok && e.Timer == p.Timer {
 				// The cancel that detaches a timer for its expiry
 				// (expire_timers): the expiry reveals its bucket.
-				out = append(out, preTimer{until: i, cpu: expiredOn(ev.CPU, remote), bucket: e.BaseClk, revealed: true})
+				out = append(out, preTimer{until: i, cpu: expiredOn(t.Events, i, remote), bucket: e.BaseClk, revealed: true})
 				break
 			}
 			var j uint64
@@ -382,20 +379,22 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 			if !seen[p.Timer] {
 				seen[p.Timer] = true
 				found[p.Timer] = len(out)
-				out = append(out, preTimer{until: i, cpu: expiredOn(ev.CPU, remote), bucket: p.BaseClk, revealed: true})
+				out = append(out, preTimer{until: i, cpu: owner, bucket: p.BaseClk, revealed: true})
 			}
 		}
 	}
 	return out
 }
 
-// expiredOn returns the CPU whose base a timer expiring on handler sat on:
-// the CPU it is expiring remotely, else itself.
-func expiredOn(handler int, remote map[int]int) int {
-	if target, ok := remote[handler]; ok {
+// expiredOn returns the CPU whose base the timer of the cancel at events[i]
+// sat on, when that cancel detaches it for the expiry that is the CPU's
+// next line: the CPU it is expiring remotely, else itself.
+func expiredOn(events []ftrace.Event, i int, remote *RemoteExpiry) int {
+	cpu := events[i].CPU
+	if target, ok := remote.Target(cpu); ok {
 		return target
 	}
-	return handler
+	return cpu
 }
 
 // lastJiffies is the last jiffies value the trace shows (0 if none).

@@ -85,7 +85,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	}
 	lost := map[int]bool{}
 	// The wheel: which timer runs its callback where, and on whose base.
-	remote := map[int]int{} // handler CPU -> the CPU whose timers it expires
+	remote := NewRemoteExpiry()
 	running := map[uint64]int{}
 	// hrtimers: the start waiting for its expiry, and the ones running.
 	type hstart struct {
@@ -100,7 +100,9 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	// running_timer only after relocking, before the CPU prints anything
 	// else (a vCPU stalled there keeps it so for milliseconds).
 	finishing := map[int]uint64{}
-	for _, ev := range t.Events {
+	for i := range t.Events {
+		ev := t.Events[i]
+		base, _ := remote.Observe(&t.Events[i])
 		if tm, ok := finishing[ev.CPU]; ok {
 			delete(finishing, ev.CPU)
 			if _, again := ev.Data.(ftrace.TimerExpireEntry); !again || ev.Data.(ftrace.TimerExpireEntry).Timer != tm {
@@ -110,15 +112,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 		switch d := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
 			lost[ev.CPU] = true
-		case ftrace.TmigrHandleRemoteCPU:
-			remote[ev.CPU] = d.CPU
-		case ftrace.TmigrHandleRemote, ftrace.TmigrUpdateEvents:
-			delete(remote, ev.CPU)
 		case ftrace.TimerExpireEntry:
-			base := ev.CPU
-			if x, ok := remote[ev.CPU]; ok {
-				base = x
-			}
 			running[d.Timer] = base
 		case ftrace.TimerExpireExit:
 			if _, ok := running[d.Timer]; ok {

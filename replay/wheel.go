@@ -102,9 +102,11 @@ func CheckWheel(t *Trace, hz int) Counts {
 	// remote[cpu] the CPU whose global timers it is expiring remotely.
 	running := map[int]baseKey{}
 	runningTimer := map[int]uint64{}
-	remote := map[int]int{}
+	remote := NewRemoteExpiry()
 
-	for _, ev := range t.Events {
+	for i := range t.Events {
+		ev := t.Events[i]
+		owner, isRemote := remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
 			// The lines this CPU printed in the gap are gone: timers
@@ -112,10 +114,6 @@ func CheckWheel(t *Trace, hz int) Counts {
 			for idx := range 3 {
 				getBase(baseKey{ev.CPU, idx}).lost = true
 			}
-		case ftrace.TmigrHandleRemoteCPU:
-			remote[ev.CPU] = p.CPU
-		case ftrace.TmigrHandleRemote, ftrace.TmigrUpdateEvents:
-			delete(remote, ev.CPU)
 		case ftrace.TimerCancel:
 			if k, ok := where[p.Timer]; ok {
 				b := getBase(k)
@@ -124,7 +122,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 				delete(where, p.Timer)
 			}
 		case ftrace.TimerExpireEntry:
-			k, ok := expiringBase(ev.CPU, p.Timer, last, remote)
+			k, ok := expiringBase(owner, isRemote, p.Timer, last)
 			if ok {
 				b := getBase(k)
 				b.expiring, b.baseclk = true, p.BaseClk
@@ -241,13 +239,13 @@ func explainable(p ftrace.TimerStart, lo, hi uint64, depth int) bool {
 	return false
 }
 
-// expiringBase finds the base of a timer whose function starts on cpu: a
-// global base of the CPU being expired remotely, else the timer's own base
+// expiringBase finds the base of a timer whose function starts: in a remote
+// expiry the global base of the CPU whose timers run (RemoteExpiry), else the timer's own base
 // as its last start named it, else a later start's (timers armed before the
 // trace), else unknown.
-func expiringBase(cpu int, timer uint64, last map[uint64]baseKey, remote map[int]int) (baseKey, bool) {
-	if target, ok := remote[cpu]; ok {
-		return baseKey{target, 1}, true
+func expiringBase(owner int, remote bool, timer uint64, last map[uint64]baseKey) (baseKey, bool) {
+	if remote {
+		return baseKey{owner, 1}, true
 	}
 	if k, ok := last[timer]; ok {
 		return k, true

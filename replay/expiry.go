@@ -1,0 +1,89 @@
+package replay
+
+import "github.com/tmigr/tmigr/ftrace"
+
+// RemoteExpiry follows whose timers each timer_expire_entry runs: the
+// printing CPU's own, or, inside a remote expiry, the global timers of the
+// CPU its tmigr_handle_remote_cpu line named. It is the one reading of that
+// context that the checks, explain and the conformance tools share.
+//
+// A remote expiry starts at the handler's tmigr_handle_remote_cpu line
+// (tmigr_handle_remote_cpu, kernel/time/timer_migration.c, 6.9+), which then
+// runs timer_expire_remote(target): __run_timer_base on the target's
+// BASE_GLOBAL only. Its end is not always printed. The kernel prints the
+// walk that follows (a level-0 tmigr_update_events) only when the target is
+// still idle and online when the handler relocks it; a target that woke
+// meanwhile (it ran its own timers beside the handler) gets no walk, and the
+// handler's next line may be its own. So a remote expiry ends at the first
+// of:
+//
+//  1. the handler's next tmigr_* line other than tmigr_handle_remote_cpu
+//     (the walk's tmigr_update_events, the next level's tmigr_handle_remote,
+//     or the CPU's own idle or activation path once the softirq is over);
+//  2. a line the handler's task printed outside softirq context
+//     (run_timer_softirq is over; a line of another task on that CPU is an
+//     interruption or, on PREEMPT_RT, a preemption of the timer thread, and
+//     ends nothing);
+//  3. a timer_expire_entry of another task on that CPU (another run of the
+//     softirq: a remote expiry runs in the handler's call stack) or of a
+//     timer last queued on another CPU than the target (timer_expire_remote
+//     expires the target's timers only). A pinned or deferrable timer of
+//     the target itself stays attributed to the round: the trace then
+//     contradicts itself, which the checks report rather than explain away.
+//
+// Lines without latency flags (a trace made with the irq-info option off)
+// leave rule 2 unused.
+type RemoteExpiry struct {
+	ctx   map[int]remoteCtx // handler CPU -> its remote expiry in progress
+	where map[uint64]int    // timer -> the CPU whose base it was last queued on
+}
+
+type remoteCtx struct {
+	target int
+	pid    int
+}
+
+// NewRemoteExpiry returns a RemoteExpiry with no expiry in progress.
+func NewRemoteExpiry() *RemoteExpiry {
+	return &RemoteExpiry{ctx: map[int]remoteCtx{}, where: map[uint64]int{}}
+}
+
+// Observe takes the trace's next event (events in trace order). For a
+// timer_expire_entry it returns the CPU whose timer base the timer runs
+// from and whether that is a remote expiry; for other events, the CPU that
+// printed it and false.
+func (r *RemoteExpiry) Observe(ev *ftrace.Event) (base int, remote bool) {
+	x, in := r.ctx[ev.CPU]
+	switch d := ev.Data.(type) {
+	case ftrace.TmigrHandleRemoteCPU:
+		r.ctx[ev.CPU] = remoteCtx{target: d.CPU, pid: ev.PID}
+		return ev.CPU, false
+	case ftrace.TimerStart:
+		r.where[d.Timer] = d.CPU
+	case ftrace.TimerExpireEntry:
+		if !in {
+			return ev.CPU, false
+		}
+		if on, known := r.where[d.Timer]; ev.PID != x.pid || (known && on != x.target) {
+			delete(r.ctx, ev.CPU)
+			return ev.CPU, false
+		}
+		return x.target, true
+	}
+	if in && ev.Data != nil && isTmigrLine(ev.Name) {
+		delete(r.ctx, ev.CPU)
+	} else if in && ev.PID == x.pid && ev.Flags != "" && !ev.Flags.SoftIRQ() && !ev.Flags.NMI() {
+		delete(r.ctx, ev.CPU)
+	}
+	return ev.CPU, false
+}
+
+// Target returns the CPU whose timers cpu is expiring remotely now, if any.
+func (r *RemoteExpiry) Target(cpu int) (int, bool) {
+	x, ok := r.ctx[cpu]
+	return x.target, ok
+}
+
+func isTmigrLine(name string) bool {
+	return len(name) > 6 && name[:6] == "tmigr_"
+}
