@@ -70,7 +70,7 @@ func (r *RemoteExpiry) Observe(ev *ftrace.Event) (base int, remote bool) {
 		}
 		return x.target, true
 	}
-	if in && ev.Data != nil && isTmigrLine(ev.Name) {
+	if in && ev.Data != nil && ftrace.IsTmigr(ev.Data) {
 		delete(r.ctx, ev.CPU)
 	} else if in && ev.PID == x.pid && ev.Flags != "" && !ev.Flags.SoftIRQ() && !ev.Flags.NMI() {
 		delete(r.ctx, ev.CPU)
@@ -82,8 +82,4 @@ func (r *RemoteExpiry) Observe(ev *ftrace.Event) (base int, remote bool) {
 func (r *RemoteExpiry) Target(cpu int) (int, bool) {
 	x, ok := r.ctx[cpu]
 	return x.target, ok
-}
-
-func isTmigrLine(name string) bool {
-	return len(name) > 6 && name[:6] == "tmigr_"
 }

@@ -47,6 +47,13 @@ type TmigrOptions struct {
 
 // CheckTmigrWith is CheckTmigr with options.
 func CheckTmigrWith(t *Trace, s Shape, o TmigrOptions) (Counts, error) {
+	km, err := s.model()
+	if err != nil {
+		return Counts{}, err
+	}
+	if !km.Has(kernel.PullHierarchy) {
+		return noHierarchy(t), nil
+	}
 	opts, err := s.hierOptions()
 	if err != nil {
 		return Counts{}, err
@@ -61,6 +68,21 @@ func CheckTmigrWith(t *Trace, s Shape, o TmigrOptions) (Counts, error) {
 		return r.c, r.invErr
 	}
 	return r.c, nil
+}
+
+// noHierarchy is the tmigr check under a kernel without the hierarchy
+// (before 7ee988770326, 6.9): it prints no timer_migration event, so every
+// one the trace holds is a decision that model contradicts. A recording of
+// such a kernel holds none, and the check has nothing to decide.
+func noHierarchy(t *Trace) Counts {
+	var c Counts
+	for _, ev := range t.Events {
+		if ev.Data != nil && ftrace.IsTmigr(ev.Data) {
+			c.mismatch(Mismatch{Line: ev.Line, Event: ev.Name, Kernel: "printed",
+				Model: "no timer-migration hierarchy before 6.9 (7ee988770326): never printed"})
+		}
+	}
+	return c
 }
 
 // replayer is the state of one tmigr check.
