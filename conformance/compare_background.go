@@ -2,11 +2,11 @@ package conformance
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/replay"
 	"github.com/tmigr/tmigr/sim"
 )
 
@@ -93,10 +93,7 @@ func (r *recordedBackground) Start(m *sim.Machine) error {
 	started := map[uint64]bool{}
 	expiryCancel := map[int]bool{} // event index of a cancel that is an expiry's
 	lastCancel := map[uint64]int{}
-	remote := make([]int, 0, 64) // by handler CPU: the CPU whose timers it expires now, -1 for none
-	for range n {
-		remote = append(remote, -1)
-	}
+	remote := replay.NewRemoteExpiry() // whose timers each expiry runs
 	type early struct {
 		ts         int64
 		base       int
@@ -111,6 +108,7 @@ func (r *recordedBackground) Start(m *sim.Machine) error {
 		if ev.CPU < 0 || ev.CPU >= n {
 			continue
 		}
+		owner, fromRemote := remote.Observe(ev)
 		switch d := ev.Data.(type) {
 		case ftrace.TimerStart:
 			if _, ok := flags[d.Timer]; !ok {
@@ -133,22 +131,14 @@ func (r *recordedBackground) Start(m *sim.Machine) error {
 			}
 			if !started[d.Timer] {
 				started[d.Timer] = true // armed once, below
-				base, fromRemote := ev.CPU, false
-				if t := remote[ev.CPU]; t >= 0 && t < n {
-					base, fromRemote = t, true
+				if owner < 0 || owner >= n {
+					owner, fromRemote = ev.CPU, false
 				}
 				before = append(before, struct {
 					ptr uint64
 					early
-				}{d.Timer, early{ev.TS, base, fromRemote}})
+				}{d.Timer, early{ev.TS, owner, fromRemote}})
 			}
-		case ftrace.TmigrHandleRemoteCPU:
-			remote[ev.CPU] = d.CPU
-		}
-		if strings.HasPrefix(ev.Name, "tmigr_") && ev.Name != "tmigr_handle_remote_cpu" {
-			// A round expires a CPU's timers between its
-			// tmigr_handle_remote_cpu line and the walk that follows.
-			remote[ev.CPU] = -1
 		}
 	}
 
