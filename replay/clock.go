@@ -24,7 +24,13 @@ import (
 // timer, which the timer_start lines name. Each such line gives
 // N − B·TICK_NSEC for the smallest pending bucket B of that CPU: a lower
 // bound of off, equal to it when B is the first timer (a timer armed before
-// the recording may be earlier). off is the largest bound given twice.
+// the recording may be earlier). off is the largest bound given by two
+// distinct observations (the same expiry published again with the same
+// first timer counts once). Where the trace holds hrtimer lines the tick
+// gives off from above: its hrtimer expires on the grid at E, and the
+// timer softirq it raises reads jiffies J no later than E's jiffy, so
+// E − J·TICK_NSEC >= off, equal when the timekeeper had moved jiffies; the
+// least such value seen twice is off.
 //
 // A remote round's now is ns(J) for the jiffies J of its snapshot, taken
 // just before its first tmigr_handle_remote line. The trace bounds J: every
@@ -76,6 +82,15 @@ func newClock(t *Trace, hz int) *clock {
 	}
 	pending := map[uint64]pend{} // global timers by pointer
 	remote := NewRemoteExpiry()
+	// votes counts, for each value of off, the distinct observations that
+	// give it: a CPU that publishes the same expiry with the same first
+	// timer again and again proves no more than it did once.
+	type evidence struct {
+		cpu    int
+		n      int64
+		bucket uint64
+	}
+	seen := map[evidence]bool{}
 	votes := map[int64]int{}
 	vote := func(cpu int, n int64) {
 		if n == ftrace.KtimeMax {
@@ -88,14 +103,30 @@ func newClock(t *Trace, hz int) *clock {
 				min, found = p.bucket, true
 			}
 		}
-		if found {
+		if e := (evidence{cpu, n, min}); found && !seen[e] {
+			seen[e] = true
 			votes[n-int64(min)*c.tick]++
 		}
 	}
+	// ticks counts the values E − J·TICK_NSEC of each tick: its hrtimer
+	// expires on the grid at E, and the timer softirq it raises prints the
+	// jiffies J it read (timer_expire_entry's now=).
+	ticks := map[int64]int{}
+	tickAt := map[int]int64{}  // CPU -> the expiry of the tick it runs
+	hexp := map[uint64]int64{} // tick hrtimer -> its expiry
 	for i, ev := range t.Events {
 		target, inRemote := remote.Target(ev.CPU)
 		remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
+		case ftrace.HrtimerStart:
+			if isTickHandler(p.Function) {
+				hexp[p.Hrtimer] = p.Expires
+			}
+		case ftrace.HrtimerExpireEntry:
+			delete(tickAt, ev.CPU)
+			if e, ok := hexp[p.Hrtimer]; ok && p.Now-e < c.tick {
+				tickAt[ev.CPU] = e
+			}
 		case ftrace.TimerStart:
 			c.observe(i, ev, p.Now())
 			if p.Flags&(ftrace.TimerPinned|ftrace.TimerDeferrable) == 0 {
@@ -104,6 +135,10 @@ func newClock(t *Trace, hz int) *clock {
 				delete(pending, p.Timer)
 			}
 		case ftrace.TimerExpireEntry:
+			if e, ok := tickAt[ev.CPU]; ok && ev.Flags.SoftIRQ() {
+				ticks[e-int64(p.Now)*c.tick]++
+				delete(tickAt, ev.CPU)
+			}
 			c.observe(i, ev, p.Now)
 			delete(pending, p.Timer)
 		case ftrace.TimerCancel:
@@ -123,16 +158,27 @@ func newClock(t *Trace, hz int) *clock {
 	// Each vote is a lower bound of off: the smallest pending bucket is
 	// never earlier than the first one. The true value is the largest
 	// bound, reached whenever the first timer is known; one vote alone
-	// could come from a timer whose cancellation the trace lacks, so it
-	// takes two.
-	n := 0
-	for _, v := range votes {
-		n += v
-	}
+	// could come from a timer whose cancellation the trace lacks, or from
+	// a first timer armed before the recording, so it takes two distinct
+	// observations (a recording cut from a longer one may show an idle CPU
+	// publish one expiry whose first timer it does not hold).
 	for off, v := range votes {
-		if (v >= 2 || n == 1) && (!c.known || off > c.off) {
+		if v >= 2 && (!c.known || off > c.off) {
 			c.off, c.known = off, true
 		}
+	}
+	// The tick, where the trace holds hrtimer lines, bounds it from above:
+	// its softirq reads jiffies no later than the jiffy of its expiry (it
+	// ran less than a tick late), and earlier when the timekeeper has not
+	// moved them yet. The least bound, given twice, is off.
+	low, lowN := int64(0), 0
+	for off, n := range ticks {
+		if lowN == 0 || off < low {
+			low, lowN = off, n
+		}
+	}
+	if lowN >= 2 {
+		c.off, c.known = low, true
 	}
 	for cpu, l := range c.perCPU {
 		mx := make([]uint64, len(l))
@@ -170,6 +216,11 @@ func newClock(t *Trace, hz int) *clock {
 		}
 	}
 	return c
+}
+
+// isTickHandler reports whether an hrtimer function is the tick's.
+func isTickHandler(f string) bool {
+	return f == "tick_nohz_handler" || f == "tick_sched_timer" || f == "tick_nohz_highres_handler"
 }
 
 func (c *clock) observe(i int, ev ftrace.Event, j uint64) {

@@ -1,0 +1,105 @@
+package replay
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tmigr/tmigr/ftrace"
+)
+
+// cutTrace is a window of this project's 2-CPU 6.18 host, recorded through
+// tracefs with the timer and timer_migration events (hrtimers included),
+// cut from a 3-second recording so that it starts after CPU 0's first
+// global timer was armed. Its idle CPU 0 publishes one next expiry,
+// 124064000000 ns, eight times over, always with the same first timer the
+// window does not hold.
+const cutTrace = "kvm2-6.18-remote-target-woke-cut.txt"
+
+// TestClockFromTheTick: the tick's hrtimer expires on the jiffies grid and
+// the softirq it raises prints the jiffies it read, so a recording with
+// hrtimer lines ties jiffies to nanoseconds outright: line 25 of
+// kvm2-1node-sleepers.txt is the tick due at 6288480000000 ns, line 33 its
+// softirq at jiffies 4296464367.
+func TestClockFromTheTick(t *testing.T) {
+	tr, err := ReadFile("../testdata/traces/kvm2-1node-sleepers.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClock(tr, 250)
+	if want := int64(6288480000000 - 4296464367*4000000); !c.known || c.off != want {
+		t.Errorf("off %d (known %v), want %d", c.off, c.known, want)
+	}
+}
+
+// TestClockNotFromOnePublication: one published expiry, however often
+// repeated, is a lower bound of the clock's offset, not the offset. Without
+// the tick's lines the cut recording leaves the clock unknown (its rounds
+// undetermined); with them the tick gives it. Taking the repeated bound
+// for the offset put the round at line 212 128 ms early and made it a
+// mismatch.
+func TestClockNotFromOnePublication(t *testing.T) {
+	tr, err := ReadFile(filepath.Join("../testdata/traces", cutTrace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noHR Trace
+	noHR = *tr
+	noHR.Events = nil
+	for _, ev := range tr.Events {
+		if !strings.HasPrefix(ev.Name, "hrtimer_") {
+			noHR.Events = append(noHR.Events, ev)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		tr    *Trace
+		known bool
+	}{{"with the tick", tr, true}, {"without hrtimer lines", &noHR, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClock(tc.tr, 250)
+			if c.known != tc.known {
+				t.Errorf("clock known %v (off %d), want %v", c.known, c.off, tc.known)
+			}
+			if want := int64(124064000000 - 4294923264*4000000); c.known && c.off != want {
+				t.Errorf("off %d, want %d (the tick at line 201, jiffies 4294923264 at line 205)", c.off, want)
+			}
+			res, err := Run(tc.tr, Options{Wheel: true, Tmigr: true, Placement: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range append(res.Tmigr.Mismatches, res.Placement.Mismatches...) {
+				t.Errorf("mismatch: %+v", m)
+			}
+		})
+	}
+}
+
+// TestRemoteExpiryWhoseTargetWoke: in the cut recording CPU 0 expires CPU
+// 1's timers (line 6) while CPU 1 wakes and runs them itself; CPU 0's walk
+// is not printed, and its next softirq (lines 201-217) runs its own
+// timers, one of which (wq_watchdog_timer_fn) re-arms itself on CPU 0. The
+// placement check must see that re-arm as CPU 0's, not as a timer of CPU
+// 1's base re-armed from its callback.
+func TestRemoteExpiryWhoseTargetWoke(t *testing.T) {
+	tr, err := ReadFile(filepath.Join("../testdata/traces", cutTrace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(tr, Options{Placement: true, CPUs: 2, HZ: 250})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Placement.Mismatches) != 0 || res.Placement.Matched == 0 {
+		t.Errorf("placement %d/%d matched, mismatches %+v", res.Placement.Matched, res.Placement.Checked, res.Placement.Mismatches)
+	}
+	found := false
+	for _, ev := range tr.Events {
+		if d, ok := ev.Data.(ftrace.TimerStart); ok && d.Function == "wq_watchdog_timer_fn" && d.CPU == 0 && ev.CPU == 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the recording lost its wq_watchdog_timer_fn re-arm")
+	}
+}
