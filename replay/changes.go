@@ -54,6 +54,55 @@ type change struct {
 // machine line is undetermined.
 const whyUndescribed = "availability change the machine line does not describe"
 
+// whyUndeclared is why an availability event that no change of the machine
+// line explains is undetermined when a rule of the kernel allows it: a
+// user's recording does not declare a hotplug, nor the isolated partition
+// a container runtime makes when a pod starts.
+const whyUndeclared = "run-time change the machine line does not declare"
+
+// availabilityEvents are the tracepoints by which a kernel of the model
+// reports a CPU leaving and joining the hierarchy: tmigr_cpu_offline and
+// tmigr_cpu_online until 6.18, tmigr_cpu_unavailable and
+// tmigr_cpu_available from the exclusion of isolated CPUs on (6.19), for
+// hotplug and isolation alike.
+func availabilityEvents(km kernel.Model) (leave, join string) {
+	if km.Has(kernel.ExcludeIsolated) {
+		return "tmigr_cpu_unavailable", "tmigr_cpu_available"
+	}
+	return "tmigr_cpu_offline", "tmigr_cpu_online"
+}
+
+// undeclaredCauses returns the changes the model's kernel allows that
+// would make CPU c leave (or join, up) the hierarchy with the event the
+// trace printed, none when no rule of that kernel explains it: CPU hotplug
+// on every kernel with the hierarchy; an isolated cpuset partition made
+// (or removed) from 6.19 on, for a CPU such a partition moves (not a
+// nohz_full CPU, nor the timekeeper under nohz_full).
+func (r *replayer) undeclaredCauses(c int, up bool, event string) []string {
+	leave, join := availabilityEvents(r.km)
+	if want := map[bool]string{false: leave, true: join}[up]; event != want {
+		return nil
+	}
+	causes := []string{"CPU hotplug"}
+	iso := r.iso
+	if up {
+		iso.CpusetIsolated.Clear(c)
+	} else {
+		iso.CpusetIsolated.Set(c)
+	}
+	var one cpumask.Mask
+	one.Set(c)
+	after, before := r.km.Excluded(iso, one), r.km.Excluded(r.iso, one)
+	if after.Test(c) != before.Test(c) {
+		verb := "made"
+		if up {
+			verb = "removed"
+		}
+		causes = append(causes, "an isolated cpuset partition "+verb)
+	}
+	return causes
+}
+
 // ChangesStart returns the trace time the machine line's changes (at=)
 // count from: the guest's start marker, else the first event.
 func ChangesStart(events []ftrace.Event) int64 {
@@ -199,6 +248,9 @@ func (r *replayer) explainAvailability(c int, up bool, ts int64, line int, event
 	why := ""
 	if !r.described {
 		why = whyUndescribed
+	} else if causes := r.undeclaredCauses(c, up, event); len(causes) > 0 {
+		r.c.Inferred = append(r.c.Inferred, Inference{Line: line, CPU: c, Event: event, Causes: causes})
+		why = whyUndeclared
 	}
 	var ch []string
 	for _, k := range r.at {
@@ -210,7 +262,10 @@ func (r *replayer) explainAvailability(c int, up bool, ts int64, line int, event
 	if len(ch) > 0 {
 		model = "not moved by " + strings.Join(ch, "; ")
 	}
+	leave, join := availabilityEvents(r.km)
 	switch w := r.km.ExcludedWhy(r.iso, c); {
+	case event != leave && event != join:
+		model += fmt.Sprintf(" (this kernel prints %s and %s)", leave, join)
 	case w != "":
 		model += " (" + w + ")"
 	case len(ch) > 0 && !r.km.Has(kernel.ExcludeIsolated):

@@ -40,3 +40,45 @@ func TestWrongKernelMismatches(t *testing.T) {
 		})
 	}
 }
+
+// TestUndeclaredPartitionInferred: a user's recording does not declare the
+// isolated partition a container runtime made while it ran. With the
+// machine line's at= taken away, the 7.3 recording's tmigr_cpu_unavailable
+// lines are explained by the changes 7.3's rules allow (hotplug, or an
+// isolated partition from 6.19 on) and listed as inferred, not mismatched;
+// under 6.12, whose hotplug prints tmigr_cpu_offline and whose partitions
+// leave the hierarchy alone, no rule explains them.
+func TestUndeclaredPartitionInferred(t *testing.T) {
+	tr, err := ReadFile("../testdata/traces/vm16-1node-partition-busy-sleepers-7.3.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Header.Machine.At) != 1 {
+		t.Fatalf("the recording declares %v", tr.Header.Machine.At)
+	}
+	tr.Header.Machine.At = nil
+	got, err := Run(tr, Options{Tmigr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tmigr.Mismatches) != 0 {
+		t.Errorf("undeclared partition under 7.3: mismatches %+v", got.Tmigr.Mismatches)
+	}
+	var cpus []int
+	for _, x := range got.Tmigr.Inferred {
+		cpus = append(cpus, x.CPU)
+		if x.Event != "tmigr_cpu_unavailable" || len(x.Causes) != 2 || x.Causes[1] != "an isolated cpuset partition made" {
+			t.Errorf("inferred %+v", x)
+		}
+	}
+	if len(cpus) != 7 || got.Tmigr.UndeterminedReasons[whyUndeclared] != 7 {
+		t.Errorf("inferred CPUs %v, undetermined %v; want CPUs 9-15", cpus, got.Tmigr.UndeterminedReasons)
+	}
+	old, err := Run(tr, Options{Tmigr: true, Kernel: "6.12.118"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old.Tmigr.Inferred) != 0 || len(old.Tmigr.Mismatches) == 0 {
+		t.Errorf("under 6.12: inferred %+v, %d mismatches", old.Tmigr.Inferred, len(old.Tmigr.Mismatches))
+	}
+}

@@ -74,6 +74,22 @@ type Counts struct {
 	Undetermined        int            `json:"undetermined"`
 	UndeterminedReasons map[string]int `json:"undetermined_reasons"`
 	Mismatches          []Mismatch     `json:"mismatches"`
+	// Inferred lists the changes of the machine that the trace shows and
+	// its machine line does not declare, each one the kernel's rules allow
+	// (the decisions they explain are undetermined, whyUndeclared).
+	Inferred []Inference `json:"inferred,omitempty"`
+}
+
+// Inference is one undeclared change of the machine the trace shows: what
+// the kernel printed, and the changes its rules allow that explain it.
+type Inference struct {
+	Line  int    `json:"line"`
+	CPU   int    `json:"cpu"`
+	Event string `json:"event"`
+	// Causes are the changes that explain it, as the kernel's rules allow
+	// ("CPU hotplug", "an isolated cpuset partition"): which one it was,
+	// the trace does not tell.
+	Causes []string `json:"causes"`
 }
 
 // Mismatch is one kernel decision our model does not reproduce.

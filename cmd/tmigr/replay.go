@@ -170,6 +170,9 @@ func printResult(w io.Writer, r *replay.Result, maxShow int) {
 		if c.c.Undetermined > 0 {
 			fmt.Fprintf(w, "  %s: %d undetermined: %s\n", c.name, c.c.Undetermined, c.c.Reasons())
 		}
+		for _, x := range c.c.Inferred {
+			fmt.Fprintf(w, "  %s line %d: inferred: CPU %d %s, which the machine line does not declare: %s\n", c.name, x.Line, x.CPU, x.Event, strings.Join(x.Causes, " or "))
+		}
 		for i, m := range c.c.Mismatches {
 			if i == maxShow {
 				fmt.Fprintf(w, "  ... %d more %s mismatches\n", len(c.c.Mismatches)-i, c.name)
