@@ -135,11 +135,12 @@
 //     deactivation, whose CPU event was un-ignored before its walk, or an
 //     activation), that operation is replayed between the two, inside
 //     hier's Tracer call that follows the compare-and-swap (no group lock
-//     is held there; interleave.go), whole: the kernel's update lines may
-//     show that the interrupted walk took the lock first, but the two
-//     updates write different events. An operation whose line the merged
-//     trace put first, and that the previous rule replays second, may so
-//     run inside the very walk it waited for.
+//     is held there; interleave.go), whole. An operation whose line the
+//     merged trace put first, and that the previous rule replays second,
+//     may so run inside the very walk it waited for. Not replayed yet:
+//     the kernel's update lines may show that the interrupted walk took
+//     the lock first, and its update then queued its new event before the
+//     other one read the queue; the model's other CPU reads it without.
 //   - A CPU whose transitions the trace lacks altogether (see below).
 //
 // # What the trace reveals, and what is unknown

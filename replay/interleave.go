@@ -23,10 +23,14 @@ import (
 // each compare-and-swap, with no group lock held, where the kernel emits
 // its tracepoint: the replay runs the other CPU's operation there (only
 // the walking CPU's own lock is held, and another CPU's operation takes
-// its own). It runs whole, its event update included, although the
-// kernel's update lines may show that the interrupted walk took the lock
-// first: the two updates write different events, and both read the state
-// both compare-and-swaps left.
+// its own). It runs whole, its event update included. That is the
+// kernel's order when the other CPU's update line comes first; when the
+// interrupted walk's comes first, its update queued its new event before
+// the other CPU read the queue, and a deactivation of the other CPU that
+// found the top idle may have returned that event: the model's reads the
+// queue without it (a mismatch, not replayed yet: it would take running
+// the other operation on a goroutine paused in its Tracer call after its
+// compare-and-swap, and resumed after the interrupted update).
 
 // walkAt is an activation or deactivation whose walk is running in hier.
 type walkAt struct {
