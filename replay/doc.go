@@ -110,7 +110,7 @@
 // line, an activation at its first transition (tmigr_cpu_active comes just
 // before it).
 //
-// Other CPUs do not stop meanwhile. Three interleavings are replayed as the
+// Other CPUs do not stop meanwhile. Four interleavings are replayed as the
 // trace shows them:
 //
 //   - A round runs the expired CPU's timers with no lock held. Operations of
@@ -123,6 +123,24 @@
 //     state than the model's, and the next pending operation of another CPU,
 //     within a millisecond, leads exactly from the model's state to that
 //     one, that operation is replayed first.
+//   - A deactivation's compare-and-swap and its event update are two steps
+//     (__tmigr_cpu_deactivate, tmigr_inactive_up, tmigr_update_events in
+//     kernel/time/timer_migration.c, 6.9+): the update reads the group's
+//     state again under the lock, and at the top an idle state makes the
+//     result the top's first event, an active one KTIME_MAX. The
+//     tmigr_update_events line prints the state it read (group_active, and
+//     child_active above level 0). When that is not the state the walk's
+//     own transition left, and the next pending operation of another CPU,
+//     within a millisecond, leads from the one to the other (a
+//     deactivation, whose CPU event was un-ignored before its walk, or an
+//     activation), that operation is replayed between the two, inside
+//     hier's Tracer call that follows the compare-and-swap (no group lock
+//     is held there; interleave.go), whole. An operation whose line the
+//     merged trace put first, and that the previous rule replays second,
+//     may so run inside the very walk it waited for. Not replayed yet:
+//     the kernel's update lines may show that the interrupted walk took
+//     the lock first, and its update then queued its new event before the
+//     other one read the queue; the model's other CPU reads it without.
 //   - A CPU whose transitions the trace lacks altogether (see below).
 //
 // # What the trace reveals, and what is unknown
@@ -134,8 +152,8 @@
 //
 //   - a transition reads the states of the groups up to its level;
 //   - a deactivation's result reads the same, and, when the walk leaves the
-//     top group idle (no other CPU active), the top group's queue: every
-//     idle CPU's event as propagated;
+//     top group idle (no other CPU active) or its update finds it so, the
+//     top group's queue: every idle CPU's event as propagated;
 //   - a new timer reads the CPU's event (whether it walks; not for
 //     KTIME_MAX, which never walks), its stored wakeup if it does not walk,
 //     else the groups up to the first active one, and the top's queue if

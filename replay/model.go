@@ -29,6 +29,9 @@ type recorder struct {
 	onUpdate    func(child, group hier.GroupID)
 	onActive    func(group hier.GroupID)
 	onRemoteCPU func(cpu int) string
+	// onCAS is called after every group transition, right after its
+	// compare-and-swap (no group lock held), once the line is recorded.
+	onCAS func()
 }
 
 // Trace implements hier.Tracer.
@@ -49,7 +52,7 @@ func (r *recorder) Trace(e hier.Event) {
 	case hier.EvGroupSetCPUActive, hier.EvGroupSetCPUInactive:
 		l = mline{kind: e.Kind, group: e.Group, parent: e.Parent, active: e.Active, migrator: e.Migrator, childmask: e.Childmask}
 	case hier.EvUpdateEvents:
-		l = mline{kind: e.Kind, group: e.Group, child: e.Child, nextevt: e.NextEvt}
+		l = mline{kind: e.Kind, group: e.Group, child: e.Child, nextevt: e.NextEvt, active: e.GroupActive}
 	}
 	r.lines = append(r.lines, l)
 	switch e.Kind {
@@ -61,6 +64,9 @@ func (r *recorder) Trace(e hier.Event) {
 		if r.onUpdate != nil {
 			r.onUpdate(e.Child, e.Group)
 		}
+	}
+	if (e.Kind == hier.EvGroupSetCPUActive || e.Kind == hier.EvGroupSetCPUInactive) && r.onCAS != nil {
+		r.onCAS()
 	}
 }
 

@@ -161,7 +161,20 @@ func valid(s gstate) gstate {
 // kernel's, as printed or inferred) over the model's own for the other
 // groups, completed to a consistent state. CPUs keep their events; a CPU
 // that becomes idle has an unknown one.
-func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) {
+//
+// Inside another CPU's walk (an operation replayed between that walk's
+// compare-and-swap and its event update, see interleave.go) the model
+// cannot be replaced: that walk goes on in it, holding its CPU's lock.
+// The groups of want are then only marked unknown with why, for a later
+// operation to resynchronise; resyncTo reports whether it replaced the
+// model.
+func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) bool {
+	if r.inWalk > 0 {
+		for g := range want {
+			r.gk[g] = first(r.gk[g], why)
+		}
+		return false
+	}
 	old := r.snapshot()
 	st := map[hier.GroupID]gstate{}
 	for g, s := range old.st {
@@ -217,4 +230,5 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) {
 			r.wk[c] = why
 		}
 	}
+	return true
 }

@@ -25,7 +25,11 @@ func (r *replayer) exec(i int) {
 	if len(o.lines) > 0 {
 		r.line = r.ev[o.first()].Line
 		r.pos = o.key()
-		r.closeChanges(r.ev[o.key()].TS, r.line)
+		if r.inWalk == 0 {
+			// Inside a walk, a change waits for the next operation
+			// replayed at the top (interleave.go).
+			r.closeChanges(r.ev[o.key()].TS, r.line)
+		}
 	}
 	r.volatile()
 	switch o.kind {
@@ -105,11 +109,16 @@ func (r *replayer) preResync(o *op) string {
 			if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) {
 				continue
 			}
-			if j := r.bridge(o, gl.id, cur[gl.id], p); j >= 0 && tries < lookahead {
+			if j := r.bridge(o, gl.id, cur[gl.id], p.admits, false); j >= 0 && tries < lookahead {
 				r.exec(j)
 				bridged = true
 				break
 			}
+		}
+		if r.walked[o.idx] {
+			// o itself ran inside the operation replayed first, between
+			// its compare-and-swap and its update (interleave.go).
+			return ""
 		}
 		if !bridged {
 			break
@@ -153,7 +162,14 @@ const (
 // one is common under QEMU TCG, where several vCPUs' lines carry the same
 // stamp: CPUs leaving an isolated partition one by one, or waking
 // together.
-func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want prior) int {
+//
+// inWalk looks for operations to replay inside o's walk, after its
+// compare-and-swap (interleave.go): activations and deactivations only,
+// whose other transitions start from the model's states, with no change
+// of the machine due before them; an operation whose preResync is
+// replaying o first counts as pending (its CPU's lines came first in the
+// merged trace, its compare-and-swap after o's).
+func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) bool, inWalk bool) int {
 	at := o.idx
 	ts := r.ev[o.key()].TS
 	type cand struct {
@@ -163,13 +179,39 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want prior) int {
 		after gstate
 	}
 	var cands []cand
+	var states map[hier.GroupID]gstate
+	if inWalk {
+		states = r.m.states()
+	}
 	blocked := map[int]bool{o.cpu: true} // CPUs with an earlier pending operation
-	for j := at + 1; j < len(r.ops) && j <= at+lookahead; j++ {
+	from := at + 1
+	if inWalk {
+		from = max(0, at-lookahead)
+	}
+	// CPUs in the middle of an operation: walks and rounds in progress,
+	// and the operations waiting for others to be replayed first (those
+	// in the window are candidates themselves).
+	for _, w := range r.walks {
+		blocked[w.o.cpu] = true
+	}
+	for _, rd := range r.rounds {
+		blocked[rd.o.cpu] = true
+	}
+	for k := range r.waiting {
+		if !r.walked[k] && (!inWalk || k < from) {
+			blocked[r.ops[k].cpu] = true
+		}
+	}
+	for j := from; j < len(r.ops) && j <= at+lookahead; j++ {
 		p := r.ops[j]
-		if r.done[j] || blocked[p.cpu] {
+		pending := !r.done[j] || inWalk && r.waiting[j] && !r.walked[j]
+		if j == at || !pending || blocked[p.cpu] {
 			continue
 		}
 		blocked[p.cpu] = true
+		if inWalk && (p.kind != opActivate && p.kind != opDeactivate || !r.fits(p, g, states) || r.changeDue(r.ev[p.key()].TS)) {
+			continue
+		}
 		// An activation's compare-and-swap lies between its
 		// tmigr_cpu_active line and its first transition's: a vCPU
 		// descheduled in between stretches that.
@@ -200,7 +242,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want prior) int {
 			if used[c.cpu] || !c.from.admits(s) {
 				continue
 			}
-			if want.admits(c.after) {
+			if want(c.after) {
 				return true
 			}
 			if depth > 1 {
@@ -219,7 +261,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want prior) int {
 			continue
 		}
 		used[c.cpu] = true
-		ok := want.admits(c.after) || search(c.after, bridgeDepth-1)
+		ok := want(c.after) || search(c.after, bridgeDepth-1)
 		used[c.cpu] = false
 		if ok {
 			return c.j

@@ -117,6 +117,16 @@ type replayer struct {
 
 	rounds []*round // remote rounds in progress, innermost last
 
+	// Walks (interleave.go): walks are the activations and deactivations
+	// running in hier, innermost last; inWalk counts the operations
+	// replayed inside one of them; waiting holds the operations whose
+	// preResync is replaying others first; walked, per operation, that
+	// its walk was replayed.
+	walks   []*walkAt
+	inWalk  int
+	waiting map[int]bool
+	walked  []bool
+
 	boot   bool // the trace starts at the hierarchy's creation
 	km     kernel.Model
 	busy   cpumask.Mask // the machine line's busy CPUs
@@ -160,6 +170,8 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.exclude = opts.ExcludeIsolated
 	r.rec.onUpdate = r.onUpdate
 	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = "" }
+	r.rec.onCAS = r.onCAS
+	r.waiting = map[int]bool{}
 	r.rec.onRemoteCPU = func(cpu int) string {
 		// The target's wakeup is reset to KTIME_MAX: known from now on.
 		why := r.wk[cpu]
@@ -177,6 +189,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	}
 	r.ops = splitOps(t.Events)
 	r.done = make([]bool, len(r.ops))
+	r.walked = make([]bool, len(r.ops))
 	r.clk = newClock(t, s.HZ)
 	r.gm = mapGroups(t, r.topo, r.ops)
 	if r.gm.err != nil {

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 )
 
@@ -9,7 +10,13 @@ import (
 // runWalk replays an activation or a deactivation.
 func (r *replayer) runWalk(o *op) {
 	c := o.cpu
+	r.waiting[o.idx] = true
 	resynced := r.preResync(o)
+	delete(r.waiting, o.idx)
+	if r.walked[o.idx] {
+		return // replayed inside another CPU's walk meanwhile (interleave.go)
+	}
+	r.walked[o.idx] = true
 	// The walk reads the states of the groups on c's path bottom-up.
 	pathWhy := r.pathWhy(c, resynced)
 	if o.kind == opDeactivate {
@@ -17,6 +24,7 @@ func (r *replayer) runWalk(o *op) {
 	}
 	wBefore := r.wk[c]
 	var ret int64
+	r.walks = append(r.walks, &walkAt{o: o, depth: r.depth + 1})
 	ml := r.collect(func() {
 		if o.kind == opActivate {
 			r.m.h.Activate(c)
@@ -24,6 +32,7 @@ func (r *replayer) runWalk(o *op) {
 			ret = r.m.h.Deactivate(c, o.nextevt)
 		}
 	})
+	r.walks = r.walks[:len(r.walks)-1]
 	// The stored wakeup tmigr_cpu_active prints.
 	if o.kind == opActivate {
 		if a := only(ml, hier.EvCPUActive); len(a) == 1 {
@@ -45,7 +54,7 @@ func (r *replayer) runWalk(o *op) {
 	// walk left the whole hierarchy idle (then every idle CPU's event
 	// counts), else KTIME_MAX.
 	why := lastWhy
-	if handback(o, r, mg) {
+	if handback(o, r, mg, ml) {
 		why = first(why, r.qIdle(r.topo.top))
 	}
 	r.check(r.ev[o.last()].Line, "tmigr_cpu_idle", why, fmtNS(o.wakeup), fmtNS(ret))
@@ -86,20 +95,24 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 		r.check(line, kind.String(), why, kernel, model)
 		lastWhy = first(lastWhy, why)
 	}
+	// A transition the model made as the kernel did needs no fixing,
+	// whatever operations replayed inside the walk did afterwards.
 	fix := map[hier.GroupID]gstate{}
 	post := r.m.states()
-	for _, i := range o.groups {
+	for k, i := range o.groups {
 		gl := r.groupLine(i)
 		r.seen[gl.id] = true
-		if gl.id != hier.NoGroup && post[gl.id] != gl.after {
+		same := k < len(mg) && mg[k].group == gl.id && gstate{mg[k].active, mg[k].migrator} == gl.after
+		if gl.id != hier.NoGroup && !same && post[gl.id] != gl.after {
 			fix[gl.id] = gl.after
 		}
 	}
+	applied := true
 	if len(fix) > 0 {
-		r.resyncTo(fix, first(lastWhy, whyDiverged))
+		applied = r.resyncTo(fix, first(lastWhy, whyDiverged))
 	}
 	for _, i := range o.groups {
-		if gl := r.groupLine(i); gl.id != hier.NoGroup {
+		if gl := r.groupLine(i); gl.id != hier.NoGroup && (applied || post[gl.id] == gl.after) {
 			r.gk[gl.id] = ""
 		}
 	}
@@ -118,8 +131,21 @@ func (r *replayer) pathWhy(cpu int, why string) []string {
 }
 
 // handback reports whether a deactivation (the kernel's or ours) left the
-// top group idle, so that its result is the top's first event.
-func handback(o *op, r *replayer, mg []mline) bool {
+// top group idle, or found it idle when it updated the top's events (an
+// interleaving, see interleave.go), so that its result is the top's first
+// event.
+func handback(o *op, r *replayer, mg []mline, ml []mline) bool {
+	for _, u := range o.updates {
+		p := r.ev[u].Data.(ftrace.TmigrUpdateEvents)
+		if id, ok := r.gm.id(p.Group); ok && id == r.topo.top && p.GroupActive == 0 {
+			return true
+		}
+	}
+	for _, l := range only(ml, hier.EvUpdateEvents) {
+		if l.group == r.topo.top && l.active == 0 {
+			return true
+		}
+	}
 	if n := len(o.groups); n > 0 {
 		gl := r.groupLine(o.groups[n-1])
 		if gl.id == r.topo.top && gl.after.migrator == hier.MigratorNone {
