@@ -214,6 +214,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm9-1node-mixed-6.1.txt":                                 {9, 1, "6.1.192", "", "", "QEMU TCG; period=3ms"},
 		// A window of a recording the replay got wrong (testdata/traces/README.md).
 		"vm4-1node-isol-busy-sleeper-7.3-update-reads-later-cas.txt": {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"kvm2-6.18-remote-target-woke-cut.txt":                       {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

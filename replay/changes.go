@@ -248,9 +248,14 @@ func (r *replayer) explainAvailability(c int, up bool, ts int64, line int, event
 	why := ""
 	if !r.described {
 		why = whyUndescribed
-	} else if causes := r.undeclaredCauses(c, up, event); len(causes) > 0 {
-		r.c.Inferred = append(r.c.Inferred, Inference{Line: line, CPU: c, Event: event, Causes: causes})
-		why = whyUndeclared
+	} else if len(r.at) == 0 {
+		// A machine line that lists changes (the lab's recorder) lists
+		// every one it made; one that lists none (a user's recording)
+		// says nothing of what was done to the machine meanwhile.
+		if causes := r.undeclaredCauses(c, up, event); len(causes) > 0 {
+			r.c.Inferred = append(r.c.Inferred, Inference{Line: line, CPU: c, Event: event, Causes: causes})
+			why = whyUndeclared
+		}
 	}
 	var ch []string
 	for _, k := range r.at {

@@ -36,7 +36,7 @@ func TestClockFromTheTick(t *testing.T) {
 // repeated, is a lower bound of the clock's offset, not the offset. Without
 // the tick's lines the cut recording leaves the clock unknown (its rounds
 // undetermined); with them the tick gives it. Taking the repeated bound
-// for the offset put the round at line 212 128 ms early and made it a
+// for the offset put the round at line 222 128 ms early and made it a
 // mismatch.
 func TestClockNotFromOnePublication(t *testing.T) {
 	tr, err := ReadFile(filepath.Join("../testdata/traces", cutTrace))
@@ -62,7 +62,7 @@ func TestClockNotFromOnePublication(t *testing.T) {
 				t.Errorf("clock known %v (off %d), want %v", c.known, c.off, tc.known)
 			}
 			if want := int64(124064000000 - 4294923264*4000000); c.known && c.off != want {
-				t.Errorf("off %d, want %d (the tick at line 201, jiffies 4294923264 at line 205)", c.off, want)
+				t.Errorf("off %d, want %d (the tick at line 211, jiffies 4294923264 at line 214)", c.off, want)
 			}
 			res, err := Run(tc.tr, Options{Wheel: true, Tmigr: true, Placement: true})
 			if err != nil {
@@ -76,8 +76,8 @@ func TestClockNotFromOnePublication(t *testing.T) {
 }
 
 // TestRemoteExpiryWhoseTargetWoke: in the cut recording CPU 0 expires CPU
-// 1's timers (line 6) while CPU 1 wakes and runs them itself; CPU 0's walk
-// is not printed, and its next softirq (lines 201-217) runs its own
+// 1's timers (line 16) while CPU 1 wakes and runs them itself; CPU 0's walk
+// is not printed, and its next softirq (lines 211-229) runs its own
 // timers, one of which (wq_watchdog_timer_fn) re-arms itself on CPU 0. The
 // placement check must see that re-arm as CPU 0's, not as a timer of CPU
 // 1's base re-armed from its callback.
