@@ -111,8 +111,9 @@ const drawAttempts = 100
 //     the CPUs other than CPU 0; isolcpus= with the flags
 //     "domain,managed_irq" half the time; with both, nohz_full= the same
 //     set as isolcpus= half the time, another set otherwise;
-//   - a load on every CPU: none, a busy loop, a SCHED_OTHER sleeper or a
-//     SCHED_FIFO sleeper (weights 3:2:3:2); the sleepers' period
+//   - a load on every CPU: none, a busy loop, a SCHED_OTHER sleeper, a
+//     SCHED_FIFO sleeper (weights 3:2:3:2), or one of the timer loads
+//     (timerfd, POSIX timer, epoll, TCP, storm; weight 1 each); the period
 //     log-uniform in 1..20 ms (to 100 µs), absolute deadlines half the
 //     time, a FIFO priority of 1..99;
 //   - hrtimer events on the generic kernel half the time (always on RT);
@@ -183,15 +184,18 @@ func drawOnce(r *rand.Rand, l DrawLimits) Spec {
 	s.Cmdline = strings.Join(parts, " ")
 
 	// A load on every CPU.
+	timerLoads := s.timerLoads()
 	for c := range s.CPUs {
-		switch w := r.IntN(10); {
+		switch w := r.IntN(15); {
 		case w < 3:
 		case w < 5:
 			s.Busy.Set(c)
 		case w < 8:
 			s.Sleepers.Set(c)
-		default:
+		case w < 10:
 			s.RTSleepers.Set(c)
+		default:
+			timerLoads[w-10].m.Set(c)
 		}
 	}
 	// Log-uniform, to 100 µs.
@@ -205,7 +209,7 @@ func drawOnce(r *rand.Rand, l DrawLimits) Spec {
 	} else {
 		s.HRTimers = true
 	}
-	if s.Sleepers.Empty() && s.RTSleepers.Empty() {
+	if !s.periodic() {
 		// Period, Absolute and FIFOPrio mean nothing without
 		// sleepers: leave them at their defaults so that the spec
 		// says no more than the machine line.

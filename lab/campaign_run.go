@@ -93,12 +93,14 @@ type DrawSpec struct {
 	Busy       string   `json:"busy"`
 	Sleepers   string   `json:"sleepers"`
 	RTSleepers string   `json:"rt_sleepers"`
-	Period     string   `json:"period,omitempty"`
-	Absolute   bool     `json:"absolute,omitempty"`
-	FIFOPrio   int      `json:"fifo_prio,omitempty"`
-	HRTimers   bool     `json:"hrtimers"`
-	Duration   string   `json:"duration"`
-	At         string   `json:"at,omitempty"`
+	// TimerLoads are the other loads by name ("timerfd": "2-3").
+	TimerLoads map[string]string `json:"timer_loads,omitempty"`
+	Period     string            `json:"period,omitempty"`
+	Absolute   bool              `json:"absolute,omitempty"`
+	FIFOPrio   int               `json:"fifo_prio,omitempty"`
+	HRTimers   bool              `json:"hrtimers"`
+	Duration   string            `json:"duration"`
+	At         string            `json:"at,omitempty"`
 }
 
 // DescribeSpec returns s as a DrawSpec.
@@ -115,7 +117,15 @@ func DescribeSpec(s Spec) DrawSpec {
 	for _, m := range d.NodeCPUs {
 		ds.NodeCPUs = append(ds.NodeCPUs, m.String())
 	}
-	if !d.Sleepers.Empty() || !d.RTSleepers.Empty() {
+	for _, t := range d.timerLoads() {
+		if !t.m.Empty() {
+			if ds.TimerLoads == nil {
+				ds.TimerLoads = map[string]string{}
+			}
+			ds.TimerLoads[t.name] = t.m.String()
+		}
+	}
+	if d.periodic() {
 		ds.Period, ds.Absolute = d.Period.String(), d.Absolute
 		if !d.RTSleepers.Empty() {
 			ds.FIFOPrio = d.FIFOPrio
@@ -150,7 +160,12 @@ func RecordCommand(s Spec, out string) string {
 			args = append(args, l.flag, l.m.String())
 		}
 	}
-	if !d.Sleepers.Empty() || !d.RTSleepers.Empty() {
+	for _, t := range d.timerLoads() {
+		if !t.m.Empty() {
+			args = append(args, "--"+t.name, t.m.String())
+		}
+	}
+	if d.periodic() {
 		args = append(args, "--period", d.Period.String())
 		if d.Absolute {
 			args = append(args, "--abs")

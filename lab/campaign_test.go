@@ -79,7 +79,8 @@ func TestDrawBounds(t *testing.T) {
 		}
 		want := []string{"generic", "rt", "nodes=1", "nodes>1", "uneven", "isolcpus", "managed_irq", "nohz_full", "both", "none",
 			"busy", "sleepers", "rt-sleepers", "absolute", "relative", "changes=0", "changes=3",
-			"offline", "online", "partition", "partition none", "timer_migration", "hrtimers", "no hrtimers"}
+			"offline", "online", "partition", "partition none", "timer_migration", "hrtimers", "no hrtimers",
+			"timerfd", "posix-timers", "epoll", "tcp", "storm"}
 		for _, w := range want {
 			switch {
 			case (w == "generic" || w == "no hrtimers") && !slices.Contains(ld.Flavours, Generic),
@@ -116,7 +117,7 @@ func checkDraw(t *testing.T, l DrawLimits, s Spec, seen map[string]bool) {
 		t.Errorf("%s: flavour %q is not one of %v", cmd, d.Kernel, l.Flavours)
 	case d.Duration != l.Duration:
 		t.Errorf("%s: duration %v, not %v", cmd, d.Duration, l.Duration)
-	case (!d.Sleepers.Empty() || !d.RTSleepers.Empty()) && (d.Period < minPeriodDraw || d.Period > maxPeriodDraw):
+	case d.periodic() && (d.Period < minPeriodDraw || d.Period > maxPeriodDraw):
 		t.Errorf("%s: period %v outside %v..%v", cmd, d.Period, minPeriodDraw, maxPeriodDraw)
 	}
 	iso, err := ftrace.ParseIsolation(d.Cmdline, d.CPUs)
@@ -158,7 +159,12 @@ func checkDraw(t *testing.T, l DrawLimits, s Spec, seen map[string]bool) {
 			seen[l.name] = true
 		}
 	}
-	if !d.Sleepers.Empty() || !d.RTSleepers.Empty() {
+	for _, tl := range d.timerLoads() {
+		if !tl.m.Empty() {
+			seen[tl.name] = true
+		}
+	}
+	if d.periodic() {
 		seen[map[bool]string{true: "absolute", false: "relative"}[d.Absolute]] = true
 	}
 	seen[map[bool]string{true: "hrtimers", false: "no hrtimers"}[d.HRTimers]] = true
