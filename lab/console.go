@@ -236,7 +236,12 @@ func (r *guestReport) checkShape(s *Spec) error {
 	if err != nil {
 		return fmt.Errorf("the guest's online CPUs: %v", err)
 	}
-	if want := cpumask.Range(0, s.CPUs-1); !online.Equal(want) {
+	want := s.finalOnline()
+	if !online.Equal(want) {
+		all := cpumask.Range(0, s.CPUs-1)
+		if off := all.AndNot(want); !off.Empty() {
+			return fmt.Errorf("the guest has CPUs %s online, not %s (%s offline by the run-time changes)", online, want, off)
+		}
 		return fmt.Errorf("the guest has CPUs %s online, not %s", online, want)
 	}
 	nodes, err := r.section(secNodes)
@@ -259,10 +264,29 @@ func (r *guestReport) checkShape(s *Spec) error {
 	if len(got) != s.Nodes {
 		return fmt.Errorf("the guest has %d NUMA nodes, not %d", len(got), s.Nodes)
 	}
-	for i, want := range s.NodeCPUs {
-		if m, ok := got[i]; !ok || !m.Equal(want) {
-			return fmt.Errorf("the guest's node %d holds CPUs %q, not %s", i, m.String(), want)
+	// A node's cpulist in sysfs holds its online CPUs only: x86 takes
+	// an offline CPU out of its node's mask (numa_remove_cpu).
+	for i, n := range s.NodeCPUs {
+		nodeWant := n.And(want)
+		if m, ok := got[i]; !ok || !m.Equal(nodeWant) {
+			return fmt.Errorf("the guest's node %d holds CPUs %q, not %s", i, m.String(), nodeWant)
 		}
 	}
 	return nil
+}
+
+// finalOnline returns the CPUs online at the end of the recording: all of
+// them, less those the run-time changes (At) took offline and did not
+// bring back.
+func (s *Spec) finalOnline() cpumask.Mask {
+	on := cpumask.Range(0, s.CPUs-1)
+	for _, c := range s.At {
+		switch c.Kind {
+		case ftrace.ChangeOffline:
+			on.Clear(c.CPU)
+		case ftrace.ChangeOnline:
+			on.Set(c.CPU)
+		}
+	}
+	return on
 }

@@ -8,7 +8,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 )
 
@@ -278,6 +280,49 @@ func TestRelease(t *testing.T) {
 		r := &guestReport{Sections: map[string]string{secUname: tc.uname + "\n", secVersion: tc.version + "\n"}}
 		if got, err := r.release(); err != nil || got != tc.want {
 			t.Errorf("%s: %q, %v; want %q", tc.uname, got, err, tc.want)
+		}
+	}
+}
+
+// TestCheckShapeOffline: a CPU the run-time changes took offline (and did
+// not bring back) is missing from the guest's online mask and from its
+// node's cpulist at the end of the recording, and that is the machine
+// asked for; a CPU missing without a change, or one brought back that is
+// still missing, is not.
+func TestCheckShapeOffline(t *testing.T) {
+	rep := func(online, nodes string) *guestReport {
+		return &guestReport{Sections: map[string]string{secOnline: online + "\n", secNodes: nodes}}
+	}
+	off := func(at time.Duration, cpu int) ftrace.Change {
+		return ftrace.Change{At: at, Kind: ftrace.ChangeOffline, CPU: cpu}
+	}
+	on := func(at time.Duration, cpu int) ftrace.Change {
+		return ftrace.Change{At: at, Kind: ftrace.ChangeOnline, CPU: cpu}
+	}
+	for _, tc := range []struct {
+		name          string
+		at            []ftrace.Change
+		online, nodes string
+		want          string // "" for no error
+	}{
+		{"all online", nil, "0-9", "0 0-4\n1 5-9\n", ""},
+		{"5 offline", []ftrace.Change{off(2*time.Second, 5)}, "0-4,6-9", "0 0-4\n1 6-9\n", ""},
+		{"5 offline, node list stale", []ftrace.Change{off(2*time.Second, 5)}, "0-4,6-9", "0 0-4\n1 5-9\n", "node 1 holds CPUs"},
+		{"5 back online", []ftrace.Change{off(time.Second, 5), on(2*time.Second, 5)}, "0-9", "0 0-4\n1 5-9\n", ""},
+		{"5 back online but missing", []ftrace.Change{off(time.Second, 5), on(2*time.Second, 5)}, "0-4,6-9", "0 0-4\n1 6-9\n", "online, not 0-9"},
+		{"missing without a change", nil, "0-4,6-9", "0 0-4\n1 6-9\n", "online, not 0-9"},
+		{"offline one still online", []ftrace.Change{off(time.Second, 3)}, "0-9", "0 0-4\n1 5-9\n", "(3 offline by the run-time changes)"},
+	} {
+		s := Spec{CPUs: 10, Nodes: 2, Busy: cpumask.Range(1, 5), At: tc.at, Duration: 3 * time.Second}.withDefaults()
+		if err := s.validate(); err != nil {
+			t.Fatalf("%s: the spec: %v", tc.name, err)
+		}
+		err := rep(tc.online, tc.nodes).checkShape(&s)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

@@ -54,10 +54,13 @@ type guestPlan struct {
 
 	// The load, run by one guest program; none when all three are empty.
 	Busy, Sleepers, RTSleepers cpumask.Mask
-	Period                     time.Duration
-	Absolute                   bool
-	FIFOPrio                   int
-	Housekeeping               cpumask.Mask
+	// TimerLoads are the other loads by the guest program's flag
+	// ("timerfd"), the empty ones left out.
+	TimerLoads   []planLoad
+	Period       time.Duration
+	Absolute     bool
+	FIFOPrio     int
+	Housekeeping cpumask.Mask
 
 	// At are the run-time changes, made by the guest program's "at"
 	// command from the start of the recording.
@@ -94,6 +97,7 @@ func (s *Spec) plan(nonce string) guestPlan {
 		Busy:         s.Busy,
 		Sleepers:     s.Sleepers,
 		RTSleepers:   s.RTSleepers,
+		TimerLoads:   s.planLoads(),
 		Period:       s.Period,
 		Absolute:     s.Absolute,
 		FIFOPrio:     s.FIFOPrio,
@@ -111,8 +115,24 @@ func (p *guestPlan) hasPartition() bool {
 	return false
 }
 
+// planLoad is one timer load of a plan.
+type planLoad struct {
+	Flag string
+	CPUs cpumask.Mask
+}
+
+func (s *Spec) planLoads() []planLoad {
+	var out []planLoad
+	for _, t := range s.timerLoads() {
+		if !t.m.Empty() {
+			out = append(out, planLoad{t.name, *t.m})
+		}
+	}
+	return out
+}
+
 func (p *guestPlan) hasLoad() bool {
-	return !p.Busy.Empty() || !p.Sleepers.Empty() || !p.RTSleepers.Empty()
+	return !p.Busy.Empty() || !p.Sleepers.Empty() || !p.RTSleepers.Empty() || len(p.TimerLoads) > 0
 }
 
 // guestArgs is the guest program's command line (after its path).
@@ -126,7 +146,10 @@ func (p *guestPlan) guestArgs() []string {
 			args = append(args, l.flag, l.m.String())
 		}
 	}
-	if !p.Sleepers.Empty() || !p.RTSleepers.Empty() {
+	for _, l := range p.TimerLoads {
+		args = append(args, "-"+l.Flag, l.CPUs.String())
+	}
+	if !p.Sleepers.Empty() || !p.RTSleepers.Empty() || len(p.TimerLoads) > 0 {
 		args = append(args, "-period", p.Period.String())
 		if p.Absolute {
 			args = append(args, "-abs")
@@ -197,6 +220,12 @@ func initScript(p guestPlan) string {
 			w("[ ! -d $T/events/%s ] || echo 1 > $T/events/%s/enable || fail enable event %s", e, e, e)
 		default:
 			w("echo 1 > $T/events/%s/enable || fail enable event %s", e, e)
+		}
+	}
+	for _, l := range p.TimerLoads {
+		if l.Flag == "tcp" {
+			// The TCP load talks over loopback, which comes up down.
+			w("ip link set lo up || ifconfig lo 127.0.0.1 up || fail bringing up the loopback interface")
 		}
 	}
 	if p.hasLoad() {

@@ -78,6 +78,16 @@ type Spec struct {
 	Absolute bool
 	FIFOPrio int // SCHED_FIFO priority of the RT sleepers, 1..99; default 50
 
+	// Timer loads beyond the sleepers, each a periodic worker alone on
+	// its CPU with Period (see cmd/tmigr-guest/loads_linux.go). The
+	// machine line's note names each ("timerfd=2-3"); its sleepers= does
+	// not hold them.
+	TimerFD     cpumask.Mask // a periodic timerfd, read in a loop
+	PosixTimers cpumask.Mask // a periodic POSIX timer whose signal the worker waits for
+	Epoll       cpumask.Mask // epoll_wait on an empty set with Period (in ms) as its timeout
+	TCP         cpumask.Mask // a TCP connection over loopback, a byte each way every Period, keepalive on
+	Storm       cpumask.Mask // a child process that arms 32 timerfds and 32 POSIX timers and exits, every 10 Periods
+
 	Duration time.Duration // how long to record; default 3s
 	// At are changes the guest makes while it is recorded, each at its
 	// time from the start of the recording (before Duration): an
@@ -283,6 +293,12 @@ func (s *Spec) validate() error {
 		name string
 		m    *cpumask.Mask
 	}{{"busy", &s.Busy}, {"sleepers", &s.Sleepers}, {"rt-sleepers", &s.RTSleepers}}
+	for _, t := range s.timerLoads() {
+		loads = append(loads, struct {
+			name string
+			m    *cpumask.Mask
+		}{t.name, t.m})
+	}
 	for i, l := range loads {
 		if !l.m.Subset(&all) {
 			return fmt.Errorf("%s: CPUs %s are beyond the %d CPUs (0-%d)", l.name, l.m.AndNot(all), s.CPUs, s.CPUs-1)
@@ -415,7 +431,7 @@ func isUpstreamVersion(v string) bool {
 // command line does not isolate, else those without a load, else CPU 0.
 func (s *Spec) housekeeping() cpumask.Mask {
 	all := cpumask.Range(0, s.CPUs-1)
-	free := all.AndNot(s.Busy).AndNot(s.Sleepers).AndNot(s.RTSleepers)
+	free := all.AndNot(s.Busy).AndNot(s.Sleepers).AndNot(s.RTSleepers).AndNot(s.timerLoadCPUs())
 	if iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs); err == nil {
 		if hk := free.AndNot(iso.Domain).AndNot(iso.NohzFull); !hk.Empty() {
 			return hk
@@ -442,7 +458,12 @@ func (s *Spec) machine(release string, hz int, configFrom string) ftrace.Machine
 	if !s.RTSleepers.Empty() {
 		note = append(note, "fifo-sleepers="+s.RTSleepers.String())
 	}
-	if !s.Sleepers.Empty() || !s.RTSleepers.Empty() {
+	for _, t := range s.timerLoads() {
+		if !t.m.Empty() {
+			note = append(note, t.name+"="+t.m.String())
+		}
+	}
+	if s.periodic() {
 		p := "period=" + s.Period.String()
 		if s.Absolute {
 			p += " absolute"
@@ -461,4 +482,32 @@ func (s *Spec) machine(release string, hz int, configFrom string) ftrace.Machine
 		Sleepers: s.Sleepers.Or(s.RTSleepers),
 		Note:     strings.Join(note, "; "),
 	}
+}
+
+// timerLoad is one of the timer loads beyond the sleepers: its name (the
+// flag of "tmigr lab record" and of the guest program, and the note's
+// word) and its CPUs.
+type timerLoad struct {
+	name string
+	m    *cpumask.Mask
+}
+
+// timerLoads returns the spec's timer loads, in a fixed order.
+func (s *Spec) timerLoads() []timerLoad {
+	return []timerLoad{{"timerfd", &s.TimerFD}, {"posix-timers", &s.PosixTimers}, {"epoll", &s.Epoll}, {"tcp", &s.TCP}, {"storm", &s.Storm}}
+}
+
+// timerLoadCPUs returns the CPUs that run a timer load.
+func (s *Spec) timerLoadCPUs() cpumask.Mask {
+	var m cpumask.Mask
+	for _, t := range s.timerLoads() {
+		m = m.Or(*t.m)
+	}
+	return m
+}
+
+// periodic reports whether a load of s uses Period.
+func (s *Spec) periodic() bool {
+	m := s.timerLoadCPUs()
+	return !s.Sleepers.Empty() || !s.RTSleepers.Empty() || !m.Empty()
 }

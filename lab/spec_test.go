@@ -197,6 +197,8 @@ func TestMachineLine(t *testing.T) {
 			`cpus=16 nodes=2 node-cpus=0-7;8-15 kernel=6.12.117 hz=250 cmdline="" busy=2-3,12 sleepers=5-7,13-14 (QEMU TCG; period=3ms)`},
 		{Spec{CPUs: 4, Kernel: RT, Sleepers: m("1"), RTSleepers: m("2-3"), Period: time.Millisecond, Absolute: true},
 			`cpus=4 nodes=1 node-cpus=0-3 kernel=6.12.117 hz=250 cmdline="" busy= sleepers=1-3 (QEMU TCG; PREEMPT_RT; fifo-sleepers=2-3; period=1ms absolute)`},
+		{Spec{CPUs: 8, Busy: m("1"), TimerFD: m("2-3"), PosixTimers: m("4"), Epoll: m("5"), TCP: m("6"), Storm: m("7"), Period: 5 * time.Millisecond},
+			`cpus=8 nodes=1 node-cpus=0-7 kernel=6.12.117 hz=250 cmdline="" busy=1 sleepers= (QEMU TCG; timerfd=2-3; posix-timers=4; epoll=5; tcp=6; storm=7; period=5ms)`},
 	} {
 		s := tc.spec.withDefaults()
 		mach := s.machine("6.12.117", 250, "")
@@ -211,5 +213,42 @@ func TestMachineLine(t *testing.T) {
 		if back.String() != mach.String() {
 			t.Errorf("read back as %s", back.String())
 		}
+	}
+}
+
+// TestTimerLoads: the timer loads are validated like the others (on the
+// machine's CPUs, one load per CPU), go to the guest program's command
+// line, and take their CPUs out of housekeeping.
+func TestTimerLoads(t *testing.T) {
+	m := cpumask.MustParse
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{CPUs: 4, TimerFD: m("4")}, "timerfd: CPUs 4 are beyond"},
+		{Spec{CPUs: 4, Busy: m("1-2"), TCP: m("2")}, "busy and tcp overlap on CPUs 2"},
+		{Spec{CPUs: 4, Epoll: m("1"), Storm: m("1")}, "epoll and storm overlap"},
+		{Spec{CPUs: 4, PosixTimers: m("1"), Period: time.Microsecond}, "period"},
+	} {
+		if err := tc.spec.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+	s := Spec{CPUs: 6, Sleepers: m("1"), TimerFD: m("2"), PosixTimers: m("3"), Epoll: m("4"), TCP: m("5"), Period: 2 * time.Millisecond}.withDefaults()
+	if err := s.validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := s.plan("n")
+	got := strings.Join(p.guestArgs(), " ")
+	want := "run -sleepers 1 -timerfd 2 -posix-timers 3 -epoll 4 -tcp 5 -period 2ms -housekeeping 0 -ready " + guestReadyFile
+	if got != want {
+		t.Errorf("guest args\n%s\nwant\n%s", got, want)
+	}
+	if hk := s.housekeeping(); !hk.Equal(m("0")) {
+		t.Errorf("housekeeping %s, want 0", hk)
+	}
+	only := Spec{CPUs: 2, Storm: m("1")}.withDefaults()
+	if p := only.plan("n"); !p.hasLoad() || !strings.Contains(strings.Join(p.guestArgs(), " "), "-storm 1 -period 3ms") {
+		t.Errorf("a storm alone: %v", p.guestArgs())
 	}
 }

@@ -6,6 +6,8 @@
 // Usage:
 //
 //	tmigr-guest run [-busy LIST] [-sleepers LIST] [-rt-sleepers LIST]
+//	                [-timerfd LIST] [-posix-timers LIST] [-epoll LIST]
+//	                [-tcp LIST] [-storm LIST]
 //	                [-period D] [-abs] [-fifo-prio P]
 //	                [-housekeeping LIST] [-ready FILE] [-for D]
 //	tmigr-guest busy -cpu N [-for D]
@@ -17,7 +19,9 @@
 // loop, a SCHED_OTHER sleeper, or a SCHED_FIFO sleeper of priority P. A
 // sleeper calls clock_nanosleep(CLOCK_MONOTONIC) in a loop, for D each time
 // (default 3ms), or with -abs until the next multiple of D after its start
-// (TIMER_ABSTIME: a period that does not drift). On PREEMPT_RT the
+// (TIMER_ABSTIME: a period that does not drift). The other loads (timerfd,
+// POSIX timers, epoll timeouts, TCP over loopback, a child process that
+// arms many timers and exits) are in loads_linux.go. On PREEMPT_RT the
 // difference between the two kinds of sleeper is the point: the kernel
 // wakes a SCHED_FIFO task from hard interrupt context and any other task
 // from the timer softirq.
@@ -64,10 +68,15 @@ const (
 	busy kind = iota
 	sleeper
 	fifoSleeper
+	timerfdW
+	posixTimerW
+	epollW
+	tcpW
+	stormW
 )
 
 func (k kind) String() string {
-	return [...]string{"busy loop", "sleeper", "SCHED_FIFO sleeper"}[k]
+	return [...]string{"busy loop", "sleeper", "SCHED_FIFO sleeper", "timerfd", "POSIX timer", "epoll timeout", "TCP loopback", "timer storm"}[k]
 }
 
 // worker is one load on one CPU.
@@ -88,10 +97,12 @@ func main() {
 
 const usage = `usage:
   tmigr-guest run [-busy LIST] [-sleepers LIST] [-rt-sleepers LIST] [-period D] [-abs]
+                  [-timerfd LIST] [-posix-timers LIST] [-epoll LIST] [-tcp LIST] [-storm LIST]
                   [-fifo-prio P] [-housekeeping LIST] [-ready FILE] [-for D]
   tmigr-guest busy -cpu N [-for D]
   tmigr-guest sleep -cpu N [-period D] [-abs] [-fifo P] [-for D]
   tmigr-guest at -changes 'TIME CHANGE; ...' [-pid PID] [-marker FILE]
+  tmigr-guest storm-child -cpu N
   tmigr-guest drain`
 
 func run(args []string) error {
@@ -101,6 +112,16 @@ func run(args []string) error {
 	switch args[0] {
 	case "at":
 		return runAt(args[1:])
+	case "storm-child":
+		fs := flag.NewFlagSet("storm-child", flag.ContinueOnError)
+		cpu := fs.Int("cpu", -1, "the CPU")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *cpu < 0 || *cpu >= cpumask.MaxCPUs {
+			return fmt.Errorf("storm-child: -cpu %d: give the CPU", *cpu)
+		}
+		return stormChild(*cpu)
 	case "drain":
 		// tcdrain(1): wait until the console (standard output) has
 		// sent all it holds, before /init powers the guest off.
@@ -121,6 +142,11 @@ func run(args []string) error {
 		busyL := fs.String("busy", "", "CPUs to run a busy loop on")
 		sleepL := fs.String("sleepers", "", "CPUs to run a SCHED_OTHER sleeper on")
 		rtL := fs.String("rt-sleepers", "", "CPUs to run a SCHED_FIFO sleeper on")
+		tfdL := fs.String("timerfd", "", "CPUs to run a periodic timerfd reader on")
+		ptL := fs.String("posix-timers", "", "CPUs to run a periodic POSIX timer's signal waiter on")
+		epL := fs.String("epoll", "", "CPUs to run an epoll_wait with the period as timeout on")
+		tcpL := fs.String("tcp", "", "CPUs to run a TCP loopback ping-pong every period on")
+		stormL := fs.String("storm", "", "CPUs to start a child that arms many timers and exits on, every 10 periods")
 		prio := fs.Int("fifo-prio", 50, "SCHED_FIFO priority of the rt sleepers")
 		hkL := fs.String("housekeeping", "", "CPUs for the process's other threads (default: leave them)")
 		fs.StringVar(&ready, "ready", "", "file to create once every worker runs on its CPU")
@@ -132,7 +158,8 @@ func run(args []string) error {
 			name string
 			list string
 			kind kind
-		}{{"-busy", *busyL, busy}, {"-sleepers", *sleepL, sleeper}, {"-rt-sleepers", *rtL, fifoSleeper}} {
+		}{{"-busy", *busyL, busy}, {"-sleepers", *sleepL, sleeper}, {"-rt-sleepers", *rtL, fifoSleeper},
+			{"-timerfd", *tfdL, timerfdW}, {"-posix-timers", *ptL, posixTimerW}, {"-epoll", *epL, epollW}, {"-tcp", *tcpL, tcpW}, {"-storm", *stormL, stormW}} {
 			m, err := cpumask.Parse(l.list)
 			if err != nil {
 				return fmt.Errorf("%s: %v", l.name, err)
@@ -187,7 +214,7 @@ func run(args []string) error {
 		}
 	}
 	if len(ws) == 0 {
-		return errors.New("no load: give -busy, -sleepers or -rt-sleepers")
+		return errors.New("no load: give -busy, -sleepers, -rt-sleepers, -timerfd, -posix-timers, -epoll, -tcp or -storm")
 	}
 	return start(ws, hk, ready, *dur)
 }
@@ -281,6 +308,15 @@ func (w worker) run(errs chan<- error) {
 			return
 		}
 	}
+	if loop, ok, err := w.setupTimerLoad(); ok {
+		if err != nil {
+			errs <- fmt.Errorf("%v on CPU %d: %v", w.kind, w.cpu, err)
+			return
+		}
+		errs <- nil
+		loop()
+		return
+	}
 	if w.kind != busy {
 		// Sleep once before reporting: a sleeper that cannot sleep
 		// fails now, not in the middle of the recording.
@@ -299,6 +335,26 @@ func (w worker) run(errs chan<- error) {
 	default:
 		sleepRelative(w.period)
 	}
+}
+
+// setupTimerLoad sets up a load of loads_linux.go and returns its loop;
+// ok is false for the busy loop and the sleepers.
+func (w worker) setupTimerLoad() (loop func(), ok bool, err error) {
+	switch w.kind {
+	case timerfdW:
+		loop, err = timerfdLoad(w.period)
+	case posixTimerW:
+		loop, err = posixTimerLoad(w.period)
+	case epollW:
+		loop, err = epollLoad(w.period)
+	case tcpW:
+		loop, err = tcpLoad(w.period)
+	case stormW:
+		loop, err = stormLoad(w.cpu, w.period)
+	default:
+		return nil, false, nil
+	}
+	return loop, true, err
 }
 
 // spin busy-loops forever: no call, no allocation, no system call.

@@ -59,6 +59,15 @@ Loads, one per CPU, as cpulists ("1-7,9-15"):
                  timer softirq
 The machine line's sleepers= lists both kinds; its note names the SCHED_FIFO
 ones and the period.
+More timer loads, each every --period on its CPUs, named on the note:
+  --timerfd       a periodic timerfd read in a loop
+  --posix-timers  a periodic POSIX timer (timer_create) whose signal the
+                  worker waits for
+  --epoll         epoll_wait on an empty set with --period (in ms) as timeout
+  --tcp           a TCP connection over loopback, a byte each way, keepalive
+                  on: the kernel's retransmit, delayed-ACK, keepalive timers
+  --storm         every 10 periods a child that arms 32 timerfds and 32 POSIX
+                  timers 1-5 s ahead and exits (the kernel cancels them)
 
 Run-time changes (--at, repeatable, in the words of "tmigr sim --at"):
   'TIME partition LIST'   an isolated cgroup-v2 cpuset partition of LIST
@@ -83,6 +92,11 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 	busy := fs.String("busy", "", "CPUs that run a busy loop")
 	sleepers := fs.String("sleepers", "", "CPUs that run a periodic SCHED_OTHER sleeper")
 	rtSleepers := fs.String("rt-sleepers", "", "CPUs that run a periodic SCHED_FIFO sleeper")
+	timerfd := fs.String("timerfd", "", "CPUs that run a periodic timerfd reader")
+	posixTimers := fs.String("posix-timers", "", "CPUs that run a periodic POSIX timer's signal waiter")
+	epoll := fs.String("epoll", "", "CPUs that run epoll_wait with --period as its timeout")
+	tcp := fs.String("tcp", "", "CPUs that run a TCP loopback ping-pong every --period")
+	storm := fs.String("storm", "", "CPUs that start a child arming 64 timers and exiting every 10 periods")
 	fs.DurationVar(&s.Period, "period", 0, "the sleepers' period (default 3ms)")
 	fs.BoolVar(&s.Absolute, "abs", false, "sleepers sleep to absolute deadlines (TIMER_ABSTIME)")
 	fs.IntVar(&s.FIFOPrio, "fifo-prio", 0, "SCHED_FIFO priority of the rt sleepers (default 50)")
@@ -141,7 +155,9 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 		flag string
 		text string
 		m    *cpumask.Mask
-	}{{"--busy", *busy, &s.Busy}, {"--sleepers", *sleepers, &s.Sleepers}, {"--rt-sleepers", *rtSleepers, &s.RTSleepers}} {
+	}{{"--busy", *busy, &s.Busy}, {"--sleepers", *sleepers, &s.Sleepers}, {"--rt-sleepers", *rtSleepers, &s.RTSleepers},
+		{"--timerfd", *timerfd, &s.TimerFD}, {"--posix-timers", *posixTimers, &s.PosixTimers}, {"--epoll", *epoll, &s.Epoll},
+		{"--tcp", *tcp, &s.TCP}, {"--storm", *storm, &s.Storm}} {
 		m, err := cpumask.ParseFor(l.text, s.CPUs)
 		if err != nil {
 			return bad("%s: %v", l.flag, err)

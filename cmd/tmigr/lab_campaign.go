@@ -1,0 +1,218 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tmigr/tmigr/lab"
+)
+
+func init() {
+	registerLab("campaign", "record random machines and loads, replay each, keep the mismatching recordings", runLabCampaign)
+}
+
+const labCampaignUsage = `usage: tmigr lab campaign --dir DIR [-n COUNT] [--seed N] [--only LIST] [flags]
+
+Measures the model's fidelity on fresh recordings. It draws COUNT machines
+and loads at random from the seed, records each with "tmigr lab record"
+(QEMU TCG: a minute or two each on a 2-core host), replays the recording
+under its own kernel with every check of "tmigr replay", and keeps every
+recording that shows a mismatch in DIR, with a cut of it to the shortest
+window of events that still shows the first mismatch (.cut.txt).
+
+A draw: a kernel series (--kernels) and flavour (--flavours); 2 to
+--max-cpus CPUs on 1 to 4 NUMA nodes; isolcpus= (with or without the
+domain,managed_irq flags), nohz_full=, both or neither; a load on each CPU
+(none, busy loop, SCHED_OTHER sleeper, SCHED_FIFO sleeper; the sleepers'
+period 1-20 ms, relative or absolute); 0 to 3 run-time changes (CPU offline
+and online, an isolated cpuset partition made and removed,
+kernel.timer_migration). Draw I of seed S is the same whatever else is
+drawn: --seed S --only I draws it again. The seed is printed first; by
+default it comes from the clock.
+
+--max-cpus defaults to 16: under TCG a guest's boot grows with the square
+of its vCPUs (64 vCPUs take minutes to boot on 2 host cores); raise it, up
+to 64, on a bigger host.
+
+DIR keeps the campaign's state, one JSON file per finished draw
+(draws/seedS-IIII.json): stopped (Ctrl-C), the campaign goes on where it
+stopped when run again with the same seed and limits. A draw whose
+recording failed is finished too; --retry-errors draws it again. The
+summary (schema_version 1: per kernel series and flavour and per check, the
+decisions checked, matched, undetermined by reason and mismatched; every
+draw with its spec and result) goes to --json, default DIR/summary.json, and
+a table to standard output. Exit status 1 when a draw showed a mismatch or
+failed, 130 when interrupted.
+
+flags:
+`
+
+// campaignRecord records a draw; tests replace it so as not to boot QEMU.
+var campaignRecord = lab.RecordFile
+
+func runLabCampaign(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("tmigr lab campaign", labCampaignUsage, stdout, stderr)
+	seedText := fs.String("seed", "", "the campaign's random seed (default: from the clock, printed)")
+	n := fs.Int("n", 10, "how many draws")
+	only := fs.String("only", "", "make only these draws of the seed (a cpulist-like list of indices: 3 or 0-2,5)")
+	var limits lab.DrawLimits
+	fs.IntVar(&limits.MaxCPUs, "max-cpus", lab.DefaultCampaignCPUs, fmt.Sprintf("the most CPUs a draw may have (2-%d)", lab.MaxCampaignCPUs))
+	kernels := fs.String("kernels", strings.Join(lab.Series, ","), "the kernel series to draw from, comma-separated")
+	flavours := fs.String("flavours", "generic,rt", "the kernel flavours to draw from, comma-separated: generic, rt")
+	fs.DurationVar(&limits.Duration, "duration", lab.DefaultCampaignDuration, "how long each draw records")
+	dir := fs.String("dir", "", "the campaign's directory: state, reproducers, summary (required)")
+	jsonOut := fs.String("json", "", "the JSON summary's file (default DIR/summary.json)")
+	keep := fs.Bool("keep", false, "keep every recording, not only those with a mismatch")
+	noCut := fs.Bool("no-cut", false, "keep the mismatching recordings whole, without a cut")
+	retryErrors := fs.Bool("retry-errors", false, "draw again the draws that failed before")
+	dryRun := fs.Bool("dry-run", false, "print each draw's \"tmigr lab record\" command; record nothing")
+	var host lab.Host
+	fs.StringVar(&host.CacheDir, "cache", "", "the recorder's cache directory (default $XDG_CACHE_HOME/tmigr/lab or ~/.cache/tmigr/lab)")
+	fs.StringVar(&host.Mirror, "mirror", "", "Debian archive base URL (default http://deb.debian.org)")
+	fs.BoolVar(&host.NoInstall, "no-install", false, "never run apt-get install; fail naming what is missing")
+	timeout := fs.Duration("timeout", 0, "limit on each QEMU run (default: the recorder's, from the draw's CPUs and the host)")
+	fs.files("json")
+	fs.dirs("dir", "cache")
+	fs.operands("", 0, 0, completion{})
+	if rc, ok := fs.parse(args); !ok {
+		return rc
+	}
+	bad := fs.failf
+
+	// Every flag is checked here, before anything is fetched or booted.
+	var seed uint64
+	if *seedText == "" {
+		seed = uint64(time.Now().UnixNano())
+	} else {
+		var err error
+		if seed, err = strconv.ParseUint(*seedText, 10, 64); err != nil {
+			return bad("--seed: %q is not a number from 0 to %d", *seedText, uint64(1<<64-1))
+		}
+	}
+	if limits.Duration <= 0 {
+		return bad("--duration: %v; give a positive duration", limits.Duration)
+	}
+	if *n < 1 {
+		return bad("-n: %d; a campaign makes at least 1 draw", *n)
+	}
+	limits.Kernels = nil
+	for _, k := range strings.Split(*kernels, ",") {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		limits.Kernels = append(limits.Kernels, k)
+	}
+	if len(limits.Kernels) == 0 {
+		return bad("--kernels: give at least one series of %s", strings.Join(lab.Series, ", "))
+	}
+	for _, f := range strings.Split(*flavours, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			limits.Flavours = append(limits.Flavours, lab.Flavour(f))
+		}
+	}
+	if len(limits.Flavours) == 0 {
+		return bad("--flavours: give generic, rt or both")
+	}
+	if err := limits.Validate(); err != nil {
+		return bad("--%v", err)
+	}
+	var indices []int
+	if *only != "" {
+		var err error
+		if indices, err = parseIndices(*only); err != nil {
+			return bad("--only: %v", err)
+		}
+	}
+	if *dryRun {
+		c := &lab.Campaign{Seed: seed, N: *n, Only: indices}
+		fmt.Fprintf(stdout, "campaign seed %d\n", seed)
+		for _, i := range c.Indices() {
+			if i >= *n {
+				return bad("--only: draw %d is not one of the %d draws (0-%d)", i, *n, *n-1)
+			}
+			s, err := lab.Draw(seed, i, limits)
+			if err != nil {
+				return bad("%v", err)
+			}
+			fmt.Fprintf(stdout, "draw %d: %s\n", i, lab.RecordCommand(s, fmt.Sprintf("seed%d-%04d.txt", seed, i)))
+		}
+		return 0
+	}
+	if *dir == "" {
+		return bad("give the campaign's directory with --dir DIR")
+	}
+	if *timeout < 0 {
+		return bad("--timeout: %v; give a positive limit", *timeout)
+	}
+	c := &lab.Campaign{Seed: seed, N: *n, Only: indices, Limits: limits, Dir: *dir, Keep: *keep, NoCut: *noCut,
+		RetryErrors: *retryErrors, Host: host, Timeout: *timeout,
+		Progress: prefixWriter{stderr, "tmigr lab: "}, Record: campaignRecord}
+	if err := c.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	summaryPath := *jsonOut
+	if summaryPath == "" {
+		summaryPath = filepath.Join(*dir, "summary.json")
+	} else if err := lab.CheckWritableDir(filepath.Dir(summaryPath)); err != nil {
+		return bad("--json: %v", err)
+	}
+
+	fmt.Fprintf(stdout, "campaign seed %d (again: --seed %d; one draw: --seed %d --only I)\n", seed, seed, seed)
+	ctx, stop := labContext()
+	defer stop()
+	results, err := c.Run(ctx)
+	interrupted := errors.Is(err, lab.ErrInterrupted)
+	if err != nil && !interrupted {
+		fmt.Fprintf(stderr, "tmigr lab campaign: %v\n", err)
+		return 1
+	}
+	sum := lab.Summarize(seed, limits, len(c.Indices()), results)
+	sum.Interrupted = interrupted
+	if err := lab.WriteSummary(summaryPath, sum); err != nil {
+		fmt.Fprintf(stderr, "tmigr lab campaign: %v\n", err)
+		return 1
+	}
+	if err := sum.WriteTable(stdout); err != nil {
+		return 1
+	}
+	fmt.Fprintf(stderr, "tmigr lab: wrote %s\n", summaryPath)
+	if interrupted {
+		fmt.Fprintf(stderr, "tmigr lab campaign: interrupted after %d of %d draws; run the same command again to go on\n", len(results), len(c.Indices()))
+		return 130
+	}
+	for _, r := range results {
+		if r.Status != lab.StatusOK {
+			return 1
+		}
+	}
+	return 0
+}
+
+// parseIndices parses "3" or "0-2,5" into draw indices.
+func parseIndices(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("%q is not a draw index (0, 1, ...)", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a range of draw indices (2-5)", part)
+			}
+		}
+		for i := a; i <= b; i++ {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
