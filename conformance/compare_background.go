@@ -93,7 +93,7 @@ func (r *recordedBackground) Start(m *sim.Machine) error {
 	started := map[uint64]bool{}
 	expiryCancel := map[int]bool{} // event index of a cancel that is an expiry's
 	lastCancel := map[uint64]int{}
-	remote := replay.NewRemoteExpiry() // whose timers each expiry runs
+	remote := replay.NewRemoteExpiry(r.events) // whose timers each expiry runs
 	type early struct {
 		ts         int64
 		base       int

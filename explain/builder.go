@@ -116,7 +116,7 @@ const noMigrator = 0xff // TMIGR_NONE
 
 func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, error) {
 	rep := &Report{Timekeeper: -1, Undetermined: map[string]int{}}
-	b := &builder{rep: rep, ev: evs, gs: map[uint64]*groupState{}, timers: map[uint64]*Start{}, ran: map[uint64]ranAt{}, remote: replay.NewRemoteExpiry(), firstTS: evs[0].TS}
+	b := &builder{rep: rep, ev: evs, gs: map[uint64]*groupState{}, timers: map[uint64]*Start{}, ran: map[uint64]ranAt{}, remote: replay.NewRemoteExpiry(evs), firstTS: evs[0].TS}
 	m := hdr.Machine
 	if m != nil {
 		rep.Machine = m.String()

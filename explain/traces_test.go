@@ -109,7 +109,29 @@ func readOracle(t *testing.T, path string) *oracle {
 	target := map[int]int{}                   // handler -> target of its remote expiry in progress
 	walk := map[int][]uint64{}                // handler -> groups of its round so far
 	started := map[uint64]ftrace.TimerStart{} // a timer's last timer_start
-	for _, e := range evs {
+	// nonGlobal: expiries (by index) of a timer armed before the recording
+	// whose next timer_start shows it pinned or deferrable: it sat on a
+	// base timer_expire_remote never runs.
+	nonGlobal := map[int]bool{}
+	nextFlags := map[uint64]ftrace.TimerFlags{}
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch p := evs[i].Data.(type) {
+		case ftrace.TimerInit:
+			delete(nextFlags, p.Timer)
+		case ftrace.TimerStart:
+			nextFlags[p.Timer] = p.Flags
+		case ftrace.TimerExpireEntry:
+			f, ok := nextFlags[p.Timer]
+			nonGlobal[i] = ok && f&(ftrace.TimerPinned|ftrace.TimerDeferrable) != 0
+		}
+	}
+	for i, e := range evs {
+		if _, round := e.Data.(ftrace.TmigrHandleRemoteCPU); !round && e.Data != nil && ftrace.IsTmigr(e.Data) {
+			// The walk after the expiry, the next level, or the CPU's
+			// own idle path once its softirq is over (a target that
+			// woke meanwhile gets no walk): the expiry is over.
+			delete(target, e.CPU)
+		}
 		switch p := e.Data.(type) {
 		case ftrace.TimerStart:
 			started[p.Timer] = p
@@ -136,11 +158,9 @@ func readOracle(t *testing.T, path string) *oracle {
 			delete(target, e.CPU)
 		case ftrace.TmigrHandleRemoteCPU:
 			target[e.CPU] = p.CPU
-		case ftrace.TmigrUpdateEvents, ftrace.TmigrCPUIdle, ftrace.TmigrCPUActive:
-			delete(target, e.CPU)
 		case ftrace.TimerExpireEntry:
 			tg, ok := target[e.CPU]
-			if st, known := started[p.Timer]; ok && known && st.CPU != tg {
+			if st, known := started[p.Timer]; ok && (known && st.CPU != tg || !known && nonGlobal[i]) {
 				// A remote expiry runs only the target's bases
 				// (timer_expire_remote): a timer queued on another CPU
 				// ends the round, and this is a softirq of the CPU's

@@ -81,7 +81,7 @@ func newClock(t *Trace, hz int) *clock {
 		bucket uint64
 	}
 	pending := map[uint64]pend{} // global timers by pointer
-	remote := NewRemoteExpiry()
+	remote := NewRemoteExpiry(t.Events)
 	// votes counts, for each value of off, the distinct observations that
 	// give it: a CPU that publishes the same expiry with the same first
 	// timer again and again proves no more than it did once.

@@ -103,3 +103,24 @@ func TestRemoteExpiryWhoseTargetWoke(t *testing.T) {
 		t.Fatal("the recording lost its wq_watchdog_timer_fn re-arm")
 	}
 }
+
+// TestRemoteExpiryDeferrableAfterRound: in a window of a fresh 7.0
+// recording, busy CPU 3 expires idle CPU 6's timers in its task's softirq
+// (line 70), CPU 6 wakes meanwhile (no walk printed), and 15 ms later, in
+// the same task, CPU 3's own softirq runs tcp_orphan_update, armed before
+// the window, which re-arms itself deferrable on CPU 3 (line 106). A
+// deferrable timer sits on BASE_DEF, which timer_expire_remote never runs:
+// it is CPU 3's, and its re-arm stays there.
+func TestRemoteExpiryDeferrableAfterRound(t *testing.T) {
+	tr, err := ReadFile("../testdata/traces/vm7-1node-mixed-7.0-deferrable-after-round-cut.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(tr, Options{Placement: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Placement.Mismatches) != 0 || res.Placement.Matched < 3 {
+		t.Errorf("placement %d/%d matched, mismatches %+v", res.Placement.Matched, res.Placement.Checked, res.Placement.Mismatches)
+	}
+}

@@ -27,15 +27,22 @@ import "github.com/tmigr/tmigr/ftrace"
 //  3. a timer_expire_entry of another task on that CPU (another run of the
 //     softirq: a remote expiry runs in the handler's call stack) or of a
 //     timer last queued on another CPU than the target (timer_expire_remote
-//     expires the target's timers only). A pinned or deferrable timer of
-//     the target itself stays attributed to the round: the trace then
-//     contradicts itself, which the checks report rather than explain away.
+//     expires the target's timers only), or of a timer armed before the
+//     recording whose next timer_start shows it pinned or deferrable (it sat
+//     on a BASE_LOCAL or BASE_DEF, which timer_expire_remote never runs; a
+//     timer keeps those flags for life, until its next timer_init). A pinned
+//     or deferrable timer last queued on the target itself stays attributed
+//     to the round: the trace then contradicts itself, which the checks
+//     report rather than explain away.
 //
 // Lines without latency flags (a trace made with the irq-info option off)
 // leave rule 2 unused.
 type RemoteExpiry struct {
 	ctx   map[int]remoteCtx // handler CPU -> its remote expiry in progress
 	where map[uint64]int    // timer -> the CPU whose base it was last queued on
+	// local: the expiries whose timer's next start shows it pinned or
+	// deferrable (rule 3), by the address of their event in the trace.
+	local map[*ftrace.Event]bool
 }
 
 type remoteCtx struct {
@@ -43,9 +50,24 @@ type remoteCtx struct {
 	pid    int
 }
 
-// NewRemoteExpiry returns a RemoteExpiry with no expiry in progress.
-func NewRemoteExpiry() *RemoteExpiry {
-	return &RemoteExpiry{ctx: map[int]remoteCtx{}, where: map[uint64]int{}}
+// NewRemoteExpiry returns a RemoteExpiry for the trace events, which
+// Observe is then given one by one, by address.
+func NewRemoteExpiry(events []ftrace.Event) *RemoteExpiry {
+	r := &RemoteExpiry{ctx: map[int]remoteCtx{}, where: map[uint64]int{}, local: map[*ftrace.Event]bool{}}
+	next := map[uint64]ftrace.TimerFlags{} // timer -> the flags of its next start
+	for i := len(events) - 1; i >= 0; i-- {
+		switch d := events[i].Data.(type) {
+		case ftrace.TimerInit:
+			delete(next, d.Timer)
+		case ftrace.TimerStart:
+			next[d.Timer] = d.Flags
+		case ftrace.TimerExpireEntry:
+			if f, ok := next[d.Timer]; ok && f&(ftrace.TimerPinned|ftrace.TimerDeferrable) != 0 {
+				r.local[&events[i]] = true
+			}
+		}
+	}
+	return r
 }
 
 // Observe takes the trace's next event (events in trace order). For a
@@ -64,7 +86,8 @@ func (r *RemoteExpiry) Observe(ev *ftrace.Event) (base int, remote bool) {
 		if !in {
 			return ev.CPU, false
 		}
-		if on, known := r.where[d.Timer]; ev.PID != x.pid || (known && on != x.target) {
+		on, known := r.where[d.Timer]
+		if ev.PID != x.pid || (known && on != x.target) || (!known && r.local[ev]) {
 			delete(r.ctx, ev.CPU)
 			return ev.CPU, false
 		}

@@ -18,14 +18,16 @@ func TestRemoteExpiry(t *testing.T) {
 	expire := func(flags ftrace.Flags, pid int, timer uint64) ftrace.Event {
 		return line("timer_expire_entry", flags, pid, ftrace.TimerExpireEntry{Timer: timer})
 	}
-	start := func(cpu int, timer uint64) ftrace.Event {
-		return ftrace.Event{CPU: cpu, PID: 7, Flags: "d..1.", Name: "timer_start", Data: ftrace.TimerStart{Timer: timer, CPU: cpu}}
+	startFlags := func(cpu int, timer uint64, f ftrace.TimerFlags) ftrace.Event {
+		return ftrace.Event{CPU: cpu, PID: 7, Flags: "d..1.", Name: "timer_start", Data: ftrace.TimerStart{Timer: timer, CPU: cpu, Flags: f}}
 	}
+	start := func(cpu int, timer uint64) ftrace.Event { return startFlags(cpu, timer, 0) }
 	for _, tc := range []struct {
 		name   string
 		before []ftrace.Event // before the round
 		then   []ftrace.Event // between the round's line and the expiry
 		expiry ftrace.Event
+		after  []ftrace.Event // later lines
 		remote bool
 	}{
 		{name: "the target's timer in the round", expiry: expire("..s1.", pid, 0xa), remote: true},
@@ -44,13 +46,19 @@ func TestRemoteExpiry(t *testing.T) {
 		{name: "another task's softirq", expiry: expire("..s1.", 42, 0xa)},
 		{name: "a timer of the handler's own", before: []ftrace.Event{start(handler, 0xa)}, expiry: expire("..s1.", pid, 0xa)},
 		{name: "a timer of a third CPU", before: []ftrace.Event{start(2, 0xa)}, expiry: expire("..s1.", pid, 0xa)},
+		{name: "a timer armed before the recording, deferrable by its re-arm", expiry: expire("..s1.", pid, 0xa), after: []ftrace.Event{startFlags(handler, 0xa, ftrace.TimerDeferrable)}},
+		{name: "a timer armed before the recording, pinned by a later life's start", expiry: expire("..s1.", pid, 0xa), remote: true,
+			after: []ftrace.Event{{CPU: 2, Name: "timer_init", Data: ftrace.TimerInit{Timer: 0xa}}, startFlags(2, 0xa, ftrace.TimerPinned)}},
+		{name: "a timer armed before the recording, global by its re-arm", expiry: expire("..s1.", pid, 0xa), remote: true, after: []ftrace.Event{startFlags(target, 0xa, 0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewRemoteExpiry()
 			evs := append(append(append(tc.before, remoteCPU), tc.then...), tc.expiry)
+			at := len(evs) - 1
+			evs = append(evs, tc.after...)
+			r := NewRemoteExpiry(evs)
 			var base int
 			var remote bool
-			for i := range evs {
+			for i := range evs[:at+1] {
 				base, remote = r.Observe(&evs[i])
 			}
 			want := handler

@@ -347,7 +347,7 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 	seen := map[uint64]bool{}
 	found := map[uint64]int{} // timer -> index in out
 	var out []preTimer
-	remote := NewRemoteExpiry()
+	remote := NewRemoteExpiry(t.Events)
 	for i, ev := range t.Events {
 		owner, _ := remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {

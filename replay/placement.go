@@ -85,7 +85,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	}
 	lost := map[int]bool{}
 	// The wheel: which timer runs its callback where, and on whose base.
-	remote := NewRemoteExpiry()
+	remote := NewRemoteExpiry(t.Events)
 	running := map[uint64]int{}
 	// hrtimers: the start waiting for its expiry, and the ones running.
 	type hstart struct {

@@ -102,7 +102,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 	// remote[cpu] the CPU whose global timers it is expiring remotely.
 	running := map[int]baseKey{}
 	runningTimer := map[int]uint64{}
-	remote := NewRemoteExpiry()
+	remote := NewRemoteExpiry(t.Events)
 
 	for i := range t.Events {
 		ev := t.Events[i]
