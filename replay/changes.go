@@ -117,6 +117,18 @@ func ChangesStart(events []ftrace.Event) int64 {
 	return 0
 }
 
+// firstEventTS is the trace time of the first event that is not a trace
+// marker (a window cut from a longer recording keeps the guest's start
+// marker, from before its first event).
+func firstEventTS(events []ftrace.Event) int64 {
+	for _, ev := range events {
+		if _, mark := ev.Data.(ftrace.TracingMark); !mark {
+			return ev.TS
+		}
+	}
+	return 0
+}
+
 // planChanges computes, change by change, what the model expects of the
 // machine's membership.
 func (r *replayer) planChanges(s Shape, t *Trace) error {
@@ -125,6 +137,7 @@ func (r *replayer) planChanges(s Shape, t *Trace) error {
 		return nil
 	}
 	base := ChangesStart(t.Events)
+	r.firstTS = firstEventTS(t.Events)
 	online := cpumask.Range(0, s.CPUs-1)
 	var partition cpumask.Mask
 	iso := r.iso
@@ -188,6 +201,13 @@ func (r *replayer) closeChanges(ts int64, line int) {
 		r.applyChange(k)
 		for c := k.diff.First(); c >= 0; c = k.diff.Next(c) {
 			if k.seen.Test(c) {
+				continue
+			}
+			if k.begin < r.firstTS {
+				// Its window began before the recording's first
+				// event (a window cut from a longer recording): the
+				// availability event may lie before it.
+				r.decide(line, "availability", whyPartial, false, "", "")
 				continue
 			}
 			if r.lostIn(c, k.begin, k.done) {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +81,31 @@ func TestUndeclaredPartitionInferred(t *testing.T) {
 	}
 	if len(old.Tmigr.Inferred) != 0 || len(old.Tmigr.Mismatches) == 0 {
 		t.Errorf("under 6.12: inferred %+v, %d mismatches", old.Tmigr.Inferred, len(old.Tmigr.Mismatches))
+	}
+}
+
+// TestChangeBeforeTheWindow: a window cut from a recording after a
+// change's availability events, but inside its window, cannot show them:
+// the change's decisions are undetermined (operation cut by the
+// recording), not "no tmigr_cpu_unavailable" mismatches.
+func TestChangeBeforeTheWindow(t *testing.T) {
+	const f = "vm16-1node-partition-busy-sleepers-7.3.txt"
+	c := editTrace(t, f, func(l []string) []string {
+		var out []string
+		for i, s := range l {
+			// The header, the guest's start marker, and the events
+			// from line 3700 on: the partition's tmigr_cpu_unavailable
+			// lines (3622-3634) are cut away.
+			if strings.HasPrefix(s, "#") || strings.Contains(s, "tmigr-lab: start") || i+1 >= 3700 {
+				out = append(out, s)
+			}
+		}
+		return out
+	})
+	if len(c.Mismatches) != 0 {
+		t.Errorf("mismatches %+v", c.Mismatches)
+	}
+	if c.UndeterminedReasons[whyPartial] < 7 {
+		t.Errorf("undetermined %v: want the 7 CPUs of the partition cut by the recording", c.UndeterminedReasons)
 	}
 }

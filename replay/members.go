@@ -111,13 +111,25 @@ func (r *replayer) checkMembers(ms []membership) []bool {
 		busy := r.busy.Test(c) && !r.nohzFull.Test(c)
 		m := ms[c]
 		model := r.memberText(c, modelIn, busy)
+		// A change whose window began before the recording may have
+		// moved the CPU already: where the model disagrees, the
+		// recording does not show which side the CPU started on.
+		moved := r.movedBeforeStart(c)
 		switch {
 		case m.in >= 0:
-			r.decide(r.ev[m.in].Line, whyMembership, "", modelIn, fmt.Sprintf("CPU %d in the hierarchy (%s)", c, m.inWhat), model)
+			why := ""
+			if moved && !modelIn {
+				why = whyPartial
+			}
+			r.decide(r.ev[m.in].Line, whyMembership, why, modelIn, fmt.Sprintf("CPU %d in the hierarchy (%s)", c, m.inWhat), model)
 			avail[c] = true
 		case busy && m.out >= 0:
+			why := ""
+			if moved && modelIn {
+				why = whyPartial
+			}
 			gl := r.groupLine(m.out)
-			r.decide(r.ev[m.out].Line, whyMembership, "", !modelIn,
+			r.decide(r.ev[m.out].Line, whyMembership, why, !modelIn,
 				fmt.Sprintf("CPU %d out of the hierarchy (busy, yet not active below %s)", c, fmtGroup(gl.id, gl.after)), model)
 			avail[c] = false
 		case m.lost:
@@ -133,6 +145,17 @@ func (r *replayer) checkMembers(ms []membership) []bool {
 		}
 	}
 	return avail
+}
+
+// movedBeforeStart reports whether a change of the machine line whose
+// window began before the recording's first event moves cpu.
+func (r *replayer) movedBeforeStart(cpu int) bool {
+	for _, k := range r.at {
+		if k.begin < r.firstTS && k.diff.Test(cpu) {
+			return true
+		}
+	}
+	return false
 }
 
 // memberText is the model's expectation about cpu, in the words the

@@ -132,6 +132,8 @@ type replayer struct {
 	busy   cpumask.Mask // the machine line's busy CPUs
 	avail0 []bool       // CPUs in the hierarchy when the recording starts (members.go)
 	at     []*change    // the machine line's at= (changes.go)
+	// firstTS: the trace time of the first event (not a marker).
+	firstTS int64
 	// described: the trace has a machine line, so that an availability
 	// change it does not list is the model's to explain.
 	described bool
