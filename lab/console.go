@@ -148,7 +148,7 @@ func (r *guestReport) trace() ([]byte, error) {
 		return nil, err
 	}
 	var raw bytes.Buffer
-	for i, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+	for i, l := range dropKernelMessages(strings.Split(strings.TrimSuffix(s, "\n"), "\n")) {
 		b, err := base64.StdEncoding.DecodeString(l)
 		if err != nil {
 			return nil, fmt.Errorf("trace: line %d of the encoded trace is not base64 (%v): the console mangled it", i+1, err)
@@ -167,6 +167,39 @@ func (r *guestReport) trace() ([]byte, error) {
 		return nil, fmt.Errorf("trace: %v (the trace was cut short or damaged on the console)", err)
 	}
 	return text, nil
+}
+
+// kernelMessage matches a kernel message on the console ("[   12.764791]
+// Disabling IRQ #4"): printk writes a message of high enough level to the
+// serial console whatever the guest's program is writing there, so it can
+// land inside a base64 line, which it ends, the line's rest following on
+// the next. Neither '[' nor ' ' is a base64 character.
+var kernelMessage = regexp.MustCompile(`\[ *[0-9]+\.[0-9]+\] .*$`)
+
+// dropKernelMessages takes the kernel's messages out of the encoded
+// trace's lines: a message alone on its line goes, and one that cut a line
+// goes with the line break it brought, the line's two halves joined again.
+// What else the console damaged, gzip's checksum still finds.
+func dropKernelMessages(lines []string) []string {
+	out := make([]string, 0, len(lines))
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		loc := kernelMessage.FindStringIndex(l)
+		if loc == nil {
+			out = append(out, l)
+			continue
+		}
+		l = l[:loc[0]]
+		if l == "" {
+			continue
+		}
+		if i+1 < len(lines) {
+			i++
+			l += lines[i]
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // release returns the kernel's upstream release ("6.12.117") from the

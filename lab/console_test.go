@@ -160,14 +160,27 @@ func TestDamagedTrace(t *testing.T) {
 	if err != nil || string(got) != text {
 		t.Fatalf("intact trace: %v", err)
 	}
+	// printk writes to the serial console between the guest's own writes:
+	// a message on a line of its own, or one that cuts a line (its rest on
+	// the next), is taken out and the trace decodes whole.
+	cut := append(append([]string{}, lines[:1]...), lines[1][:30]+"[   12.764791] Disabling IRQ #4", lines[1][30:])
+	cut = append(cut, lines[2:]...)
 	for name, body := range map[string][]string{
-		"missing line":  append(append([]string{}, lines[:1]...), lines[2:]...),
-		"cut short":     lines[:len(lines)-1],
-		"kernel noise":  append(append([]string{}, lines[:1]...), append([]string{"[   12.3] rcu: INFO: stall"}, lines[1:]...)...),
-		"flipped char":  append([]string{strings.Replace(lines[0], lines[0][20:21], "Q", 1)}, lines[1:]...),
-		"empty":         {""},
-		"not gzip":      {base64.StdEncoding.EncodeToString([]byte("# tracer: nop\n"))},
-		"padding first": append([]string{"AA=="}, lines...),
+		"kernel message on its own line": append(append([]string{}, lines[:1]...), append([]string{"[   12.3] rcu: INFO: stall"}, lines[1:]...)...),
+		"kernel message cutting a line":  cut,
+	} {
+		if got, err := report(body).trace(); err != nil || string(got) != text {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for name, body := range map[string][]string{
+		"missing line":                      append(append([]string{}, lines[:1]...), lines[2:]...),
+		"cut short":                         lines[:len(lines)-1],
+		"kernel message in place of a line": append(append([]string{}, lines[:1]...), append([]string{"[   12.764791] Disabling IRQ #4"}, lines[2:]...)...),
+		"flipped char":                      append([]string{strings.Replace(lines[0], lines[0][20:21], "Q", 1)}, lines[1:]...),
+		"empty":                             {""},
+		"not gzip":                          {base64.StdEncoding.EncodeToString([]byte("# tracer: nop\n"))},
+		"padding first":                     append([]string{"AA=="}, lines...),
 	} {
 		if _, err := report(body).trace(); err == nil {
 			t.Errorf("%s: a damaged trace decoded", name)
