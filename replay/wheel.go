@@ -36,6 +36,10 @@ import (
 // then on: a start there that any clock up to jiffies could explain is
 // undetermined ("events lost").
 
+// whyEarlyNext is why a start is undetermined when a next_expiry left
+// early by a cancelled timer may have held the base clock back.
+const whyEarlyNext = "base clock held back by the next_expiry of a cancelled timer"
+
 type baseKey struct {
 	cpu int
 	idx int // cpu.BaseLocal, BaseGlobal, BaseDef
@@ -60,6 +64,18 @@ type wheelBase struct {
 	// lost: the CPU's buffer lost events (a start, cancel or expiry may
 	// be missing): its pending timers, and so its clock, are unknown.
 	lost bool
+	// early is the earliest bucket enqueued since the base's next_expiry
+	// was last recalculated (hasEarly): the kernel lowers next_expiry at
+	// every enqueue, but a cancel (detach_if_pending) only flags it for
+	// recalculation, which __run_timers and get_next_timer_interrupt do
+	// (timer.c). Until then next_expiry may be as early as that bucket,
+	// whose timer left, and __forward_timer_base stops the clock there
+	// when it is due: a timer softirq that runs late (deferred to
+	// ksoftirqd behind a busy task) leaves it so for ticks. A pass of
+	// __run_timers that expires nothing prints nothing, so it is only a
+	// lower bound of the clock.
+	early    uint64
+	hasEarly bool
 }
 
 func (b *wheelBase) nextExpiry() (uint64, bool) {
@@ -121,11 +137,20 @@ func CheckWheel(t *Trace, hz int) Counts {
 				delete(b.unknown, p.Timer)
 				delete(where, p.Timer)
 			}
+		case ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:
+			// get_next_timer_interrupt recalculated the CPU's
+			// next_expiry values before it printed these.
+			if cg, ok := ftrace.CPUGroupOf(p); ok && cg.CPU == ev.CPU {
+				for idx := range 3 {
+					getBase(baseKey{ev.CPU, idx}).hasEarly = false
+				}
+			}
 		case ftrace.TimerExpireEntry:
 			k, ok := expiringBase(owner, isRemote, p.Timer, last)
 			if ok {
 				b := getBase(k)
 				b.expiring, b.baseclk = true, p.BaseClk
+				b.hasEarly = false // __run_timers recalculated it
 				delete(b.pending, p.Timer)
 				delete(b.unknown, p.Timer)
 				// __run_timers took the whole bucket of this tick off
@@ -154,6 +179,9 @@ func CheckWheel(t *Trace, hz int) Counts {
 				be = p.BucketExpiry
 			}
 			b.pending[p.Timer] = be
+			if !b.hasEarly || wheel.Before(be, b.early) {
+				b.early, b.hasEarly = be, true
+			}
 			where[p.Timer] = k
 			last[p.Timer] = k
 		}
@@ -198,6 +226,10 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 		c.undetermined("base clock held back by a timer armed before the recording")
 		return be
 	}
+	if b.hasEarly && wheel.Before(b.early, clk) && !wheel.After(b.early, jiffies) && explainable(p, b.early, clk, depth) {
+		c.undetermined(whyEarlyNext)
+		return be
+	}
 	if b.lost && explainable(p, 0, later(clk, jiffies), depth) {
 		// A lost start may hold the clock back, a lost cancel or expiry
 		// may have let it run up to jiffies.
@@ -223,7 +255,7 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 func explainable(p ftrace.TimerStart, lo, hi uint64, depth int) bool {
 	try := func(clk uint64) bool {
 		idx, be := wheel.Index(p.Expires, clk, depth)
-		return idx == p.Idx && be == p.BucketExpiry
+		return idx == p.Idx && (be == p.BucketExpiry || p.NoBucketExpiry)
 	}
 	if try(lo) || try(hi) {
 		return true

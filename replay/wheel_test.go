@@ -189,3 +189,69 @@ func TestWheel61(t *testing.T) {
 		}
 	}
 }
+
+// TestWheelNextExpiryLeftEarly: a cancel leaves the base's next_expiry
+// where the cancelled timer's bucket put it, flagged for recalculation,
+// and a timer softirq that runs late (ksoftirqd behind a busy task) leaves
+// it so for ticks; __forward_timer_base then stops the clock there. The
+// lines of a 6.1 guest's TCP load (lab campaign seed 20261205, draw 2):
+// delack timers re-armed and re-armed again without ever expiring, the
+// last start's level only explained by a clock at a cancelled bucket. That
+// start is undetermined, in both the 6.1 form (no bucket_expiry) and the
+// 6.9 form; with the base's timer softirq seen to run between (an expiry:
+// __run_timers recalculated next_expiry) nothing holds the clock back and
+// it is a mismatch.
+func TestWheelNextExpiryLeftEarly(t *testing.T) {
+	const hz = 250
+	depth := wheel.DepthForHZ(hz)
+	j0 := uint64(4294895073)
+	start := func(tm uint64, expires, jiffies uint64, clk uint64, no61 bool) ftrace.Event {
+		idx, be := wheel.Index(expires, clk, depth)
+		p := ftrace.TimerStart{Timer: tm, Function: "tcp_delack_timer", Expires: expires, Timeout: int64(expires - jiffies), CPU: 8, Idx: idx, BucketExpiry: be}
+		if no61 {
+			p.BucketExpiry, p.NoBucketExpiry = 0, true
+		}
+		return ftrace.Event{CPU: 8, PID: 157, Data: p}
+	}
+	for _, tc := range []struct {
+		name    string
+		form61  bool
+		expired bool // the base's softirq ran between
+	}{{"6.1", true, false}, {"6.9", false, false}, {"recalculated", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := []ftrace.Event{
+				start(1, j0+10, j0, j0, tc.form61), // bucket j0+11
+				{CPU: 8, PID: 157, Data: ftrace.TimerCancel{Timer: 1}},
+				start(1, j0+40, j0+16, j0+16, tc.form61), // moved on; next_expiry stays at j0+11
+			}
+			if tc.expired {
+				// A timer of the base expires at j0+20: __run_timers
+				// recalculated next_expiry to j0+41.
+				ev = append(ev, start(2, j0+19, j0+16, j0+16, tc.form61),
+					ftrace.Event{CPU: 8, PID: 0, Flags: "..s1.", Data: ftrace.TimerCancel{Timer: 2}},
+					ftrace.Event{CPU: 8, PID: 0, Flags: "..s1.", Data: ftrace.TimerExpireEntry{Timer: 2, Function: "tcp_delack_timer", Now: j0 + 20, BaseClk: j0 + 20}},
+					ftrace.Event{CPU: 8, PID: 0, Flags: "..s1.", Data: ftrace.TimerExpireExit{Timer: 2}})
+			}
+			// At jiffies j0+30 the clock stops at the early next_expiry
+			// j0+11, and a timer 60 ticks ahead goes to level 1.
+			late := start(3, j0+30+60, j0+30, j0+11, tc.form61)
+			if held, _ := wheel.Index(j0+90, j0+30, depth); held == late.Data.(ftrace.TimerStart).Idx {
+				t.Fatal("the test shows nothing: the clock at jiffies gives the same bucket")
+			}
+			ev = append(ev, late)
+			for i := range ev {
+				ev[i].Line, ev[i].TS, ev[i].Name = i+1, int64(i+1)*1000, ev[i].Data.Name()
+			}
+			c := CheckWheel(&Trace{Events: ev}, hz)
+			if tc.expired {
+				if len(c.Mismatches) != 1 {
+					t.Errorf("after a recalculation: mismatches %v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+				}
+				return
+			}
+			if len(c.Mismatches) != 0 || c.UndeterminedReasons[whyEarlyNext] != 1 {
+				t.Errorf("mismatches %v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+			}
+		})
+	}
+}
