@@ -26,7 +26,20 @@ type Event struct {
 //	||`--- 'h' hardirq, 's' softirq, 'H' hardirq in softirq, 'z' NMI, 'Z' NMI in hardirq
 //	|`---- need-resched: 'N', 'n', 'p', 'L', 'l', 'B', 'b' or '.'
 //	`----- 'd' irqs off, 'D' irqs and BH off, 'b' BH off, 'X' unknown
+//
+// The PREEMPT_RT patch set of the 6.1 series (Debian's rt-amd64 6.1) adds
+// two columns of its lazy preemption, seven characters in all: a
+// need-resched-lazy flag after need-resched, and the preempt-lazy depth
+// after the preempt depth ("d..h1..": irqs off, hardirq, preempt depth 1).
 type Flags string
+
+// ctx is the index of the hardirq/softirq column.
+func (f Flags) ctx() int {
+	if len(f) == 7 {
+		return 3
+	}
+	return 2
+}
 
 // IRQsOff reports whether interrupts were disabled.
 func (f Flags) IRQsOff() bool { return len(f) > 0 && (f[0] == 'd' || f[0] == 'D') }
@@ -35,19 +48,28 @@ func (f Flags) IRQsOff() bool { return len(f) > 0 && (f[0] == 'd' || f[0] == 'D'
 func (f Flags) NeedResched() bool { return len(f) > 1 && f[1] != '.' }
 
 // HardIRQ reports whether the event fired in hard interrupt context.
-func (f Flags) HardIRQ() bool { return len(f) > 2 && (f[2] == 'h' || f[2] == 'H' || f[2] == 'Z') }
+func (f Flags) HardIRQ() bool {
+	i := f.ctx()
+	return len(f) > i && (f[i] == 'h' || f[i] == 'H' || f[i] == 'Z')
+}
 
 // SoftIRQ reports whether the event fired in softirq context (timer
 // callbacks of the wheel run there, from TIMER_SOFTIRQ).
-func (f Flags) SoftIRQ() bool { return len(f) > 2 && (f[2] == 's' || f[2] == 'H') }
+func (f Flags) SoftIRQ() bool {
+	i := f.ctx()
+	return len(f) > i && (f[i] == 's' || f[i] == 'H')
+}
 
 // NMI reports whether the event fired in NMI context.
-func (f Flags) NMI() bool { return len(f) > 2 && (f[2] == 'z' || f[2] == 'Z') }
+func (f Flags) NMI() bool {
+	i := f.ctx()
+	return len(f) > i && (f[i] == 'z' || f[i] == 'Z')
+}
 
 // PreemptDepth is the preempt count's low nibble (0 for '.').
 func (f Flags) PreemptDepth() int {
-	if len(f) > 3 {
-		return hexDigit(f[3])
+	if i := f.ctx() + 1; len(f) > i {
+		return hexDigit(f[i])
 	}
 	return 0
 }
@@ -64,13 +86,13 @@ func hexDigit(c byte) int {
 
 // checkFlags reports why s cannot be a latency-flags field, or "".
 func checkFlags(s string) string {
-	if len(s) != 4 && len(s) != 5 {
-		return "is not 4 or 5 flag characters"
+	if len(s) != 4 && len(s) != 5 && len(s) != 7 {
+		return "is not 4, 5 or 7 flag characters"
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c != '.' && (c < '0' || c > '9') && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
-			return "is not 4 or 5 flag characters"
+			return "is not 4, 5 or 7 flag characters"
 		}
 	}
 	return ""

@@ -114,8 +114,8 @@ func TestAppendEventRejects(t *testing.T) {
 		{func(e *Event) { e.PID = 1 << 31 }, "PID 2147483648 out of range"},
 		{func(e *Event) { e.CPU = -1 }, "CPU -1 out of range"},
 		{func(e *Event) { e.CPU = cpumask.MaxCPUs }, "CPU 8192 out of range"},
-		{func(e *Event) { e.Flags = "d..2.." }, `flags "d..2.." is not 4 or 5 flag characters`},
-		{func(e *Event) { e.Flags = "d .2." }, `flags "d .2." is not 4 or 5 flag characters`},
+		{func(e *Event) { e.Flags = "d..2.." }, `flags "d..2.." is not 4, 5 or 7 flag characters`},
+		{func(e *Event) { e.Flags = "d .2." }, `flags "d .2." is not 4, 5 or 7 flag characters`},
 		{func(e *Event) { e.TS = -1 }, "negative timestamp"},
 		{func(e *Event) { e.Name = "timer_init" }, `Name "timer_init" but Data is timer_cancel`},
 		{func(e *Event) { e.Data = nil }, `event name "" is not a tracepoint name`},
@@ -222,6 +222,12 @@ func TestFlags(t *testing.T) {
 		{"..z.", false, false, false, false, true, 0},
 		{"...f.", false, false, false, false, false, 15},
 		{"", false, false, false, false, false, 0},
+		// PREEMPT_RT 6.1's seven columns: need-resched-lazy after
+		// need-resched, preempt-lazy depth after the preempt depth.
+		{"d..h1..", true, false, true, false, false, 1},
+		{"dn.h2..", true, true, true, false, false, 2},
+		{"...s.13", false, false, false, true, false, 0},
+		{"d..H113", true, false, true, true, false, 1},
 	} {
 		f := tc.f
 		if f.IRQsOff() != tc.irqsOff || f.NeedResched() != tc.resched || f.HardIRQ() != tc.hard ||
@@ -229,6 +235,15 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%q: irqsoff=%v resched=%v hard=%v soft=%v nmi=%v depth=%d", f,
 				f.IRQsOff(), f.NeedResched(), f.HardIRQ(), f.SoftIRQ(), f.NMI(), f.PreemptDepth())
 		}
+	}
+}
+
+// TestParseLineRT61: the 7-column flags of a PREEMPT_RT 6.1 kernel read
+// (lab campaign seed 20261205, draw 1, refused before).
+func TestParseLineRT61(t *testing.T) {
+	ev, err := ParseLine("       ktimers/5-61      [005] d..H113    10.226495: hrtimer_expire_entry: hrtimer=00000000f82047f6 function=tick_sched_timer now=10203282909")
+	if err != nil || ev.Flags != "d..H113" || !ev.Flags.HardIRQ() || !ev.Flags.SoftIRQ() || ev.CPU != 5 || ev.TS != 10_226_495_000 {
+		t.Errorf("%+v, %v", ev, err)
 	}
 }
 
