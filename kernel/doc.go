@@ -16,6 +16,7 @@
 //	pull-hierarchy      7ee988770326  6.9       -                  timers stay where armed; idle CPUs' global timers
 //	                                                               are pulled by a migrator of the hierarchy
 //	sysctl-hrtimer-only b2cf7507e186  6.9       -                  kernel.timer_migration no longer touches the wheel
+//	add-timer-on-pinned aae55e9fb8fc  6.9       -                  add_timer_on marks its timer TIMER_PINNED (flags=P)
 //	numa-balanced-tree  5eb579dfd46b  6.19      6.18.2             groups below the crossnode level hold one node only
 //	exclude-isolated    7dec062cfcf2  6.19      -                  isolcpus (domain) CPUs and isolated cpuset partitions
 //	                                                               leave the hierarchy (nohz_full and timekeeper stay)

@@ -23,6 +23,11 @@ const (
 	// non-pinned hrtimer may be queued on another CPU; the wheel ignores
 	// it (b2cf7507e186, 6.9).
 	SysctlHrtimerOnly
+	// AddTimerOnPinned: add_timer_on() sets TIMER_PINNED, so a timer its
+	// caller queued on another CPU prints flags=P (aae55e9fb8fc "timers:
+	// Make sure TIMER_PINNED flag is set in add_timer_on()", 6.9). Before,
+	// such a timer printed no P: nothing told it from a pushed one.
+	AddTimerOnPinned
 	// NUMABalancedTree: groups below the crossnode level hold CPUs of one
 	// node only (5eb579dfd46b, 6.19; 6.18.2).
 	NUMABalancedTree
@@ -86,6 +91,8 @@ var infos = [numSwitches]Info{
 		Since: V(7, 2, 0)},
 	HrtimerPreferLocal: {Name: "hrtimer-prefer-local", Commit: "3288cd486376", Title: "hrtimer: Optimize for local timers",
 		Since: V(7, 1, 0)},
+	AddTimerOnPinned: {Name: "add-timer-on-pinned", Commit: "aae55e9fb8fc", Title: "timers: Make sure TIMER_PINNED flag is set in add_timer_on()",
+		Since: V(6, 9, 0)},
 }
 
 // Switches returns every switch, oldest first.

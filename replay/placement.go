@@ -20,7 +20,9 @@ import (
 //   - a pinned wheel timer queued on another CPU is add_timer_on's, whose
 //     caller chose the CPU, even from the timer's own callback (no
 //     running-timer check there: clocksource_watchdog hops so): no
-//     placement decision;
+//     placement decision; before 6.9 add_timer_on did not mark it pinned
+//     (kernel.AddTimerOnPinned, aae55e9fb8fc), so a non-pinned timer
+//     queued on another CPU than the rules allow may be its: undetermined;
 //   - a timer re-armed from its own callback stays on its base (the base's
 //     running_timer), on every kernel: for a wheel timer expired remotely
 //     that is the remote CPU's base;
@@ -51,6 +53,7 @@ const (
 	whyPushTarget = "target depends on which CPUs were idle"
 	whySysctl     = "timer_migration changed then"
 	whyFinishing  = "re-armed as its callback returned on another CPU"
+	whyAddTimerOn = "queued elsewhere by add_timer_on, unmarked before 6.9"
 )
 
 // finishingOn returns the CPU whose base may still hold tm as running
@@ -143,6 +146,15 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 				want.Set(a)
 			default:
 				want, why = p.wheel(a, ev)
+				if d.CPU != a && !want.Test(d.CPU) && !p.km.Has(kernel.AddTimerOnPinned) {
+					// Before aae55e9fb8fc (6.9) add_timer_on left
+					// no TIMER_PINNED: its caller's CPU prints like
+					// a push the rules do not allow. (One it queued
+					// on the arming CPU itself is taken for the
+					// rule's local choice.)
+					want.Set(d.CPU)
+					why = whyAddTimerOn
+				}
 			}
 			p.decide(&c, ev, "timer_start", d.CPU, want, why, lost[a])
 		case ftrace.HrtimerStart:

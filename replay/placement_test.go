@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 )
 
@@ -106,4 +107,36 @@ func hasPlacement(c Counts, event string) bool {
 		}
 	}
 	return false
+}
+
+// TestPlacementAddTimerOnBefore69: on 6.1 a delayed work queued for CPU 0
+// by a task on busy CPU 2 (queue_delayed_work_on: add_timer_on) prints
+// cpu=0 without TIMER_PINNED (a 6.1 guest of the lab campaign, seed
+// 20261205, draw 3): the push rule cannot put it there, add_timer_on can,
+// and the trace does not tell which ran, so it is undetermined. From 6.9
+// (aae55e9fb8fc) add_timer_on marks it pinned, and the same unmarked line
+// is a mismatch: only the push could have moved it, and there is none.
+func TestPlacementAddTimerOnBefore69(t *testing.T) {
+	m := ftrace.Machine{CPUs: 3, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 2)}, HZ: 250}
+	ev := []ftrace.Event{{Line: 2, CPU: 2, PID: 102, Task: "tmigr-guest", Flags: "d..3.", Name: "timer_start",
+		Data: ftrace.TimerStart{Timer: 0xe264ed5a, Function: "delayed_work_timer_fn", Expires: 4294893765, Timeout: 501, CPU: 0, Idx: 89, Flags: ftrace.TimerIrqsafe, NoBucketExpiry: true}}}
+	for _, tc := range []struct {
+		kernel   string
+		mismatch bool
+	}{{"6.1.192", false}, {"6.12.118", true}} {
+		m.Kernel = tc.kernel
+		mm := m
+		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: ev}
+		s, err := shapeOf(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := CheckPlacement(tr, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || (!tc.mismatch && c.UndeterminedReasons[whyAddTimerOn] != 1) {
+			t.Errorf("%s: mismatches %v, undetermined %v", tc.kernel, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
 }
