@@ -110,7 +110,7 @@
 // line, an activation at its first transition (tmigr_cpu_active comes just
 // before it).
 //
-// Other CPUs do not stop meanwhile. Four interleavings are replayed as the
+// Other CPUs do not stop meanwhile. Five interleavings are replayed as the
 // trace shows them:
 //
 //   - A round runs the expired CPU's timers with no lock held. Operations of
@@ -118,6 +118,20 @@
 //     line are replayed inside the model's Expirer.ExpireRemote, where that
 //     window is in hier: the target may wake up meanwhile, and the walk that
 //     follows then sees it.
+//   - A round prints tmigr_handle_remote as it enters a group, before it
+//     checks its migrator and takes the group's lock
+//     (tmigr_handle_remote_up, kernel/time/timer_migration.c, 6.9+), and
+//     tmigr_handle_remote_cpu prints the target's wakeup, read under the
+//     target's lock, as it claims the target (and resets the wakeup). When
+//     the claim's wakeup is not the model's, and operations of the target
+//     itself lie wholly between the round's tmigr_handle_remote and the
+//     claim, they came first: they are replayed in hier's Tracer call for
+//     the group (no lock held), before the dequeue and the claim. The
+//     target's own round reads its wakeup for its fast exit before it
+//     prints anything and writes it at its end: a claim that printed
+//     KTIME_MAX where the model still held the target's wakeup saw that
+//     write. Where the claim printed the model's value, the target's
+//     operation is left to the expiry's window (it ended after the claim).
 //   - Per-CPU buffers are merged by timestamp, and a CPU's line trails its
 //     compare-and-swap. When an operation's transition starts from another
 //     state than the model's, and the next pending operation of another CPU,

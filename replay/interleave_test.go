@@ -39,3 +39,37 @@ func TestUpdateReadsLaterCAS(t *testing.T) {
 		}
 	}
 }
+
+// replayWindow replays a reproducer window of testdata/traces and reports
+// its mismatches as errors.
+func replayWindow(t *testing.T, f string) *Counts {
+	t.Helper()
+	tr, err := ReadFile(filepath.Join("../testdata/traces", f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(tr, Options{Tmigr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Tmigr
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	return c
+}
+
+// TestRoundBeforeClaim replays a window of the same kind of 7.3 recording
+// where CPU 1's round printed its tmigr_handle_remote (line 40) before CPU
+// 0's own round (line 41), yet all of CPU 0's round came before CPU 1
+// claimed CPU 0 (line 42): CPU 0's round read its wakeup, 5016000000 (line
+// 34), as not KTIME_MAX, so it entered its group, and reset it to
+// KTIME_MAX, which the claim printed. Replayed after the claim, as the
+// window of the expiry used to take it, CPU 0's round finds its wakeup
+// reset by the claim and stops at once.
+func TestRoundBeforeClaim(t *testing.T) {
+	c := replayWindow(t, "vm4-1node-isol-busy-sleeper-7.3-round-before-claim.txt")
+	if c.Matched != 34 || c.Checked != 37 {
+		t.Errorf("tmigr %d/%d matched (%s), want 34/37", c.Matched, c.Checked, c.Reasons())
+	}
+}

@@ -25,16 +25,17 @@ import (
 
 // round is a remote round being replayed.
 type round struct {
-	idx    int // op index
-	o      *op
-	used   []bool       // kernel targets matched to the model's
-	cur    int          // the kernel target of the model's current expiry, -1
-	why    string       // why the round is undetermined, beyond its start
-	lo, hi int64        // now lies in [lo, hi] (ns)
-	amb    map[int]bool // CPUs with an event between lo and hi
-	walked []int        // targets whose events the model walked up again
-	nested bool         // operations of other CPUs were replayed inside it
-	wWhy   string       // why the handler's wakeup afterwards may differ
+	idx     int // op index
+	o       *op
+	used    []bool       // kernel targets matched to the model's
+	cur     int          // the kernel target of the model's current expiry, -1
+	why     string       // why the round is undetermined, beyond its start
+	lo, hi  int64        // now lies in [lo, hi] (ns)
+	amb     map[int]bool // CPUs with an event between lo and hi
+	walked  []int        // targets whose events the model walked up again
+	nested  bool         // operations of other CPUs were replayed inside it
+	entered int          // groups the model's round entered so far
+	wWhy    string       // why the handler's wakeup afterwards may differ
 }
 
 // q0Reason is qReason for the level-0 group a round handles: an idle CPU's
@@ -458,6 +459,54 @@ func (r *replayer) expireRemote(handler, target int) {
 			rd.nested = true
 			r.exec(j)
 		}
+	}
+}
+
+// onRemote is called when the model's round enters a group: hier's
+// tmigr_handle_remote_up prints tmigr_handle_remote before it checks the
+// migrator and takes the group's lock, and holds no lock there. When the
+// round's next line is a claim (tmigr_handle_remote_cpu prints the target's
+// wakeup, read under the target's lock, before it resets it) whose wakeup
+// is not the model's, and the target's own operations the trace shows
+// wholly between the two lines are pending, those came first: the target's
+// round read its wakeup (its fast exit) and wrote it at its end. They are
+// replayed here, before the dequeue and the claim; if they do not explain
+// the printed wakeup, the claim's check says so.
+func (r *replayer) onRemote() {
+	if len(r.rounds) == 0 {
+		return
+	}
+	rd := r.rounds[len(r.rounds)-1]
+	k := rd.entered
+	rd.entered++
+	if k >= len(rd.o.levels) {
+		return
+	}
+	li := rd.o.levels[k]
+	end := -1
+	for _, i := range rd.o.lines {
+		if i > li {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return
+	}
+	p, ok := r.ev[end].Data.(ftrace.TmigrHandleRemoteCPU)
+	if !ok || p.CPU == rd.o.cpu || r.wk[p.CPU] != "" || r.m.h.CPU(p.CPU).Wakeup == p.Wakeup {
+		return
+	}
+	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
+		o := r.ops[j]
+		if r.done[j] || o.cpu != p.CPU {
+			continue
+		}
+		if o.last() >= end {
+			break
+		}
+		rd.nested = true
+		r.exec(j)
 	}
 }
 

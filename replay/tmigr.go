@@ -171,6 +171,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.rec.onUpdate = r.onUpdate
 	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = "" }
 	r.rec.onCAS = r.onCAS
+	r.rec.onRemote = r.onRemote
 	r.waiting = map[int]bool{}
 	r.rec.onRemoteCPU = func(cpu int) string {
 		// The target's wakeup is reset to KTIME_MAX: known from now on.
