@@ -149,12 +149,20 @@
 //     deactivation, whose CPU event was un-ignored before its walk, or an
 //     activation), that operation is replayed between the two, inside
 //     hier's Tracer call that follows the compare-and-swap (no group lock
-//     is held there; interleave.go), whole. An operation whose line the
-//     merged trace put first, and that the previous rule replays second,
-//     may so run inside the very walk it waited for. Not replayed yet:
-//     the kernel's update lines may show that the interrupted walk took
-//     the lock first, and its update then queued its new event before the
-//     other one read the queue; the model's other CPU reads it without.
+//     is held there; interleave.go). An operation whose line the merged
+//     trace put first, and that the previous rule replays second, may so
+//     run inside the very walk it waited for. It runs whole, its event
+//     update included, unless the kernel printed its update of that group
+//     after the interrupted walk's: tmigr_update_events is printed under
+//     the group's lock, so the printed order of two updates of one group
+//     is their lock order. Then the interrupted walk's update queued its
+//     new event first, and the other CPU's update, finding the top idle,
+//     may return that very event. That operation (a deactivation) is split:
+//     it runs on a goroutine of its own up to its compare-and-swap, waits
+//     there in hier's Tracer call while the interrupted walk ends (its
+//     update was its last step: another CPU's compare-and-swap changed
+//     the group only because the walk left it active, so it stops there),
+//     and then goes on to its update. One goroutine runs at a time.
 //   - A CPU whose transitions the trace lacks altogether (see below).
 //
 // # What the trace reveals, and what is unknown

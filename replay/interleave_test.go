@@ -73,3 +73,18 @@ func TestRoundBeforeClaim(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s), want 34/37", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestUpdateLockOrder replays a window of the same kind of 7.3 recording
+// where CPU 1's compare-and-swap (line 34) fell between CPU 0's (line 33)
+// and CPU 0's event update (line 35, which read the group idle), but CPU
+// 0's update took the group's lock first: it queued CPU 0's new event,
+// 5108000000, and CPU 1's update (line 37), finding the group idle, handed
+// CPU 1 that event (line 38). Replayed whole inside CPU 0's walk, CPU 1's
+// deactivation read the queue without it (122060000000); split, it waits
+// after its compare-and-swap for CPU 0's walk to end.
+func TestUpdateLockOrder(t *testing.T) {
+	c := replayWindow(t, "vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt")
+	if c.Matched != 23 || c.Checked != 25 {
+		t.Errorf("tmigr %d/%d matched (%s), want 23/25", c.Matched, c.Checked, c.Reasons())
+	}
+}

@@ -126,6 +126,10 @@ type replayer struct {
 	inWalk  int
 	waiting map[int]bool
 	walked  []bool
+	// splits: operations waiting in the middle of their walk for another
+	// to end; pausing: the one being started (interleave.go).
+	splits  []*split
+	pausing *split
 
 	boot   bool // the trace starts at the hierarchy's creation
 	km     kernel.Model
