@@ -217,6 +217,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"kvm2-6.18-remote-target-woke-cut.txt":                       {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
 		"vm4-1node-isol-busy-sleeper-7.3-round-before-claim.txt":     {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
 		"vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt":      {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"kvm2-6.18-round-beside-unprinted-walk.txt":                  {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

@@ -265,4 +265,18 @@
 // every timer, always; otherwise when no timer armed before the recording
 // can still be pending on the target and due no later, and the answer lies
 // within the recording. Else it is unknown.
+//
+// A round of another CPU that expires nothing, printed during a remote
+// expiry whose walk printed nothing, read the groups' queues before or
+// after that walk requeued the target's event (tmigr_handle_remote_up
+// reads the group's next expiry under its lock; tmigr_update_events takes
+// it for the walk): the trace does not show which. Its result, its CPU's
+// wakeup, is printed by that CPU's next tmigr_cpu_active,
+// tmigr_cpu_new_timer or non-walking tmigr_cpu_new_timer_idle, or by the
+// next claim of it. The replay puts the round in the expiry's window
+// (before the walk) unless the kernel's value is not what it would read
+// there, and then after the handler's round. Where the two orders give
+// different values and the kernel's is one of them, the decision that
+// prints it is undetermined ("round before or after an unprinted walk");
+// where the kernel's is neither, it is a mismatch.
 package replay
