@@ -215,6 +215,9 @@ func TestRealTracesHeaders(t *testing.T) {
 		// A window of a recording the replay got wrong (testdata/traces/README.md).
 		"vm4-1node-isol-busy-sleeper-7.3-update-reads-later-cas.txt": {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
 		"kvm2-6.18-remote-target-woke-cut.txt":                       {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
+		"vm4-1node-isol-busy-sleeper-7.3-round-before-claim.txt":     {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt":      {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"kvm2-6.18-round-beside-unprinted-walk.txt":                  {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
 		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":         {7, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1; period=2.6ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.

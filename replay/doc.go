@@ -110,7 +110,7 @@
 // line, an activation at its first transition (tmigr_cpu_active comes just
 // before it).
 //
-// Other CPUs do not stop meanwhile. Four interleavings are replayed as the
+// Other CPUs do not stop meanwhile. Five interleavings are replayed as the
 // trace shows them:
 //
 //   - A round runs the expired CPU's timers with no lock held. Operations of
@@ -118,6 +118,20 @@
 //     line are replayed inside the model's Expirer.ExpireRemote, where that
 //     window is in hier: the target may wake up meanwhile, and the walk that
 //     follows then sees it.
+//   - A round prints tmigr_handle_remote as it enters a group, before it
+//     checks its migrator and takes the group's lock
+//     (tmigr_handle_remote_up, kernel/time/timer_migration.c, 6.9+), and
+//     tmigr_handle_remote_cpu prints the target's wakeup, read under the
+//     target's lock, as it claims the target (and resets the wakeup). When
+//     the claim's wakeup is not the model's, and operations of the target
+//     itself lie wholly between the round's tmigr_handle_remote and the
+//     claim, they came first: they are replayed in hier's Tracer call for
+//     the group (no lock held), before the dequeue and the claim. The
+//     target's own round reads its wakeup for its fast exit before it
+//     prints anything and writes it at its end: a claim that printed
+//     KTIME_MAX where the model still held the target's wakeup saw that
+//     write. Where the claim printed the model's value, the target's
+//     operation is left to the expiry's window (it ended after the claim).
 //   - Per-CPU buffers are merged by timestamp, and a CPU's line trails its
 //     compare-and-swap. When an operation's transition starts from another
 //     state than the model's, and the next pending operation of another CPU,
@@ -135,12 +149,20 @@
 //     deactivation, whose CPU event was un-ignored before its walk, or an
 //     activation), that operation is replayed between the two, inside
 //     hier's Tracer call that follows the compare-and-swap (no group lock
-//     is held there; interleave.go), whole. An operation whose line the
-//     merged trace put first, and that the previous rule replays second,
-//     may so run inside the very walk it waited for. Not replayed yet:
-//     the kernel's update lines may show that the interrupted walk took
-//     the lock first, and its update then queued its new event before the
-//     other one read the queue; the model's other CPU reads it without.
+//     is held there; interleave.go). An operation whose line the merged
+//     trace put first, and that the previous rule replays second, may so
+//     run inside the very walk it waited for. It runs whole, its event
+//     update included, unless the kernel printed its update of that group
+//     after the interrupted walk's: tmigr_update_events is printed under
+//     the group's lock, so the printed order of two updates of one group
+//     is their lock order. Then the interrupted walk's update queued its
+//     new event first, and the other CPU's update, finding the top idle,
+//     may return that very event. That operation (a deactivation) is split:
+//     it runs on a goroutine of its own up to its compare-and-swap, waits
+//     there in hier's Tracer call while the interrupted walk ends (its
+//     update was its last step: another CPU's compare-and-swap changed
+//     the group only because the walk left it active, so it stops there),
+//     and then goes on to its update. One goroutine runs at a time.
 //   - A CPU whose transitions the trace lacks altogether (see below).
 //
 // # What the trace reveals, and what is unknown
@@ -243,4 +265,18 @@
 // every timer, always; otherwise when no timer armed before the recording
 // can still be pending on the target and due no later, and the answer lies
 // within the recording. Else it is unknown.
+//
+// A round of another CPU that expires nothing, printed during a remote
+// expiry whose walk printed nothing, read the groups' queues before or
+// after that walk requeued the target's event (tmigr_handle_remote_up
+// reads the group's next expiry under its lock; tmigr_update_events takes
+// it for the walk): the trace does not show which. Its result, its CPU's
+// wakeup, is printed by that CPU's next tmigr_cpu_active,
+// tmigr_cpu_new_timer or non-walking tmigr_cpu_new_timer_idle, or by the
+// next claim of it. The replay puts the round in the expiry's window
+// (before the walk) unless the kernel's value is not what it would read
+// there, and then after the handler's round. Where the two orders give
+// different values and the kernel's is one of them, the decision that
+// prints it is undetermined ("round before or after an unprinted walk");
+// where the kernel's is neither, it is a mismatch.
 package replay

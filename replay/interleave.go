@@ -23,14 +23,17 @@ import (
 // each compare-and-swap, with no group lock held, where the kernel emits
 // its tracepoint: the replay runs the other CPU's operation there (only
 // the walking CPU's own lock is held, and another CPU's operation takes
-// its own). It runs whole, its event update included. That is the
-// kernel's order when the other CPU's update line comes first; when the
-// interrupted walk's comes first, its update queued its new event before
-// the other CPU read the queue, and a deactivation of the other CPU that
-// found the top idle may have returned that event: the model's reads the
-// queue without it (a mismatch, not replayed yet: it would take running
-// the other operation on a goroutine paused in its Tracer call after its
-// compare-and-swap, and resumed after the interrupted update).
+// its own). It runs whole, its event update included, when the other
+// CPU's update line comes first (the update lines are printed under the
+// group's lock: their order is the lock order). When the interrupted
+// walk's comes first, its update queued its new event before the other
+// CPU read the queue, and a deactivation of the other CPU that found the
+// top idle may have returned that event: the other operation is split
+// (split below), run on a goroutine paused in its Tracer call after its
+// compare-and-swap and resumed when the interrupted walk has ended. The
+// interrupted walk ends at that group: its compare-and-swap left the group
+// active (else no other CPU's deactivation could clear a bit there), so
+// its update was its last step.
 
 // walkAt is an activation or deactivation whose walk is running in hier.
 type walkAt struct {
@@ -48,6 +51,13 @@ func (r *replayer) onCAS() {
 	w := r.walks[len(r.walks)-1]
 	if w.depth != r.depth {
 		return // a transition of something replayed inside the walk
+	}
+	if sp := r.pausing; sp != nil && sp.o == w.o && len(r.rec.lines) > 0 && r.rec.lines[len(r.rec.lines)-1].group == sp.g {
+		r.pause(sp)
+		return
+	}
+	if r.splitOf(w.o) != nil {
+		return // its update must come first: nothing more in between
 	}
 	k := w.n
 	w.n++
@@ -81,7 +91,120 @@ func (r *replayer) onCAS() {
 		if j < 0 {
 			return
 		}
+		if r.updatesAfter(r.ops[j], g, u) {
+			r.split(j, o, g)
+			return
+		}
 		r.nest(j)
+	}
+}
+
+// updatesAfter reports whether p is a deactivation whose event update of
+// group g the kernel printed after line u (the interrupted walk's update
+// of g): tmigr_update_events is printed under the group's lock, so the
+// printed order of two updates of one group is their lock order.
+func (r *replayer) updatesAfter(p *op, g hier.GroupID, u int) bool {
+	if p.kind != opDeactivate {
+		return false
+	}
+	for _, i := range p.updates {
+		q := r.ev[i].Data.(ftrace.TmigrUpdateEvents)
+		if id, ok := r.gm.id(q.Group); ok && id == g {
+			return i > u
+		}
+	}
+	return false
+}
+
+// A split operation: another CPU's deactivation replayed inside a walk up
+// to its compare-and-swap of group g, where it waits, on a goroutine of its
+// own paused in hier's Tracer call, for the interrupted walk to end (its
+// update of g, which took the lock first, included); then it goes on to its
+// own update. Only one goroutine runs at a time: each hands over to the
+// other and waits. What the replay keeps per running operation (the lines
+// being collected, the walks in progress, the trace line) is swapped at
+// each hand-over.
+type split struct {
+	o      *op // the split operation
+	in     *op // the walk it interrupted
+	g      hier.GroupID
+	ctx    rctx          // the split operation's, while it waits
+	resume chan struct{} // hands over to the split operation
+	yield  chan struct{} // hands back: it paused or ended
+	ended  bool
+}
+
+// rctx is what the replay keeps per running operation.
+type rctx struct {
+	lines  []mline
+	on     bool
+	depth  int
+	walks  []*walkAt
+	inWalk int
+	line   int
+	pos    int
+}
+
+func (r *replayer) saveCtx() rctx {
+	return rctx{r.rec.lines, r.rec.on, r.depth, append([]*walkAt(nil), r.walks...), r.inWalk, r.line, r.pos}
+}
+
+func (r *replayer) restoreCtx(c rctx) {
+	r.rec.lines, r.rec.on, r.depth, r.walks, r.inWalk, r.line, r.pos = c.lines, c.on, c.depth, c.walks, c.inWalk, c.line, c.pos
+}
+
+// split replays operation j inside walk o up to its compare-and-swap of g.
+func (r *replayer) split(j int, o *op, g hier.GroupID) {
+	sp := &split{o: r.ops[j], in: o, g: g, resume: make(chan struct{}), yield: make(chan struct{})}
+	r.pausing = sp
+	c := r.saveCtx()
+	go func() {
+		r.nest(j)
+		sp.ended = true
+		sp.yield <- struct{}{}
+	}()
+	<-sp.yield
+	r.pausing = nil
+	r.restoreCtx(c)
+	if !sp.ended {
+		r.splits = append(r.splits, sp)
+	}
+}
+
+// pause is the split operation's side: it waits in its Tracer call.
+func (r *replayer) pause(sp *split) {
+	r.pausing = nil
+	sp.ctx = r.saveCtx()
+	sp.yield <- struct{}{}
+	<-sp.resume
+	r.restoreCtx(sp.ctx)
+}
+
+// splitOf returns the split operation waiting for walk o, or nil.
+func (r *replayer) splitOf(o *op) *split {
+	for _, sp := range r.splits {
+		if sp.in == o {
+			return sp
+		}
+	}
+	return nil
+}
+
+// resumeSplits lets the operations waiting for walk o, which has ended, go
+// on, each to its end.
+func (r *replayer) resumeSplits(o *op) {
+	for sp := r.splitOf(o); sp != nil; sp = r.splitOf(o) {
+		for k, x := range r.splits {
+			if x == sp {
+				r.splits = append(r.splits[:k], r.splits[k+1:]...)
+				break
+			}
+		}
+		c := r.saveCtx()
+		sp.resume <- struct{}{}
+		<-sp.yield
+		r.restoreCtx(c)
+		r.checkInvariants()
 	}
 }
 

@@ -39,3 +39,69 @@ func TestUpdateReadsLaterCAS(t *testing.T) {
 		}
 	}
 }
+
+// replayWindow replays a reproducer window of testdata/traces and reports
+// its mismatches as errors.
+func replayWindow(t *testing.T, f string) *Counts {
+	t.Helper()
+	tr, err := ReadFile(filepath.Join("../testdata/traces", f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(tr, Options{Tmigr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Tmigr
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	return c
+}
+
+// TestRoundBeforeClaim replays a window of the same kind of 7.3 recording
+// where CPU 1's round printed its tmigr_handle_remote (line 40) before CPU
+// 0's own round (line 41), yet all of CPU 0's round came before CPU 1
+// claimed CPU 0 (line 42): CPU 0's round read its wakeup, 5016000000 (line
+// 34), as not KTIME_MAX, so it entered its group, and reset it to
+// KTIME_MAX, which the claim printed. Replayed after the claim, as the
+// window of the expiry used to take it, CPU 0's round finds its wakeup
+// reset by the claim and stops at once.
+func TestRoundBeforeClaim(t *testing.T) {
+	c := replayWindow(t, "vm4-1node-isol-busy-sleeper-7.3-round-before-claim.txt")
+	if c.Matched != 34 || c.Checked != 37 {
+		t.Errorf("tmigr %d/%d matched (%s), want 34/37", c.Matched, c.Checked, c.Reasons())
+	}
+}
+
+// TestUpdateLockOrder replays a window of the same kind of 7.3 recording
+// where CPU 1's compare-and-swap (line 34) fell between CPU 0's (line 33)
+// and CPU 0's event update (line 35, which read the group idle), but CPU
+// 0's update took the group's lock first: it queued CPU 0's new event,
+// 5108000000, and CPU 1's update (line 37), finding the group idle, handed
+// CPU 1 that event (line 38). Replayed whole inside CPU 0's walk, CPU 1's
+// deactivation read the queue without it (122060000000); split, it waits
+// after its compare-and-swap for CPU 0's walk to end.
+func TestUpdateLockOrder(t *testing.T) {
+	c := replayWindow(t, "vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt")
+	if c.Matched != 23 || c.Checked != 25 {
+		t.Errorf("tmigr %d/%d matched (%s), want 23/25", c.Matched, c.Checked, c.Reasons())
+	}
+}
+
+// TestRoundBesideUnprintedWalk replays a window of this project's 2-CPU
+// 6.18 host, idle: CPU 0 claimed CPU 1 (line 131) and, its timers run,
+// walked CPU 1's next expiry (123584000000) up to the idle top, which
+// prints nothing; CPU 1's own round (line 133) read the group's queue
+// after that walk: its wakeup, printed by tmigr_cpu_active (line 136), is
+// CPU 1's new event, where a read before the walk gives CPU 0's
+// (124064000000). The trace does not show which came first: the decision
+// is undetermined, with the model following the kernel's order; before,
+// the replay took CPU 1's round for one inside the expiry's window, read
+// before the walk, and reported a mismatch.
+func TestRoundBesideUnprintedWalk(t *testing.T) {
+	c := replayWindow(t, "kvm2-6.18-round-beside-unprinted-walk.txt")
+	if c.UndeterminedReasons[whyOrder] != 1 || c.Matched != 65 || c.Checked != 77 {
+		t.Errorf("tmigr %d/%d matched (%s), want 65/77 with 1 %s", c.Matched, c.Checked, c.Reasons(), whyOrder)
+	}
+}

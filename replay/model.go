@@ -32,6 +32,9 @@ type recorder struct {
 	// onCAS is called after every group transition, right after its
 	// compare-and-swap (no group lock held), once the line is recorded.
 	onCAS func()
+	// onRemote is called when a round enters a group (tmigr_handle_remote:
+	// no lock held), once the line is recorded.
+	onRemote func()
 }
 
 // Trace implements hier.Tracer.
@@ -67,6 +70,9 @@ func (r *recorder) Trace(e hier.Event) {
 	}
 	if (e.Kind == hier.EvGroupSetCPUActive || e.Kind == hier.EvGroupSetCPUInactive) && r.onCAS != nil {
 		r.onCAS()
+	}
+	if e.Kind == hier.EvHandleRemote && r.onRemote != nil {
+		r.onRemote()
 	}
 }
 

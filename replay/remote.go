@@ -25,16 +25,18 @@ import (
 
 // round is a remote round being replayed.
 type round struct {
-	idx    int // op index
-	o      *op
-	used   []bool       // kernel targets matched to the model's
-	cur    int          // the kernel target of the model's current expiry, -1
-	why    string       // why the round is undetermined, beyond its start
-	lo, hi int64        // now lies in [lo, hi] (ns)
-	amb    map[int]bool // CPUs with an event between lo and hi
-	walked []int        // targets whose events the model walked up again
-	nested bool         // operations of other CPUs were replayed inside it
-	wWhy   string       // why the handler's wakeup afterwards may differ
+	idx     int // op index
+	o       *op
+	used    []bool       // kernel targets matched to the model's
+	cur     int          // the kernel target of the model's current expiry, -1
+	why     string       // why the round is undetermined, beyond its start
+	lo, hi  int64        // now lies in [lo, hi] (ns)
+	amb     map[int]bool // CPUs with an event between lo and hi
+	walked  []int        // targets whose events the model walked up again
+	nested  bool         // operations of other CPUs were replayed inside it
+	entered int          // groups the model's round entered so far
+	unseen  []unseen     // rounds replayed before an unprinted walk
+	wWhy    string       // why the handler's wakeup afterwards may differ
 }
 
 // q0Reason is qReason for the level-0 group a round handles: an idle CPU's
@@ -248,6 +250,16 @@ func (r *replayer) runRemote(idx int, o *op) {
 		}
 	}
 
+	// Rounds replayed inside it before a walk it did not print: had they
+	// come after, would they have read another value?
+	for _, u := range rd.unseen {
+		if r.wroteSince(u.cpu, u.j) {
+			continue // its wakeup was written again meanwhile
+		}
+		if a, ok := r.predictRound(u.cpu); !ok || a != u.before {
+			r.wk[u.cpu] = first(r.wk[u.cpu], whyOrder)
+		}
+	}
 	var kl, ml0 []string
 	for _, i := range o.levels {
 		id, _ := r.gm.id(r.ev[i].Data.(ftrace.TmigrHandleRemote).Group)
@@ -284,6 +296,15 @@ func (r *replayer) runRemote(idx int, o *op) {
 	r.check(r.ev[o.first()].Line, "tmigr_handle_remote", why, kernel, model)
 	// h's wakeup is now the next expiry of the highest group it handled.
 	r.wk[h] = first(why, rd.wWhy)
+	if c, ok := r.later[idx]; ok {
+		// Replayed after a walk it may have come before (orderUnseen):
+		// where that gives the kernel's value, and before would not
+		// have, which came first is not in the trace; where it does not,
+		// neither order explains the kernel, and the check says so.
+		if a := r.m.h.CPU(h).Wakeup; a != c[0] && a == c[1] {
+			r.wk[h] = first(r.wk[h], whyOrder)
+		}
+	}
 	if kernel != model {
 		// The model expired other CPUs than the kernel: their events,
 		// wakeups and everything above them may differ now.
@@ -453,11 +474,175 @@ func (r *replayer) expireRemote(handler, target int) {
 	// Operations of other CPUs that began since the round started and
 	// before its next line ran, as far as the trace can tell, while the
 	// handler was between its dequeue and its walk: replay them here.
+	_, printed := r.refetched(rd.o, rd.cur)
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
-		if !r.done[j] && r.ops[j].cpu != handler {
-			rd.nested = true
-			r.exec(j)
+		if r.done[j] || r.ops[j].cpu == handler {
+			continue
 		}
+		p := r.ops[j]
+		if !printed && p.kind == opRemote && len(p.targets) == 0 {
+			// The walk that follows prints nothing: whether p read the
+			// queues before or after it, its result says (orderUnseen).
+			if before, ok := r.predictRound(p.cpu); ok {
+				if kx, ok := r.wakeupAfter(j); ok && kx != before {
+					r.later[j] = [2]int64{before, kx}
+					continue // replayed after the round
+				}
+				rd.unseen = append(rd.unseen, unseen{j, p.cpu, before})
+			}
+		}
+		rd.nested = true
+		r.exec(j)
+	}
+}
+
+// A round of another CPU that the trace shows during a remote expiry whose
+// walk printed nothing (the top was idle: tmigr_update_events skips its
+// line after a remote expiry there) read the groups' queues before or
+// after that walk requeued the target's event: the trace does not show
+// which. Its result, its CPU's wakeup (the next expiry of the highest
+// group it handled), is printed by that CPU's next line that prints its
+// stored wakeup, or by the next claim of it. The replay runs it in the
+// expiry's window (before the walk) unless the kernel's value is not what
+// it reads there, and then after the round. Where the two orders give
+// different values, the decision that prints it is undetermined
+// (whyOrder), the candidates named in its reason's count; a kernel value
+// that neither gives is a mismatch.
+type unseen struct {
+	j      int // the round
+	cpu    int
+	before int64
+}
+
+// wroteSince reports whether an operation of cpu after op j was replayed.
+func (r *replayer) wroteSince(cpu, j int) bool {
+	for k := j + 1; k < len(r.ops); k++ {
+		if r.ops[k].cpu == cpu && r.done[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// predictRound returns the wakeup a round of cpu that expires nothing
+// would leave, if it ran now: the first event of the highest group it
+// handles (tmigr_handle_remote_up), its wakeup unchanged if it takes the
+// fast exit, KTIME_MAX if it handles no group.
+func (r *replayer) predictRound(cpu int) (int64, bool) {
+	path := r.topo.path[cpu]
+	if len(path) == 0 {
+		return 0, false
+	}
+	st := map[hier.GroupID]hier.GroupInfo{}
+	for _, gi := range r.m.h.Groups() {
+		st[gi.ID] = gi
+	}
+	bit := r.topo.cpuBit[cpu]
+	if m := st[path[0]].Migrator; m != bit && m != hier.MigratorNone {
+		if w := r.m.h.CPU(cpu).Wakeup; w == hier.KtimeMax {
+			return w, true
+		}
+		return hier.KtimeMax, true
+	}
+	first := int64(hier.KtimeMax)
+	for k, g := range path {
+		if k > 0 {
+			bit = r.topo.info[path[k-1]].bit
+		}
+		if m := st[g].Migrator; m != bit && m != hier.MigratorNone {
+			break
+		}
+		first = hier.KtimeMax
+		for _, e := range st[g].Events {
+			if !e.Ignore && e.Expires < first {
+				first = e.Expires
+			}
+		}
+	}
+	return first, true
+}
+
+// wakeupAfter returns the stored wakeup of the CPU of round j as the trace
+// next prints it, if nothing wrote it in between: its next tmigr_cpu_active
+// or tmigr_cpu_new_timer (the value before it is changed), its next
+// tmigr_cpu_new_timer_idle that did not walk, or another CPU's claim of it.
+func (r *replayer) wakeupAfter(j int) (int64, bool) {
+	o := r.ops[j]
+	for i := o.last() + 1; i < len(r.ev); i++ {
+		ev := r.ev[i]
+		switch p := ev.Data.(type) {
+		case ftrace.TmigrHandleRemoteCPU:
+			if p.CPU == o.cpu {
+				return p.Wakeup, true
+			}
+			continue
+		case ftrace.Lost, ftrace.BufferStarted:
+			if ev.CPU == o.cpu {
+				return 0, false
+			}
+			continue
+		}
+		if ev.CPU != o.cpu || ev.Data == nil || !ftrace.IsTmigr(ev.Data) {
+			continue
+		}
+		switch p := ev.Data.(type) {
+		case ftrace.TmigrCPUActive:
+			return p.Wakeup, true
+		case ftrace.TmigrCPUNewTimer:
+			return p.Wakeup, true
+		case ftrace.TmigrCPUNewTimerIdle:
+			return p.Wakeup, true
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
+// onRemote is called when the model's round enters a group: hier's
+// tmigr_handle_remote_up prints tmigr_handle_remote before it checks the
+// migrator and takes the group's lock, and holds no lock there. When the
+// round's next line is a claim (tmigr_handle_remote_cpu prints the target's
+// wakeup, read under the target's lock, before it resets it) whose wakeup
+// is not the model's, and the target's own operations the trace shows
+// wholly between the two lines are pending, those came first: the target's
+// round read its wakeup (its fast exit) and wrote it at its end. They are
+// replayed here, before the dequeue and the claim; if they do not explain
+// the printed wakeup, the claim's check says so.
+func (r *replayer) onRemote() {
+	if len(r.rounds) == 0 {
+		return
+	}
+	rd := r.rounds[len(r.rounds)-1]
+	k := rd.entered
+	rd.entered++
+	if k >= len(rd.o.levels) {
+		return
+	}
+	li := rd.o.levels[k]
+	end := -1
+	for _, i := range rd.o.lines {
+		if i > li {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return
+	}
+	p, ok := r.ev[end].Data.(ftrace.TmigrHandleRemoteCPU)
+	if !ok || p.CPU == rd.o.cpu || r.wk[p.CPU] != "" || r.m.h.CPU(p.CPU).Wakeup == p.Wakeup {
+		return
+	}
+	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
+		o := r.ops[j]
+		if r.done[j] || o.cpu != p.CPU {
+			continue
+		}
+		if o.last() >= end {
+			break
+		}
+		rd.nested = true
+		r.exec(j)
 	}
 }
 

@@ -65,12 +65,18 @@ func (r *replayer) collect(f func()) []mline {
 	r.depth--
 	got := r.rec.lines
 	r.rec.lines, r.rec.on = saved, on
-	if r.invariants && r.depth == 0 && r.invErr == nil {
+	r.checkInvariants()
+	return got
+}
+
+// checkInvariants runs hier's invariant checker at a quiescent point: at
+// the top, with no split operation waiting in the middle of its walk.
+func (r *replayer) checkInvariants() {
+	if r.invariants && r.depth == 0 && len(r.splits) == 0 && r.invErr == nil {
 		if err := r.m.h.Check(); err != nil {
 			r.invErr = fmt.Errorf("near line %d: the model broke an invariant: %w", r.line, err)
 		}
 	}
-	return got
 }
 
 // only returns the lines of ls of the given kind, in order.

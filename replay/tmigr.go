@@ -26,6 +26,7 @@ const (
 	whyRace     = "new timer during a remote expiry of its CPU"
 	whyPartial  = "operation cut by the recording"
 	whyDiverged = "earlier mismatch"
+	whyOrder    = "round before or after an unprinted walk"
 	whyOffline  = "CPU offline"
 )
 
@@ -116,6 +117,10 @@ type replayer struct {
 	nohzFull cpumask.Mask
 
 	rounds []*round // remote rounds in progress, innermost last
+	// later: rounds replayed after the round whose expiry window they lie
+	// in, with the wakeup they would have left in it and the kernel's
+	// (remote.go).
+	later map[int][2]int64
 
 	// Walks (interleave.go): walks are the activations and deactivations
 	// running in hier, innermost last; inWalk counts the operations
@@ -126,6 +131,10 @@ type replayer struct {
 	inWalk  int
 	waiting map[int]bool
 	walked  []bool
+	// splits: operations waiting in the middle of their walk for another
+	// to end; pausing: the one being started (interleave.go).
+	splits  []*split
+	pausing *split
 
 	boot   bool // the trace starts at the hierarchy's creation
 	km     kernel.Model
@@ -173,7 +182,9 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.rec.onUpdate = r.onUpdate
 	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = "" }
 	r.rec.onCAS = r.onCAS
+	r.rec.onRemote = r.onRemote
 	r.waiting = map[int]bool{}
+	r.later = map[int][2]int64{}
 	r.rec.onRemoteCPU = func(cpu int) string {
 		// The target's wakeup is reset to KTIME_MAX: known from now on.
 		why := r.wk[cpu]

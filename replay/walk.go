@@ -33,6 +33,7 @@ func (r *replayer) runWalk(o *op) {
 		}
 	})
 	r.walks = r.walks[:len(r.walks)-1]
+	r.resumeSplits(o)
 	// The stored wakeup tmigr_cpu_active prints.
 	if o.kind == opActivate {
 		if a := only(ml, hier.EvCPUActive); len(a) == 1 {
