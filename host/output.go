@@ -116,73 +116,20 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 // writeMigrators prints what the kernel's rules determine about who runs
-// whose timers: the groups whose migrator may pull, each with its
-// candidates, then the CPUs that may run other CPUs' timers and those
-// that never do.
+// whose timers (migrators.Prediction.Describe).
 func (r *Report) writeMigrators(b *bufio.Writer) {
 	m := r.Migrators
 	if m == nil {
 		return
 	}
-	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("\nwho may run other CPUs' timers, by the kernel's rules, once the busy CPUs run and the others idle:\n")
-	quiet := 0
-	for i := range m.Groups {
-		g := &m.Groups[i]
-		if !g.Pulls() {
-			quiet++
-			continue
-		}
-		p("  %s (%s): %s\n", g.Name, cpus(g.CPUs), r.groupPhrase(g))
+	fmt.Fprintf(b, "\nwho may run other CPUs' timers, by the kernel's rules, once the busy CPUs run and the others idle:\n")
+	tk := -1
+	if !r.NohzFull.Empty() {
+		tk = r.Timekeeper
 	}
-	if quiet > 0 {
-		p("  (%d other group%s %s nothing to pull from)\n", quiet, plural(quiet, "", "s"), plural(quiet, "has", "have"))
+	for _, l := range m.Describe(r.Domain.Or(r.NohzFull).Or(r.Partition), tk) {
+		fmt.Fprintf(b, "  %s\n", l)
 	}
-	p("  CPUs that may run other CPUs' timers: %s\n", noneIfEmpty(m.Handlers))
-	p("  never: %s\n", noneIfEmpty(m.Never))
-}
-
-// groupPhrase says who a group's migrator may be and whose timers it
-// runs.
-func (r *Report) groupPhrase(g *migrators.Group) string {
-	from := "the timers of " + cpus(g.From)
-	if !g.Always {
-		return fmt.Sprintf("no migrator while all idle; any of them when awake, or the last to go idle, woken: %s, each other's", from)
-	}
-	why := "busy"
-	tk := !r.NohzFull.Empty() && g.Candidates.Test(r.Timekeeper)
-	switch {
-	case tk && g.Candidates.Weight() == 1:
-		why = "the timekeeper, whose tick never stops under nohz_full"
-	case tk:
-		why = "busy, or the timekeeper"
-	}
-	if g.Candidates.Weight() > 1 {
-		why += "; whichever became active first"
-	}
-	mark := ""
-	isolated := r.Domain.Or(r.NohzFull).Or(r.Partition)
-	if g.Candidates.Intersects(&isolated) {
-		mark = " isolated"
-	}
-	if g.Candidates.Weight() == 1 {
-		return fmt.Sprintf("always has a migrator,%s %s (%s): %s", mark, cpus(g.Candidates), why, from)
-	}
-	return fmt.Sprintf("always has a migrator, one of%s %s (%s): %s", mark, cpus(g.Candidates), why, from)
-}
-
-func noneIfEmpty(m cpumask.Mask) string {
-	if m.Empty() {
-		return "none"
-	}
-	return m.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func (r *Report) writePrediction(b *bufio.Writer) {

@@ -39,8 +39,7 @@ func (t *Timeline) Start() *Prediction { return t.Phases[0].Prediction }
 // an isolated cpuset partition made or changed (excluded from 6.19), a CPU
 // taken offline or brought back. kernel.timer_migration changes nothing
 // from 6.9 (it only keeps hrtimers local); before 6.9 there is no
-// hierarchy either way. A model of the zero value is the model of the
-// line's release.
+// hierarchy either way.
 func ForMachine(m *ftrace.Machine, model kernel.Model) (*Timeline, error) {
 	iso, err := m.Isolation()
 	if err != nil {
@@ -51,8 +50,23 @@ func ForMachine(m *ftrace.Machine, model kernel.Model) (*Timeline, error) {
 		nodeOf[c] = max(m.Node(c), 0)
 	}
 	all := cpumask.Range(0, m.CPUs-1)
-	s := Setup{NodeOf: nodeOf, Nodes: m.Nodes, Model: model, Domain: iso.Domain, NohzFull: iso.NohzFull,
-		Present: all, Online: all, Busy: m.Busy, Timekeeper: kernel.Timekeeper(iso.NohzFull)}
+	return Over(Setup{NodeOf: nodeOf, Nodes: m.Nodes, Model: model, Domain: iso.Domain, NohzFull: iso.NohzFull,
+		Present: all, Online: all, Busy: m.Busy, Timekeeper: kernel.Timekeeper(iso.NohzFull)}, m.At)
+}
+
+// Over predicts the setup, then each configuration the changes make, in
+// order (at= of a machine line, --at of tmigr sim): a partition made,
+// changed or removed, a CPU taken offline or brought back. A change of
+// kernel.timer_migration starts no phase: from 6.9 it leaves the
+// hierarchy as it is.
+func Over(s Setup, changes []ftrace.Change) (*Timeline, error) {
+	all := cpumask.Range(0, len(s.NodeOf)-1)
+	if s.Present.Empty() {
+		s.Present = all
+	}
+	if s.Online.Empty() {
+		s.Online = s.Present
+	}
 	t := &Timeline{}
 	add := func(at time.Duration, change string) error {
 		p, err := Predict(s)
@@ -66,7 +80,7 @@ func ForMachine(m *ftrace.Machine, model kernel.Model) (*Timeline, error) {
 	if err := add(0, ""); err != nil {
 		return nil, err
 	}
-	for _, ch := range m.At {
+	for _, ch := range changes {
 		switch ch.Kind {
 		case ftrace.ChangePartition:
 			s.Partition = ch.CPUs
@@ -78,7 +92,7 @@ func ForMachine(m *ftrace.Machine, model kernel.Model) (*Timeline, error) {
 			continue // timer_migration: the same hierarchy
 		}
 		if err := add(ch.At, ch.String()); err != nil {
-			return nil, fmt.Errorf("machine: at=%q: %v", ch, err)
+			return nil, fmt.Errorf("%s: %v", ch, err)
 		}
 	}
 	t.Never = all.AndNot(t.Handlers)
