@@ -13,9 +13,13 @@ import (
 // the configuration at the start; else after the machine line's change
 // Change).
 type Phase struct {
-	At         time.Duration `json:"at_ns"`
-	Change     string        `json:"change,omitempty"`
-	Prediction *Prediction   `json:"prediction"`
+	At     time.Duration `json:"at_ns"`
+	Change string        `json:"change,omitempty"`
+	// Partition and Online are the isolated cpuset partition's CPUs and
+	// the online CPUs in effect.
+	Partition  cpumask.Mask `json:"partition"`
+	Online     cpumask.Mask `json:"online"`
+	Prediction *Prediction  `json:"prediction"`
 }
 
 // Timeline is the prediction over a recording whose machine changed while
@@ -73,7 +77,7 @@ func Over(s Setup, changes []ftrace.Change) (*Timeline, error) {
 		if err != nil {
 			return err
 		}
-		t.Phases = append(t.Phases, Phase{At: at, Change: change, Prediction: p})
+		t.Phases = append(t.Phases, Phase{At: at, Change: change, Partition: s.Partition, Online: s.Online, Prediction: p})
 		t.Handlers = t.Handlers.Or(p.Handlers)
 		return nil
 	}

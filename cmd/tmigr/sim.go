@@ -318,8 +318,8 @@ func simPredictionText(cfg *sim.Config, pred *migrators.Timeline) []string {
 	if !cfg.NohzFull.Empty() {
 		tk = cfg.Timekeeper()
 	}
-	isolated := cfg.Isolcpus.Or(cfg.NohzFull).Or(cfg.Partition)
 	for i, ph := range pred.Phases {
+		isolated := cfg.Isolcpus.Or(cfg.NohzFull).Or(ph.Partition)
 		indent := "#   "
 		if len(pred.Phases) > 1 {
 			when := "from the start"
