@@ -283,6 +283,10 @@ type Comparison struct {
 	Span      time.Duration `json:"span_ns"` // the recording's
 	Kernel    Side          `json:"kernel"`
 	Sims      []Side        `json:"sims"`
+	// Prediction is what the kernel's rules determine about who may pull
+	// on the machine, and the check of the kernel's pulls against it
+	// (predict.go).
+	Prediction *PredictionCheck `json:"prediction"`
 }
 
 // Sim returns the simulation of the given timer source, or nil.
@@ -349,6 +353,9 @@ func Compare(t *replay.Trace, o CompareOptions) (*Comparison, error) {
 	kernel := ExtractStructure(t.Events, first, last+1)
 	c := &Comparison{File: t.File, Machine: m.String(), Policy: cfg.Policy.String(), PreemptRT: cfg.PreemptRT,
 		Span: span, Kernel: side("kernel", "", kernel)}
+	if c.Prediction, err = CheckPrediction(t); err != nil {
+		return nil, fmt.Errorf("predicting %s: %v", t.File, err)
+	}
 	for _, src := range o.Sources {
 		var timers sim.Workload
 		switch src {
@@ -451,7 +458,8 @@ func modelOf(release string) (kernel.Model, error) {
 }
 
 // WriteText prints the comparison: the pulls of every side, level by
-// level, handler by handler (targets as CPU:count), then the agreement.
+// level, handler by handler (targets as CPU:count), then the agreement,
+// then the prediction and its check.
 //
 //	level  handler  kernel            sim (recorded timers)  sim (housekeeping mix)
 //	0      1        0:4 2:8           0:5 2:7                0:36
@@ -539,6 +547,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "; level %s %d/%d", lvl, l.Shared, l.Union)
 		}
 		b.WriteString("\n")
+	}
+	if c.Prediction != nil {
+		b.WriteString(c.Prediction.Text())
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

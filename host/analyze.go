@@ -12,6 +12,7 @@ import (
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/migrators"
 )
 
 // Options tune Analyze.
@@ -82,18 +83,21 @@ type Report struct {
 	Hierarchy *hier.Hierarchy
 	BootLine  string
 	Picture   string
-	// Roles are who expires whose global timers in the steady state of
-	// the busy CPUs running and the others idle; IsolatedMigrators the
-	// isolated or nohz_full CPUs among the handlers.
-	Roles             []Role
-	IsolatedMigrators cpumask.Mask
+	// Migrators is what the kernel's rules determine about who may run
+	// other CPUs' timers once the workload's busy CPUs run and the others
+	// idle (package migrators): per group, whether it always has a
+	// migrator and the candidates; IsolatedHandlers are the isolated or
+	// nohz_full CPUs among the handlers.
+	Migrators        *migrators.Prediction
+	IsolatedHandlers cpumask.Mask
 
 	// Machine is the machine as a "# machine:" line.
 	Machine ftrace.Machine
 	// Busy are the CPUs the default workload keeps busy.
 	Busy cpumask.Mask
-	// Workload is the simulated workload; Prediction what it gives, or
-	// PredictionErr why there is none.
+	// Workload is the workload; Prediction what one simulated run of it
+	// gives (one history of the many the rules allow), or PredictionErr
+	// why there is none.
 	Workload      string
 	Prediction    *Prediction
 	PredictionErr string
@@ -184,6 +188,9 @@ func Analyze(h *Host, o Options) (*Report, error) {
 	}
 	if err := r.Machine.Validate(); err != nil {
 		return nil, fmt.Errorf("the machine read does not validate: %v", err)
+	}
+	if err := r.migrators(); err != nil {
+		return nil, err
 	}
 	if !o.NoPredict {
 		if err := r.predict(o); err != nil {

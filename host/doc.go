@@ -10,10 +10,11 @@
 //     marked absent, malformed ones an error naming the file.
 //  3. Analyze derives what the kernel does: the model of its release
 //     (package kernel), the isolation it set up, the hierarchy it builds
-//     (package hier), the CPUs out of it and why, who expires whose timers
-//     while the busy CPUs run, and a prediction: the machine simulated
-//     (package sim) under that model with a workload. It adds warnings
-//     where the setup likely does not do what its author meant.
+//     (package hier), the CPUs out of it and why, who may run other CPUs'
+//     timers once the busy CPUs run (package migrators: the candidates the
+//     kernel's rules allow), and one possible history: the machine
+//     simulated (package sim) under that model with a workload. It adds
+//     warnings where the setup likely does not do what its author meant.
 //
 // # The files
 //
@@ -57,12 +58,16 @@
 //
 // # The steady state
 //
-// Report.Roles come from the hierarchy brought to the state the default
-// workload keeps it in: the busy CPUs active (a busy nohz_full CPU is idle
-// there, its tick stopped; under nohz_full the timekeeper never is), every
-// other CPU idle with a global timer pending. A group's migrator expires
-// the timers of its idle children, so on 6.9 to 6.18 the busy isolated CPU
-// that is first in a group with housekeeping CPUs runs their timers. This
-// does not depend on which timers the housekeeping CPUs happen to arm;
-// the prediction does, through the simulator's housekeeping mix.
+// Report.Migrators is what the kernel's rules determine (package
+// migrators) once the workload runs: its busy CPUs active for good (a busy
+// nohz_full CPU is idle there, its tick stopped; under nohz_full the
+// timekeeper never is), every other CPU idle but for transients. A group
+// with an always-active child always has a migrator, one of those
+// children; which one depends on the order in which they became active
+// (an existing migrator is never displaced), so the report names the
+// candidates, not one CPU. On 6.9 to 6.18 the busy isolated CPUs of a
+// group with housekeeping CPUs are its candidates, and one of them runs
+// their timers. The simulation (Report.Prediction) is one history among
+// those the rules allow, and depends on the timers the housekeeping CPUs
+// happen to arm.
 package host

@@ -84,8 +84,17 @@ func TestSeedMachineBefore619(t *testing.T) {
 	if len(r.Kept) != 1 || !r.Kept[0].CPUs.Equal(iso) {
 		t.Errorf("kept %+v, want the isolated CPUs", r.Kept)
 	}
-	if want := mustMask(t, "1,33,65,97"); !r.IsolatedMigrators.Equal(want) {
-		t.Errorf("isolated migrators %s, want %s", r.IsolatedMigrators, want)
+	// Which busy CPU of each group with a housekeeping CPU is its
+	// migrator depends on the order they became active: the candidates
+	// are all of them, and the housekeeping CPUs never pull.
+	if want := mustMask(t, "1-7,33-39,65-71,97-103"); !r.IsolatedHandlers.Equal(want) || !r.Migrators.Handlers.Equal(want) {
+		t.Errorf("isolated handlers %s, handlers %s, want %s", r.IsolatedHandlers, r.Migrators.Handlers, want)
+	}
+	if !r.Migrators.Never.Test(0) || !r.Migrators.Never.Test(8) || r.Migrators.Never.Test(1) {
+		t.Errorf("never %s", r.Migrators.Never)
+	}
+	if g := r.Migrators.Groups[0]; g.Name != "GRP0:0" || !g.Always || g.Candidates.String() != "1-7" || g.From.String() != "0" {
+		t.Errorf("GRP0:0: %+v", g)
 	}
 	p := r.Prediction
 	if p == nil {
@@ -93,16 +102,16 @@ func TestSeedMachineBefore619(t *testing.T) {
 	}
 	// Which of them runs timers depends on where the simulated mix arms
 	// global timers (each node's first housekeeping CPU); every puller is
-	// one of the migrators, and the two the post names are among them.
-	if !p.IsolatedPullers.Subset(&r.IsolatedMigrators) || !p.IsolatedPullers.Test(1) || !p.IsolatedPullers.Test(65) {
-		t.Errorf("isolated pullers %s, want 1 and 65 among the migrators %s", p.IsolatedPullers, r.IsolatedMigrators)
+	// one of the candidates, and the two the post names are among them.
+	if !p.IsolatedPullers.Subset(&r.IsolatedHandlers) || !p.IsolatedPullers.Test(1) || !p.IsolatedPullers.Test(65) {
+		t.Errorf("isolated pullers %s, want 1 and 65 among the candidates %s", p.IsolatedPullers, r.IsolatedHandlers)
 	}
 	for _, pl := range p.Pulls {
 		if iso.Test(pl.Handler) && iso.Test(pl.Owner) {
 			t.Errorf("isolated CPU %d ran isolated CPU %d's timers", pl.Handler, pl.Owner)
 		}
 	}
-	if w := warned(r, "stay in the timer-migration hierarchy on 6.12", "CPUs 1,33,65,97 are the migrators", "6.19"); w == "" {
+	if w := warned(r, "stay in the timer-migration hierarchy on 6.12", "the candidates are CPUs 1-7,33-39,65-71,97-103", "6.19"); w == "" {
 		t.Errorf("no warning on the isolated migrators in %q", r.Warnings)
 	}
 	if warned(r, "managed_irq") == "" || warned(r, "5eb579dfd46b") != "" {
@@ -129,8 +138,8 @@ func TestSeedMachine619(t *testing.T) {
 	if got := excludedWhy(r, "isolcpus (domain)"); !got.Equal(iso) || !r.Excludes().Equal(iso) {
 		t.Errorf("excluded %+v, want the isolated CPUs", r.Excluded)
 	}
-	if !r.IsolatedMigrators.Empty() || r.Prediction == nil || !r.Prediction.IsolatedPullers.Empty() {
-		t.Errorf("isolated migrators %s, prediction %+v", r.IsolatedMigrators, r.Prediction)
+	if !r.IsolatedHandlers.Empty() || r.Prediction == nil || !r.Prediction.IsolatedPullers.Empty() {
+		t.Errorf("isolated handlers %s, prediction %+v", r.IsolatedHandlers, r.Prediction)
 	}
 	for _, pl := range r.Prediction.Pulls {
 		if iso.Test(pl.Handler) || iso.Test(pl.Owner) {
@@ -140,9 +149,10 @@ func TestSeedMachine619(t *testing.T) {
 	if warned(r, "timer-migration hierarchy") != "" || warned(r, "5eb579dfd46b") != "" {
 		t.Errorf("warnings %q", r.Warnings)
 	}
-	// Nobody is active: the last CPU to go idle wakes for the first event.
-	if len(r.Roles) != 1 || r.Roles[0].Handler != -1 || !r.Roles[0].Owners.Equal(mustMask(t, "0,32,64,96")) {
-		t.Errorf("roles %+v", r.Roles)
+	// Nobody is always active: the four housekeeping CPUs may each pull
+	// the others' timers, when awake or woken as the last to go idle.
+	if m := r.Migrators; m.Handlers.String() != "0,32,64,96" || !m.Always.Empty() {
+		t.Errorf("handlers %s, always active %s", m.Handlers, m.Always)
 	}
 }
 
@@ -165,8 +175,8 @@ func TestRuntimePartition(t *testing.T) {
 	}
 	// Before 6.19 the partition changes nothing for timers.
 	r2 := analyzeDir(t, "partition-7.3", Options{Kernel: "6.12.118"})
-	if r2.Policy != cpu.Pull || !empty(r2.Excludes()) || !r2.IsolatedMigrators.Equal(cpumask.Of(8)) {
-		t.Errorf("6.12: model %v, excluded %s, isolated migrators %s", r2.Policy, r2.Excludes(), r2.IsolatedMigrators)
+	if r2.Policy != cpu.Pull || !empty(r2.Excludes()) || r2.IsolatedHandlers.String() != "8-15" {
+		t.Errorf("6.12: model %v, excluded %s, isolated handlers %s", r2.Policy, r2.Excludes(), r2.IsolatedHandlers)
 	}
 	if warned(r2, "isolated partition's CPUs 8-15 stay") == "" {
 		t.Errorf("6.12: warnings %q", r2.Warnings)
@@ -189,8 +199,8 @@ func TestNohzFullUnsupported(t *testing.T) {
 			t.Errorf("no warning with %q in %q", want, r.Warnings)
 		}
 	}
-	if !r.IsolatedMigrators.Equal(cpumask.Of(3)) || r.Prediction == nil || !r.Prediction.IsolatedPullers.Equal(cpumask.Of(3)) {
-		t.Errorf("migrators %s, prediction %+v", r.IsolatedMigrators, r.Prediction)
+	if !r.IsolatedHandlers.Equal(cpumask.Of(3)) || r.Prediction == nil || !r.Prediction.IsolatedPullers.Equal(cpumask.Of(3)) {
+		t.Errorf("isolated handlers %s, prediction %+v", r.IsolatedHandlers, r.Prediction)
 	}
 	if r.RcuNocbs == nil || !r.RcuNocbs.Equal(cpumask.Of(3)) || r.IrqAffinity == nil || r.IrqAffinity.String() != "0-3" {
 		t.Errorf("rcu_nocbs %v, irqaffinity %v", r.RcuNocbs, r.IrqAffinity)

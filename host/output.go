@@ -10,11 +10,13 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/migrators"
 )
 
 // WriteText prints the report: the machine line, the kernel and its
-// model, the isolation, the hierarchy, the CPUs out of it and why, the
-// prediction, then the warnings and notes.
+// model, the isolation, the hierarchy, the CPUs out of it and why, who may
+// run other CPUs' timers by the kernel's rules, one simulated history,
+// then the warnings and notes.
 func (r *Report) WriteText(w io.Writer) error {
 	b := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
@@ -85,10 +87,10 @@ func (r *Report) WriteText(w io.Writer) error {
 				p("  %s: %s\n", e.CPUs, e.Why)
 			}
 		}
-		r.writeRoles(b)
+		r.writeMigrators(b)
 	}
 
-	p("\nprediction:")
+	p("\nsimulation (one possible history):")
 	switch {
 	case r.Prediction != nil:
 		r.writePrediction(b)
@@ -113,41 +115,20 @@ func (r *Report) WriteText(w io.Writer) error {
 	return b.Flush()
 }
 
-// writeRoles prints the steady state's migrators, one line per handler.
-func (r *Report) writeRoles(b *bufio.Writer) {
-	if len(r.Roles) == 0 {
+// writeMigrators prints what the kernel's rules determine about who runs
+// whose timers (migrators.Prediction.Describe).
+func (r *Report) writeMigrators(b *bufio.Writer) {
+	m := r.Migrators
+	if m == nil {
 		return
 	}
-	fmt.Fprintf(b, "\nwho expires whose global timers while the busy CPUs run and the others idle:\n")
-	isolated := r.Domain.Or(r.NohzFull).Or(r.Partition)
-	type acc struct {
-		groups []string
-		owners cpumask.Mask
+	fmt.Fprintf(b, "\nwho may run other CPUs' timers, by the kernel's rules, once the busy CPUs run and the others idle:\n")
+	tk := -1
+	if !r.NohzFull.Empty() {
+		tk = r.Timekeeper
 	}
-	by := map[int]*acc{}
-	var order []int
-	for _, ro := range r.Roles {
-		a := by[ro.Handler]
-		if a == nil {
-			a = &acc{}
-			by[ro.Handler] = a
-			order = append(order, ro.Handler)
-		}
-		a.groups = append(a.groups, ro.Group)
-		a.owners = a.owners.Or(ro.Owners)
-	}
-	sort.Ints(order)
-	for _, c := range order {
-		a := by[c]
-		if c < 0 {
-			fmt.Fprintf(b, "  no CPU is active: the last one to go idle wakes for the first global timer of %s\n", a.owners)
-			continue
-		}
-		mark := ""
-		if isolated.Test(c) {
-			mark = " (isolated)"
-		}
-		fmt.Fprintf(b, "  CPU %d%s, migrator of %s: the timers of %s\n", c, mark, strings.Join(a.groups, ", "), a.owners)
+	for _, l := range m.Describe(r.Domain.Or(r.NohzFull).Or(r.Partition), tk) {
+		fmt.Fprintf(b, "  %s\n", l)
 	}
 }
 
@@ -267,13 +248,18 @@ type JSON struct {
 	Kept           []JSONCPUs     `json:"kept"`
 	BootLine       string         `json:"boot_line,omitempty"`
 	Hierarchy      *hier.Topology `json:"hierarchy,omitempty"`
-	Roles          []JSONRole     `json:"roles"`
-	IsolatedMigr   string         `json:"isolated_migrators"`
-	Machine        string         `json:"machine"`
-	Prediction     *JSONPred      `json:"prediction"`
-	PredictionErr  string         `json:"prediction_error,omitempty"`
-	Warnings       []string       `json:"warnings"`
-	Notes          []string       `json:"notes"`
+	// Prediction is what the kernel's rules determine (package
+	// migrators); IsolatedHandlers the isolated or nohz_full CPUs among
+	// its handlers.
+	Prediction       *migrators.Prediction `json:"prediction"`
+	IsolatedHandlers string                `json:"isolated_handlers"`
+	Machine          string                `json:"machine"`
+	// Simulation is one simulated run: one history of those the rules
+	// allow.
+	Simulation    *JSONPred `json:"simulation"`
+	SimulationErr string    `json:"simulation_error,omitempty"`
+	Warnings      []string  `json:"warnings"`
+	Notes         []string  `json:"notes"`
 }
 
 // JSONCPUs is a cpulist with a reason or a name.
@@ -283,14 +269,7 @@ type JSONCPUs struct {
 	Path string `json:"path,omitempty"`
 }
 
-// JSONRole is a Role in the JSON.
-type JSONRole struct {
-	Group   string `json:"group"`
-	Handler int    `json:"handler"`
-	Owners  string `json:"owners"`
-}
-
-// JSONPred is the prediction in the JSON.
+// JSONPred is the simulation in the JSON.
 type JSONPred struct {
 	Workload        string             `json:"workload"`
 	DurationS       float64            `json:"duration_s"`
@@ -312,7 +291,7 @@ func (r *Report) JSON() *JSON {
 		Isolated: r.Domain.String(), NohzFull: r.NohzFull.String(), ManagedIRQ: r.ManagedIRQ.String(),
 		Partitions: r.Partition.String(), PartitionList: []JSONCPUs{}, Timekeeper: r.Timekeeper,
 		Excluded: r.Excludes().String(), ExcludedWhy: []JSONCPUs{}, Kept: []JSONCPUs{},
-		BootLine: r.BootLine, Machine: "# machine: " + r.Machine.String(), PredictionErr: r.PredictionErr,
+		BootLine: r.BootLine, Machine: "# machine: " + r.Machine.String(), SimulationErr: r.PredictionErr,
 		Warnings: append([]string{}, r.Warnings...), Notes: append([]string{}, r.Notes...),
 	}
 	for _, s := range r.Model.Switches() {
@@ -347,11 +326,7 @@ func (r *Report) JSON() *JSON {
 		t := r.Hierarchy.Topology()
 		j.Hierarchy = &t
 	}
-	j.Roles = []JSONRole{}
-	for _, ro := range r.Roles {
-		j.Roles = append(j.Roles, JSONRole{Group: ro.Group, Handler: ro.Handler, Owners: ro.Owners.String()})
-	}
-	j.IsolatedMigr = r.IsolatedMigrators.String()
+	j.Prediction, j.IsolatedHandlers = r.Migrators, r.IsolatedHandlers.String()
 	if p := r.Prediction; p != nil {
 		jp := &JSONPred{Workload: p.Workload, DurationS: p.Duration.Seconds(), WarmupS: p.Warmup.Seconds(), Seed: p.Seed,
 			Pulls: append([]Pull{}, p.Pulls...), IsolatedPullers: p.IsolatedPullers.String(), LatencyUS: map[string]float64{}}
@@ -362,7 +337,7 @@ func (r *Report) JSON() *JSON {
 			c, us := p.WorstCPU, p.WorstUS
 			jp.WorstCPU, jp.WorstUS = &c, &us
 		}
-		j.Prediction = jp
+		j.Simulation = jp
 	}
 	return j
 }

@@ -192,18 +192,16 @@ func (r *Report) migratorWarning() {
 	}
 	simulated := ""
 	if p != nil && !p.IsolatedPullers.Empty() {
-		simulated = fmt.Sprintf("; in the simulation %s %s, %.1f timers/s of %s", cpus(p.IsolatedPullers),
+		simulated = fmt.Sprintf("; in one simulated history %s %s, %.1f timers/s of %s", cpus(p.IsolatedPullers),
 			verb(p.IsolatedPullers, "does", "do"), p.PerSecond(n), cpus(owners))
-		if !r.IsolatedMigrators.Equal(p.IsolatedPullers) {
-			simulated += " (the simulated housekeeping mix arms global timers on those CPUs only)"
-		}
 	}
+	cand := r.IsolatedHandlers
 	stay := r.Domain.Or(r.Partition).AndNot(r.NohzFull).And(r.Online)
 	if r.Policy == cpu.Pull && !stay.Empty() {
 		what := "a busy one becomes the migrator of its group whenever the group's other CPUs are idle"
-		if !r.IsolatedMigrators.Empty() {
-			what = fmt.Sprintf("busy, %s %s of groups with idle housekeeping CPUs and expire%s their global timers",
-				cpus(r.IsolatedMigrators), verb(r.IsolatedMigrators, "is the migrator", "are the migrators"), verb(r.IsolatedMigrators, "s", ""))
+		if !cand.Empty() {
+			what = fmt.Sprintf("busy, one of them per group with idle housekeeping CPUs is its migrator for good "+
+				"(whichever became active first) and expires their global timers: the candidates are %s", cpus(cand))
 		}
 		r.warnf("isolated %s %s in the timer-migration hierarchy on %s (before 6.19): %s%s. To keep timers off %s, boot "+
 			"6.19 or later (%s excludes isolated CPUs), or list %s in nohz_full= as well (%s): a nohz_full "+
@@ -212,12 +210,11 @@ func (r *Report) migratorWarning() {
 			kernel.ExcludeIsolated.Info().Commit, them(stay), needsNoHzFull(r.noHzFull))
 		return
 	}
-	if !r.IsolatedMigrators.Empty() {
-		r.warnf("isolated or nohz_full %s %s of groups with idle CPUs and expire%s their global timers%s",
-			cpus(r.IsolatedMigrators), verb(r.IsolatedMigrators, "is the migrator", "are the migrators"),
-			verb(r.IsolatedMigrators, "s", ""), simulated)
+	if !cand.Empty() {
+		r.warnf("isolated or nohz_full %s may run other CPUs' global timers, as the migrators of groups with idle CPUs%s",
+			cpus(cand), simulated)
 	} else if simulated != "" {
-		r.warnf("isolated or nohz_full %s %s other CPUs' timers in the simulation (%.1f timers/s)", cpus(p.IsolatedPullers),
+		r.warnf("isolated or nohz_full %s %s other CPUs' timers in one simulated history (%.1f timers/s)", cpus(p.IsolatedPullers),
 			verb(p.IsolatedPullers, "runs", "run"), p.PerSecond(n))
 	}
 }

@@ -257,3 +257,10 @@ func (c *Config) timekeeper() int {
 	}
 	return 0
 }
+
+// NodeMap returns each CPU's node: NodeOf, or Nodes contiguous blocks.
+func (c *Config) NodeMap() []int { return c.nodes() }
+
+// Timekeeper returns the nohz timekeeper the machine boots with: the
+// first CPU that is not nohz_full.
+func (c *Config) Timekeeper() int { return c.timekeeper() }

@@ -26,10 +26,15 @@ cpuset partitions (cgroup v2; cgroup v1 cpusets) and kernel config, and
 says what its kernel does to timers: the machine as a "# machine:" line,
 the kernel's model (the rules of its version, each named after its
 commit), the timer-migration hierarchy it builds (as tmigr topo draws it),
-the CPUs out of it and why, and a prediction: the machine simulated
-under that model with a busy task (oslat) on every isolated and nohz_full
-CPU, summarised as who ran whose timers, how often, and the worst latency
-on the isolated CPUs. Warnings name setups that likely do not do what
+the CPUs out of it and why, and what the kernel's rules determine about
+who may run other CPUs' timers once the workload runs (by default a busy
+task, oslat, on every isolated and nohz_full CPU): per group with idle CPUs
+to pull from, whether it always has a migrator and which CPUs may be it
+(which busy CPU of a group is its migrator depends on the order they became
+active, which no configuration fixes), the CPUs that may run other CPUs'
+timers and those that never do. Then one possible history: the machine
+simulated under that model, summarised as who ran whose timers, how
+often, and the worst latency on the isolated CPUs. Warnings name setups that likely do not do what
 their author meant. Rare long timer callbacks set the worst latency, so it
 grows with the time simulated: the seed post's oslat -D 62s is
 --duration 62s (under a second of wall time on 128 CPUs).

@@ -20,13 +20,23 @@ type hostJSON struct {
 	Partitions string   `json:"partitions"`
 	Excluded   string   `json:"excluded"`
 	Prediction *struct {
+		Handlers string `json:"handlers"`
+		Never    string `json:"never"`
+		Groups   []struct {
+			Group      string `json:"group"`
+			Always     bool   `json:"always_migrator"`
+			Candidates string `json:"candidates"`
+			From       string `json:"pulls_from"`
+		} `json:"groups"`
+	} `json:"prediction"`
+	Simulation *struct {
 		Pulls []struct {
 			Handler int `json:"handler"`
 			Owner   int `json:"owner"`
 			Count   int `json:"count"`
 		} `json:"pulls"`
 		IsolatedPullers string `json:"isolated_pullers"`
-	} `json:"prediction"`
+	} `json:"simulation"`
 	Warnings []string `json:"warnings"`
 }
 
@@ -49,15 +59,19 @@ func TestHostJSON(t *testing.T) {
 		j.Isolated != "1-31,33-63,65-95,97-127" || j.NohzFull != "" || j.Partitions != "" || j.Excluded != "" {
 		t.Errorf("JSON %+v", j)
 	}
-	if j.Prediction == nil || len(j.Prediction.Pulls) == 0 || j.Prediction.Pulls[0].Handler != 1 || j.Prediction.Pulls[0].Owner != 0 ||
-		j.Prediction.Pulls[0].Count <= 0 {
+	if j.Simulation == nil || len(j.Simulation.Pulls) == 0 || j.Simulation.Pulls[0].Handler != 1 || j.Simulation.Pulls[0].Owner != 0 ||
+		j.Simulation.Pulls[0].Count <= 0 {
+		t.Errorf("simulation %+v", j.Simulation)
+	}
+	if p := j.Prediction; p == nil || p.Handlers != "1-7,33-39,65-71,97-103" || !strings.HasPrefix(p.Never, "0,8-32,") ||
+		len(p.Groups) == 0 || p.Groups[0].Group != "GRP0:0" || !p.Groups[0].Always || p.Groups[0].Candidates != "1-7" || p.Groups[0].From != "0" {
 		t.Errorf("prediction %+v", j.Prediction)
 	}
-	if len(j.Warnings) == 0 || !strings.Contains(out, `"isolated_migrators": "1,33,65,97"`) {
+	if len(j.Warnings) == 0 || !strings.Contains(out, `"isolated_handlers": "1-7,33-39,65-71,97-103"`) {
 		t.Errorf("warnings %q", j.Warnings)
 	}
 	j2, _ := hostRun(t, "--root", "../../host/testdata/seed128-6.12", "--kernel", "7.3.0")
-	if j2.Model != "pull-isolated" || j2.Excluded != "1-31,33-63,65-95,97-127" || j2.Prediction.IsolatedPullers != "" {
+	if j2.Model != "pull-isolated" || j2.Excluded != "1-31,33-63,65-95,97-127" || j2.Simulation.IsolatedPullers != "" || j2.Prediction.Handlers != "0,32,64,96" {
 		t.Errorf("--kernel 7.3.0: %+v", j2)
 	}
 	j3, _ := hostRun(t, "--root", "../../host/testdata/partition-7.3", "--workload", "idle")

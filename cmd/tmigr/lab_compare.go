@@ -25,6 +25,15 @@ which CPUs expired other CPUs' timers and whose, per hierarchy level
 (handler: target:count ...), with the agreement on the set of pulls
 (handler, target, level): shared/union, per level, and weighted by count.
 
+A simulation is one history. Then comes what the kernel's rules determine
+from the machine line alone: per group, whether it always has a migrator
+and its candidates; the CPUs that may run other CPUs' timers and those that
+never do (one prediction per configuration of at=); and the check that every
+CPU that ran another CPU's timers in the recording is among them (pulls made
+before the steady state, while a CPU that was migrator when a busy loop
+started still holds the role, are listed as history). --json has it as each
+file's "prediction" object.
+
 Both sides are read from their trace by the same code: the simulator writes
 the kernel's tracepoints. The simulated timers come from
   recorded  the recording's own wheel timers, on the same CPUs, with the

@@ -20,6 +20,7 @@ import (
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hrtimer"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/migrators"
 	"github.com/tmigr/tmigr/report"
 	"github.com/tmigr/tmigr/sim"
 	"github.com/tmigr/tmigr/sim/workload"
@@ -37,7 +38,13 @@ const simUsage = `usage: tmigr sim --cpus N [--nodes K] [--hz 250] [--isolcpus L
 Simulates an N-CPU Linux machine on a virtual clock, running the real
 timer core (wheels, migration hierarchy, hrtimers) under a workload, and
 prints the answer first, who ran whose timers (the CPUs that ran other
-CPUs' timers, the isolated ones among them, the worst latency), then the
+CPUs' timers, the isolated ones among them, the worst latency). That run is
+one history: which busy CPU of a group becomes its migrator depends on the
+order they became active, which no configuration fixes; so beside it comes
+what the kernel's rules determine whatever the order (package migrators):
+per group with idle CPUs to pull from, whether it always has a migrator
+and the candidates, the CPUs that may run other CPUs' timers and those
+that never do (--json: "prediction"). Then the
 report the real tool would print (oslat's, cyclictest's) and a per-CPU
 migration summary: ticks, idle wakeups, busy share, and the timers
 of other CPUs each CPU expired. The housekeeping timer mix (vmstat,
@@ -200,10 +207,14 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 	default:
 		return fs.failf("--sleepers: unknown rule %q (want by-policy or all-hard)", *sleepers)
 	}
+	var changes []ftrace.Change
 	for _, a := range at {
 		act, err := parseAction(a, *cpus)
 		if err != nil {
 			return fs.fail(err)
+		}
+		if c, err := ftrace.ParseChange(a, *cpus); err == nil {
+			changes = append(changes, c)
 		}
 		if act.Kind == sim.TimerMigration && act.At == 0 {
 			// Written as the run starts: the boot value. (Up to 6.8,
@@ -267,13 +278,71 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return 1
 		}
 	}
-	return printSim(res, run, *asJSON, stdout, stderr)
+	pred, err := simPrediction(&cfg, km, w, changes)
+	if err != nil {
+		fmt.Fprintf(stderr, "tmigr sim: predicting: %v\n", err)
+		return 1
+	}
+	return printSim(res, run, pred, simPredictionText(&cfg, pred), *asJSON, stdout, stderr)
+}
+
+// simPrediction is what the kernel's rules determine about who may run
+// other CPUs' timers on the simulated machine (package migrators), under
+// the policy simulated: the workload's busy CPUs always active unless
+// nohz_full, and under nohz_full the timekeeper; one phase per change of
+// --at.
+func simPrediction(cfg *sim.Config, km kernel.Model, w sim.Workload, changes []ftrace.Change) (*migrators.Timeline, error) {
+	switch cfg.Policy {
+	case cpu.Pull:
+		km = km.With(kernel.PullHierarchy, true).With(kernel.ExcludeIsolated, false)
+	case cpu.PullIsolated:
+		km = km.With(kernel.PullHierarchy, true).With(kernel.ExcludeIsolated, true)
+	default:
+		km = km.With(kernel.PullHierarchy, false)
+	}
+	km = km.With(kernel.NUMABalancedTree, !cfg.ImbalancedNUMA)
+	tk := -1
+	if !cfg.NohzFull.Empty() {
+		tk = cfg.Timekeeper()
+	}
+	return migrators.Over(migrators.Setup{NodeOf: cfg.NodeMap(), Nodes: max(cfg.Nodes, 1), Model: km,
+		Domain: cfg.Isolcpus, NohzFull: cfg.NohzFull, Partition: cfg.Partition, Busy: workload.Busy(w), Timekeeper: tk}, changes)
+}
+
+// simPredictionText says the prediction as comment lines, to print
+// beside the summary.
+func simPredictionText(cfg *sim.Config, pred *migrators.Timeline) []string {
+	out := []string{"# that is one history: which busy CPU of a group is its migrator depends on the order",
+		"# they became active. What the kernel's rules determine, whatever the order:"}
+	tk := -1
+	if !cfg.NohzFull.Empty() {
+		tk = cfg.Timekeeper()
+	}
+	for i, ph := range pred.Phases {
+		isolated := cfg.Isolcpus.Or(cfg.NohzFull).Or(ph.Partition)
+		indent := "#   "
+		if len(pred.Phases) > 1 {
+			when := "from the start"
+			if i > 0 {
+				when = "from " + ph.Change
+			}
+			out = append(out, indent+when+":")
+			indent += "  "
+		}
+		for _, l := range ph.Prediction.Describe(isolated, tk) {
+			out = append(out, indent+l)
+		}
+	}
+	return out
 }
 
 // printSim prints a run's summary and report, or its JSON.
-func printSim(res *sim.Result, run *report.Run, asJSON bool, stdout, stderr io.Writer) int {
+func printSim(res *sim.Result, run *report.Run, pred *migrators.Timeline, predText []string, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
-		b, err := json.Marshal(run)
+		b, err := json.Marshal(struct {
+			*report.Run
+			Prediction *migrators.Timeline `json:"prediction"`
+		}{run, pred})
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 			return 1
@@ -292,6 +361,9 @@ func printSim(res *sim.Result, run *report.Run, asJSON bool, stdout, stderr io.W
 	if err := report.WriteSummary(stdout, run.Summary); err != nil {
 		fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 		return 1
+	}
+	for _, l := range predText {
+		fmt.Fprintln(stdout, l)
 	}
 	fmt.Fprintln(stdout)
 	if err := text.WriteText(stdout); err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tmigr/tmigr/cpumask"
 )
 
 // Bad input is a clear error naming the problem, with exit status 2.
@@ -297,5 +299,64 @@ func TestSimByKernel(t *testing.T) {
 	}
 	if got := pullers("--kernel", "7.3", "--policy", "pull"); got != old {
 		t.Errorf("7.3 with --policy pull: %q, want 6.12's %q", got, old)
+	}
+}
+
+// The summary's run is one history; beside it, the candidates the
+// kernel's rules allow, which hold the simulated pullers.
+func TestSimPrediction(t *testing.T) {
+	args := []string{"sim", "--cpus", "40", "--isolcpus", "1-9,11-39", "--kernel", "6.12", "--workload", "oslat", "--duration", "1s"}
+	code, out, errs := runCmd(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"# that is one history",
+		"#   GRP0:0 (CPUs 0-7): always has a migrator, one of isolated CPUs 1-7 (busy; whichever became active first): the timers of CPU 0\n",
+		"#   CPUs that may run other CPUs' timers: 1-9,11-15\n",
+		"#   never: 0,10,16-39\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	code, out, errs = runCmd(append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, errs)
+	}
+	var j struct {
+		Summary struct {
+			Pulls []struct {
+				Handler int `json:"handler"`
+			} `json:"pulls"`
+		} `json:"summary"`
+		Prediction struct {
+			Handlers string `json:"handlers"`
+			Never    string `json:"never"`
+			Phases   []struct {
+				Prediction struct {
+					Groups []struct {
+						Group      string `json:"group"`
+						Candidates string `json:"candidates"`
+					} `json:"groups"`
+				} `json:"prediction"`
+			} `json:"phases"`
+		} `json:"prediction"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Prediction.Handlers != "1-9,11-15" || j.Prediction.Never != "0,10,16-39" || len(j.Prediction.Phases) != 1 ||
+		j.Prediction.Phases[0].Prediction.Groups[1].Candidates != "8-9,11-15" {
+		t.Errorf("prediction %+v", j.Prediction)
+	}
+	handlers, _ := cpumask.Parse(j.Prediction.Handlers)
+	if len(j.Summary.Pulls) == 0 {
+		t.Error("no simulated pull")
+	}
+	for _, p := range j.Summary.Pulls {
+		if !handlers.Test(p.Handler) {
+			t.Errorf("simulated puller %d is not among the handlers %s", p.Handler, handlers)
+		}
 	}
 }

@@ -162,3 +162,22 @@ func splitOptions(s string) ([][2]string, error) {
 	}
 	return out, nil
 }
+
+// Busy returns the CPUs a workload keeps running a task that never
+// sleeps: oslat's spinning threads, the busy loops of Loads, a panic that
+// busy-waits. Such a CPU never goes idle, unless it is nohz_full and its
+// tick stops; the CPUs of the other workloads (cyclictest, kernbench, the
+// sleepers) come and go. A workload this package does not know keeps none.
+func Busy(w sim.Workload) cpumask.Mask {
+	switch w := w.(type) {
+	case *Oslat:
+		return w.CPUs
+	case *Loads:
+		return w.Busy
+	case *Panic:
+		if !w.Halt {
+			return cpumask.Of(w.CPU)
+		}
+	}
+	return cpumask.Mask{}
+}
