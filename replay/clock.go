@@ -112,8 +112,9 @@ func newClock(t *Trace, hz int) *clock {
 	// expires on the grid at E, and the timer softirq it raises prints the
 	// jiffies J it read (timer_expire_entry's now=).
 	ticks := map[int64]int{}
-	tickAt := map[int]int64{}  // CPU -> the expiry of the tick it runs
-	hexp := map[uint64]int64{} // tick hrtimer -> its expiry
+	type tickRun struct{ e, until int64 }
+	tickAt := map[int]tickRun{} // CPU -> the tick it runs: expiry, and trace time its jiffy ends
+	hexp := map[uint64]int64{}  // tick hrtimer -> its expiry
 	for i, ev := range t.Events {
 		target, inRemote := remote.Target(ev.CPU)
 		remote.Observe(&t.Events[i])
@@ -125,7 +126,7 @@ func newClock(t *Trace, hz int) *clock {
 		case ftrace.HrtimerExpireEntry:
 			delete(tickAt, ev.CPU)
 			if e, ok := hexp[p.Hrtimer]; ok && p.Now-e < c.tick {
-				tickAt[ev.CPU] = e
+				tickAt[ev.CPU] = tickRun{e, ev.TS + c.tick - (p.Now - e)}
 			}
 		case ftrace.TimerStart:
 			c.observe(i, ev, p.Now())
@@ -135,10 +136,13 @@ func newClock(t *Trace, hz int) *clock {
 				delete(pending, p.Timer)
 			}
 		case ftrace.TimerExpireEntry:
-			if e, ok := tickAt[ev.CPU]; ok && ev.Flags.SoftIRQ() {
-				ticks[e-int64(p.Now)*c.tick]++
-				delete(tickAt, ev.CPU)
+			// Only a softirq that read jiffies within the tick's own
+			// jiffy (on PREEMPT_RT the timer thread may run ticks
+			// later), by the trace clock's count of the time since.
+			if k, ok := tickAt[ev.CPU]; ok && ev.Flags.SoftIRQ() && ev.TS < k.until {
+				ticks[k.e-int64(p.Now)*c.tick]++
 			}
+			delete(tickAt, ev.CPU)
 			c.observe(i, ev, p.Now)
 			delete(pending, p.Timer)
 		case ftrace.TimerCancel:
@@ -168,9 +172,9 @@ func newClock(t *Trace, hz int) *clock {
 		}
 	}
 	// The tick, where the trace holds hrtimer lines, bounds it from above:
-	// its softirq reads jiffies no later than the jiffy of its expiry (it
-	// ran less than a tick late), and earlier when the timekeeper has not
-	// moved them yet. The least bound, given twice, is off.
+	// its softirq, when it reads jiffies within the jiffy of the tick's
+	// expiry, reads that jiffy, or an earlier one when the timekeeper has
+	// not moved them yet. The least bound, given twice, is off.
 	low, lowN := int64(0), 0
 	for off, n := range ticks {
 		if lowN == 0 || off < low {
