@@ -53,7 +53,6 @@ type cpuState struct {
 	out       bool  // left the hierarchy (tmigr_cpu_unavailable/offline)
 	lost      int   // the line of a loss not yet followed by a tmigr line of this CPU
 	printed   bool  // some line of this CPU came before
-	lastTS    int64 // the time of its latest line
 	round     *round
 	ctx       *remoteCtx
 	open      map[uint64]int // timer -> index in Report.Events of an expiry awaiting its exit
@@ -473,7 +472,7 @@ func (b *builder) run() {
 		if isTmigr(e.Data) {
 			c.lost = 0
 		}
-		c.printed, c.lastTS = true, e.TS
+		c.printed = true
 	}
 }
 

@@ -154,6 +154,13 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 // only when complete. A failed or interrupted recording leaves path as it
 // was.
 func RecordFile(ctx context.Context, s Spec, path string) error {
+	return writeAtomic(path, func(w io.Writer) error { return Record(ctx, s, w) })
+}
+
+// writeAtomic writes path through write, whole or not at all: into a
+// temporary file beside it, synced and renamed over path only when write
+// succeeded. A failure leaves path as it was.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -162,7 +169,11 @@ func RecordFile(ctx context.Context, s Spec, path string) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := Record(ctx, s, tmp); err != nil {
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -15,19 +15,7 @@ import (
 // 1's transition to be replayed first, runs inside CPU 1's walk. Both
 // decisions match; the window's only undetermined ones are its start.
 func TestUpdateReadsLaterCAS(t *testing.T) {
-	const f = "vm4-1node-isol-busy-sleeper-7.3-update-reads-later-cas.txt"
-	tr, err := ReadFile(filepath.Join("../testdata/traces", f))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(tr, Options{Tmigr: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := res.Tmigr
-	for _, m := range c.Mismatches {
-		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
-	}
+	c := replayWindow(t, "vm4-1node-isol-busy-sleeper-7.3-update-reads-later-cas.txt")
 	want := map[string]int{whyFirst: 2, whyWakeup: 1}
 	if len(c.UndeterminedReasons) != len(want) {
 		t.Errorf("undetermined: %s, want 2 %s, 1 %s", c.Reasons(), whyFirst, whyWakeup)

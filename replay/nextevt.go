@@ -367,7 +367,7 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 			if e, ok := nextOnCPU(t.Events, i).(ftrace.TimerExpireEntry); ok && e.Timer == p.Timer {
 				// The cancel that detaches a timer for its expiry
 				// (expire_timers): the expiry reveals its bucket.
-				out = append(out, preTimer{until: i, cpu: expiredOn(t.Events, i, remote), bucket: e.BaseClk, revealed: true})
+				out = append(out, preTimer{until: i, cpu: expiredOn(ev.CPU, remote), bucket: e.BaseClk, revealed: true})
 				break
 			}
 			var j uint64
@@ -386,11 +386,10 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 	return out
 }
 
-// expiredOn returns the CPU whose base the timer of the cancel at events[i]
-// sat on, when that cancel detaches it for the expiry that is the CPU's
-// next line: the CPU it is expiring remotely, else itself.
-func expiredOn(events []ftrace.Event, i int, remote *RemoteExpiry) int {
-	cpu := events[i].CPU
+// expiredOn returns the CPU whose base a timer expiring on cpu sat on, for
+// a cancel that detaches it for the expiry that is the CPU's next line: the
+// CPU it is expiring remotely, else itself.
+func expiredOn(cpu int, remote *RemoteExpiry) int {
 	if target, ok := remote.Target(cpu); ok {
 		return target
 	}
