@@ -50,9 +50,9 @@ type cpuState struct {
 	evtKnown  bool
 	wakeup    int64
 	wakeLine  int
-	out       bool  // left the hierarchy (tmigr_cpu_unavailable/offline)
-	lost      int   // the line of a loss not yet followed by a tmigr line of this CPU
-	printed   bool  // some line of this CPU came before
+	out       bool // left the hierarchy (tmigr_cpu_unavailable/offline)
+	lost      int  // the line of a loss not yet followed by a tmigr line of this CPU
+	printed   bool // some line of this CPU came before
 	round     *round
 	ctx       *remoteCtx
 	open      map[uint64]int // timer -> index in Report.Events of an expiry awaiting its exit
