@@ -1,4 +1,4 @@
-// Command quickstart is the README's example: a runtime with a pinned worker
+// Command quickstart is the example of docs/runtime.md: a runtime with a pinned worker
 // per CPU, an hrtimer that fires with microsecond precision, and a wheel
 // timer queued on the first housekeeping worker (while that worker is idle,
 // the hierarchy's migrator may run it).
