@@ -459,6 +459,47 @@ func (b *builder) sentence(x *Expiry) string {
 	for _, s := range x.Steps {
 		parts = append(parts, s.Text)
 	}
+	return x.headline() + ": " + strings.Join(parts, "; ")
+}
+
+// Brief is the why in one line, for a live view: the headline, then the
+// steps that decide where the timer ran (an anomaly, the handler's role
+// and what its isolation means on this kernel), without their asides in
+// parentheses.
+func (x *Expiry) Brief() string {
+	var parts []string
+	for _, s := range x.Steps {
+		switch s.Kind {
+		case StepAnomaly, StepMigrator, StepIsolation, StepDeferrable:
+			parts = append(parts, withoutAsides(s.Text))
+		}
+	}
+	if len(parts) == 0 {
+		return x.headline()
+	}
+	return x.headline() + ": " + strings.Join(parts, "; ")
+}
+
+// withoutAsides drops the parenthesised asides of a step's text.
+func withoutAsides(s string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	return strings.NewReplacer(" ,", ",", " ;", ";", " :", ":", " .", ".").Replace(out)
+}
+
+// headline says who ran whose timer, and when.
+func (x *Expiry) headline() string {
 	var head string
 	switch x.Kind {
 	case Foreign:
@@ -468,7 +509,7 @@ func (b *builder) sentence(x *Expiry) string {
 	default:
 		head = fmt.Sprintf("CPU %d ran %s at %s, a timer whose owner the trace does not tell", x.Handler, x.Function, fmtTS(x.TS))
 	}
-	return head + ": " + strings.Join(parts, "; ")
+	return head
 }
 
 // fmtDur prints a duration: "12 ms", "0.41 ms", "35 µs".

@@ -91,3 +91,15 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return out.commit()
 }
+
+// checkWritable says whether a file can be written at path, before the
+// long work that produces it: it makes and removes the temporary file an
+// outputFile would write, leaving any file at path untouched.
+func checkWritable(path string) error {
+	out, err := createOutput(path)
+	if err != nil {
+		return err
+	}
+	out.abort()
+	return nil
+}
