@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tmigr/tmigr/cpumask"
@@ -52,8 +53,11 @@ type Watcher struct {
 	// lostCounted: the total a Follow's Lost reported so far.
 	lostCounted uint64
 	foreignIso  uint64 // foreign timers on isolated and nohz_full CPUs since New
-	window      *window
-	pending     []pendingWhy // foreign expiries on isolated CPUs this period
+	// byFunction counts the foreign timers since New by handler, owner
+	// and callback, when TrackFunctions asked for it.
+	byFunction map[Foreign]uint64
+	window     *window
+	pending    []pendingWhy // foreign expiries on isolated CPUs this period
 }
 
 // Totals are one CPU's counts since the Watcher began: what an exporter
@@ -190,6 +194,9 @@ func (w *Watcher) Observe(ev *ftrace.Event) {
 		s.owners[base]++
 		s.functions[d.Function]++
 		s.running, s.timer = ev.TS, d.Timer
+		if w.byFunction != nil {
+			w.byFunction[Foreign{Handler: ev.CPU, Owner: base, Function: d.Function}]++
+		}
 		if w.isolated.Test(ev.CPU) || w.nohzFull.Test(ev.CPU) {
 			w.pending = append(w.pending, pendingWhy{cpu: ev.CPU, line: ev.Line, ts: ev.TS})
 			w.foreignIso++
@@ -343,6 +350,24 @@ func (w *Watcher) End(now int64, cpus cpumask.Mask) Period {
 func (w *Watcher) Totals() (cpus []Totals, events, lost uint64) {
 	return slices.Clone(w.total), w.events, w.lost
 }
+
+// Foreign names the foreign timers of one handler, owner and callback.
+type Foreign struct {
+	Handler, Owner int
+	Function       string
+}
+
+// TrackFunctions makes the Watcher count foreign timers by handler, owner
+// and callback from now on (ByFunction): as many keys as the machine has
+// callbacks, which is why it is asked for.
+func (w *Watcher) TrackFunctions() {
+	if w.byFunction == nil {
+		w.byFunction = map[Foreign]uint64{}
+	}
+}
+
+// ByFunction returns the counts TrackFunctions asked for, since then.
+func (w *Watcher) ByFunction() map[Foreign]uint64 { return maps.Clone(w.byFunction) }
 
 // ForeignOnIsolated is the number of foreign timers the isolated and
 // nohz_full CPUs ran since the Watcher began.
