@@ -123,3 +123,37 @@ func promQuery(ctx context.Context, addr, query string) (string, error) {
 	s, _ := r.Data.Result[0].Value[1].(string)
 	return s, nil
 }
+
+// TestDeployConfig: the scrape configuration and alert rules under deploy/
+// are what Prometheus's promtool accepts, and the rules name metrics the
+// collector exports.
+func TestDeployConfig(t *testing.T) {
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("skipped: no promtool on PATH (Debian package prometheus)")
+	}
+	for _, args := range [][]string{
+		{"check", "config", "../deploy/prometheus/prometheus.yml"},
+		{"check", "rules", "../deploy/prometheus/tmigr-rules.yml"},
+	} {
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	rules, err := os.ReadFile("../deploy/prometheus/tmigr-rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	descs := make(chan *prometheus.Desc, 32)
+	New(nil, Options{Lock: &sync.Mutex{}}).Describe(descs)
+	close(descs)
+	var names []string
+	for d := range descs {
+		names = append(names, d.String())
+	}
+	for _, name := range []string{"tmigr_foreign_timer_on_isolated_total", "tmigr_trace_lost_events_total"} {
+		if !strings.Contains(string(rules), name) || !strings.Contains(strings.Join(names, " "), `"`+name+`"`) {
+			t.Errorf("%s: not in both the rules and the collector", name)
+		}
+	}
+}
