@@ -15,6 +15,8 @@ import (
 const (
 	modulePath   = "github.com/tmigr/tmigr"
 	guestPackage = "./cmd/tmigr-guest"
+	// cliPackage is tmigr itself, which a guest with Spec.ToolsDir runs.
+	cliPackage = "./cmd/tmigr"
 )
 
 // guestEnv builds the guest for the guest: Linux on x86-64, statically
@@ -33,6 +35,17 @@ func (f *fetcher) guest(ctx context.Context) (string, error) {
 		}
 		return p, nil
 	}
+	return f.program(ctx, guestPackage, "tmigr-guest")
+}
+
+// cli returns tmigr itself built for the guest, cached as the guest
+// program is.
+func (f *fetcher) cli(ctx context.Context) (string, error) {
+	return f.program(ctx, cliPackage, "tmigr")
+}
+
+// program builds the package pkg of the module for the guest, as name.
+func (f *fetcher) program(ctx context.Context, pkg, name string) (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("building the guest program needs the go command on PATH (or give a built tmigr-guest)")
@@ -41,25 +54,25 @@ func (f *fetcher) guest(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key, err := guestKey(ctx, gobin, root)
+	key, err := guestKey(ctx, gobin, root, pkg)
 	if err != nil {
 		return "", err
 	}
-	dst := filepath.Join(f.host.CacheDir, "guest", key, "tmigr-guest")
+	dst := filepath.Join(f.host.CacheDir, "guest", key, name)
 	if checkStatic(dst) == nil {
 		return dst, nil
 	}
-	f.log("building the guest program (%s, %s)", guestPackage, strings.Join(guestEnv, " "))
+	f.log("building %s for the guest (%s, %s)", name, pkg, strings.Join(guestEnv, " "))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
 	tmp := dst + ".tmp"
-	cmd := exec.CommandContext(ctx, gobin, "build", "-buildvcs=false", "-trimpath", "-ldflags=-s -w", "-o", tmp, guestPackage)
+	cmd := exec.CommandContext(ctx, gobin, "build", "-buildvcs=false", "-trimpath", "-ldflags=-s -w", "-o", tmp, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), guestEnv...)
 	if err := f.runLogged(ctx, cmd); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("building the guest program: %v", err)
+		return "", fmt.Errorf("building %s for the guest: %v", name, err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		return "", err
@@ -97,8 +110,8 @@ func (f *fetcher) moduleRoot(ctx context.Context, gobin string) (string, error) 
 	return "", fmt.Errorf("%s is not the %s module; run from the tmigr checkout, or give its directory or a built tmigr-guest", root, modulePath)
 }
 
-// guestKey hashes what the guest's build depends on.
-func guestKey(ctx context.Context, gobin, root string) (string, error) {
+// guestKey hashes what the build of pkg for the guest depends on.
+func guestKey(ctx context.Context, gobin, root, pkg string) (string, error) {
 	h := sha256.New()
 	run := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, gobin, args...)
@@ -116,8 +129,8 @@ func guestKey(ctx context.Context, gobin, root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "%s%s\n", ver, strings.Join(guestEnv, " "))
-	deps, err := run("list", "-buildvcs=false", "-deps", "-f", `{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{end}}`, guestPackage)
+	fmt.Fprintf(h, "%s%s %s\n", ver, strings.Join(guestEnv, " "), pkg)
+	deps, err := run("list", "-buildvcs=false", "-deps", "-f", `{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{end}}`, pkg)
 	if err != nil {
 		return "", err
 	}

@@ -65,6 +65,9 @@ type guestPlan struct {
 	// At are the run-time changes, made by the guest program's "at"
 	// command from the start of the recording.
 	At []ftrace.Change
+
+	// Tools runs tmigr itself before the recording (tools.go).
+	Tools bool
 }
 
 // optionalGroup is the event group that a kernel may lack.
@@ -103,6 +106,7 @@ func (s *Spec) plan(nonce string) guestPlan {
 		FIFOPrio:     s.FIFOPrio,
 		Housekeeping: s.housekeeping(),
 		At:           s.At,
+		Tools:        s.ToolsDir != "",
 	}
 }
 
@@ -239,6 +243,9 @@ func initScript(p guestPlan) string {
 		w("done")
 		w("sleep %s", seconds(settle))
 	}
+	if p.Tools {
+		toolsPhase(w, p)
+	}
 	w("echo > $T/trace")
 	w("echo 1 > $T/tracing_on || fail tracing_on")
 	if len(p.At) > 0 {
@@ -271,6 +278,9 @@ func initScript(p guestPlan) string {
 	w("put %s cat /sys/devices/system/cpu/online", secOnline)
 	w("put %s dmesg", secDmesg)
 	w("put %s sh -c 'gzip -c $T/trace | base64'", secTrace)
+	if p.Tools {
+		toolsDump(w)
+	}
 	w(`echo "$M done"`)
 	w("off")
 	return b.String()

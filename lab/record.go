@@ -60,6 +60,12 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var cliPath string
+	if s.ToolsDir != "" {
+		if cliPath, err = f.cli(ctx); err != nil {
+			return err
+		}
+	}
 	qemu, err := f.qemu(ctx)
 	if err != nil {
 		return err
@@ -80,12 +86,16 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	extra, err := toolFiles(cliPath, k)
+	if err != nil {
+		return err
+	}
 
 	nonce, err := newNonce()
 	if err != nil {
 		return err
 	}
-	initrd, err := buildInitramfs(busybox, guest, initScript(s.plan(nonce)))
+	initrd, err := buildInitramfs(busybox, guest, initScript(s.plan(nonce)), extra)
 	if err != nil {
 		return err
 	}
@@ -140,6 +150,17 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 	n, err := checkTrace(text)
 	if err != nil {
 		return fmt.Errorf("%w (console log: %s)", err, consolePath)
+	}
+	if s.ToolsDir != "" {
+		rep, err := parseConsole(log, nonce)
+		if err == nil {
+			var names []string
+			names, err = writeTools(rep, s.ToolsDir)
+			p.printf("tools: %s written to %s", strings.Join(names, " "), s.ToolsDir)
+		}
+		if err != nil {
+			return fmt.Errorf("tools: %w (console log: %s)", err, consolePath)
+		}
 	}
 	if _, err := out.Write(text); err != nil {
 		return err

@@ -116,6 +116,11 @@ type Spec struct {
 
 	Host Host // where the tools come from
 
+	// ToolsDir, when set, makes the guest run tmigr itself too (record,
+	// top --json, exporter, host --verify: see tools.go) before the
+	// recording, and names the directory their outputs are written to.
+	ToolsDir string
+
 	// Progress receives one line per step (fetching, building, booting,
 	// recording, events written); nil discards them.
 	Progress io.Writer
@@ -173,7 +178,11 @@ func (s Spec) withDefaults() Spec {
 		s.MemoryMB = defaultMemoryMB(s.CPUs, s.BufferKB, s.Nodes)
 	}
 	if s.Timeout == 0 {
-		s.Timeout = DefaultTimeout(s.CPUs, s.Duration, hostNow())
+		d := s.Duration
+		if s.ToolsDir != "" {
+			d += toolsDuration * time.Second
+		}
+		s.Timeout = DefaultTimeout(s.CPUs, d, hostNow())
 	}
 	switch {
 	case s.Retries == 0:
