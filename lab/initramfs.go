@@ -1,10 +1,10 @@
 package lab
 
 import (
-	"sort"
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"sort"
 	"strings"
 )
 
