@@ -31,6 +31,10 @@ type Options struct {
 	Seed uint64
 	// NoPredict skips the simulation.
 	NoPredict bool
+
+	// recorder names the program in the machine line's note ("tmigr
+	// record"); "" is tmigr host.
+	recorder string
 }
 
 // Report is what Analyze says about a machine.
@@ -177,7 +181,7 @@ func Analyze(h *Host, o Options) (*Report, error) {
 	r.warnings(h, r.noHzFull)
 	r.Busy = r.Domain.Or(r.NohzFull).Or(r.Partition).And(r.Online)
 	r.Machine = ftrace.Machine{CPUs: r.CPUs, Nodes: r.Nodes, NodeCPUs: r.NodeCPUs, Kernel: rel.Raw, HZ: r.HZ,
-		Cmdline: h.Cmdline.Isolation(), Note: r.machineNote()}
+		Cmdline: h.Cmdline.Isolation(), Note: r.machineNote(o.recorder)}
 	r.Workload = o.Workload
 	if r.Workload == "" {
 		r.Machine.Busy = r.Busy
@@ -530,8 +534,11 @@ func (r *Report) exclusions() {
 	add(&r.Excluded, rest.And(r.Partition).AndNot(r.Domain), where+": excluded since 6.19 ("+commit+")")
 }
 
-func (r *Report) machineNote() string {
-	parts := []string{"tmigr host"}
+func (r *Report) machineNote(recorder string) string {
+	if recorder == "" {
+		recorder = "tmigr host"
+	}
+	parts := []string{recorder}
 	if r.PreemptRT {
 		parts = append(parts, "PREEMPT_RT")
 	}
