@@ -49,6 +49,8 @@ type Follow struct {
 	// the stream shows no line for (a tracefs instance's overrun
 	// counters); it returns the total so far.
 	Lost func() uint64
+
+	endEvents uint64 // the Watcher's events at the last period's end
 }
 
 // errStop ends a stream that a callback stopped.
@@ -90,6 +92,7 @@ func (f *Follow) end(now int64) error {
 		}
 	}
 	p := f.Watcher.End(now, f.CPUs)
+	f.endEvents = f.Watcher.events
 	f.Lock.Unlock()
 	if f.OnPeriod != nil && !f.OnPeriod(p) {
 		return errStop
@@ -181,6 +184,9 @@ func (f *Follow) live(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if f.Period > 0 && f.Watcher.events == f.endEvents {
+				return nil // nothing since the last period: no empty one
+			}
 			return f.end(f.Watcher.last)
 		case <-tick:
 			if err := f.end(f.Watcher.last); err != nil {

@@ -49,9 +49,13 @@ func runExporter(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("tmigr exporter", exporterUsage, stdout, stderr)
 	listen := fs.String("listen", ":9724", "the address to serve /metrics on")
 	byFunction := fs.Bool("by-function", false, "export foreign timers by owner CPU and callback (many series)")
-	hrtimers := fs.Bool("hrtimers", false, "also trace the hrtimer events (always on PREEMPT_RT)")
+	lo := liveOptions{Recorder: "tmigr exporter"}
+	fs.BoolVar(&lo.HRTimers, "hrtimers", false, "also trace the hrtimer events (always on PREEMPT_RT)")
+	fs.StringVar(&lo.Root, "root", "/", "the machine's root for its /proc and /sys (a container's /host)")
+	fs.StringVar(&lo.Tracefs, "tracefs", "", "the tracefs mount (default: found, or mounted at /sys/kernel/tracing)")
 	input := fs.String("input", "", "serve the counts of a recording instead of this machine's")
 	fs.files("input")
+	fs.dirs("root", "tracefs")
 	fs.operands("", 0, 0, completion{})
 	if rc, ok := fs.parse(args); !ok {
 		return rc
@@ -65,7 +69,7 @@ func runExporter(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer ln.Close()
-	st, err := openStream(ctx, *input, *hrtimers)
+	st, err := openStream(ctx, *input, lo)
 	if err != nil {
 		return fs.fail(err)
 	}

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/host"
+	"github.com/tmigr/tmigr/tracefs"
 	"github.com/tmigr/tmigr/watch"
 )
 
@@ -38,9 +40,23 @@ func (s *stream) Close() error {
 	return s.closer.Close()
 }
 
+// liveOptions say where this machine's files and tracefs are, for a
+// live stream.
+type liveOptions struct {
+	// Root is the machine's root for tmigr host's files ("/"; a
+	// container's /host where the host's /proc and /sys are mounted).
+	Root string
+	// Tracefs is the tracefs mount ("" finds or mounts it).
+	Tracefs string
+	// HRTimers traces the hrtimer events too (always on PREEMPT_RT).
+	HRTimers bool
+	// Recorder names the command in the machine line's note.
+	Recorder string
+}
+
 // openStream opens the recording at input, or this machine live when input
 // is "".
-func openStream(ctx context.Context, input string, hrtimers bool) (*stream, error) {
+func openStream(ctx context.Context, input string, o liveOptions) (*stream, error) {
 	if input != "" {
 		rd, c, err := ftrace.Open(input)
 		if err != nil {
@@ -48,10 +64,62 @@ func openStream(ctx context.Context, input string, hrtimers bool) (*stream, erro
 		}
 		return &stream{reader: rd, closer: c}, nil
 	}
-	return openLive(ctx, hrtimers)
+	return openLive(o)
 }
 
-// openLive opens this machine's events live.
-func openLive(ctx context.Context, hrtimers bool) (*stream, error) {
-	return nil, errors.New("live tracing is not available yet")
+// openLive opens this machine's timer events live: its machine as tmigr
+// host reads it, a tracefs instance of its own, started, and its pipe.
+// Closing the stream closes the pipe and removes the instance.
+func openLive(o liveOptions) (*stream, error) {
+	snap, err := readSnapshot(cmp.Or(o.Root, "/"))
+	if err != nil {
+		return nil, err
+	}
+	h, err := host.Parse(snap)
+	if err != nil {
+		return nil, err
+	}
+	m, rep, err := host.RecordingMachine(h, o.Recorder)
+	if err != nil {
+		return nil, err
+	}
+	w, err := watch.New(watch.Machine{Machine: &m, Model: rep.Model, Partition: rep.Partition})
+	if err != nil {
+		return nil, err
+	}
+	in, err := tracefs.Open(tracefs.Options{Root: o.Tracefs, HRTimers: o.HRTimers || rep.PreemptRT})
+	if err != nil {
+		return nil, err
+	}
+	pipe, err := in.Pipe()
+	if err == nil {
+		err = in.Start()
+	}
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	return &stream{
+		reader:  ftrace.NewLiveReader(pipe),
+		watcher: w,
+		live:    true,
+		lost: func() uint64 {
+			n, _ := in.Lost()
+			return n
+		},
+		closer: closeAll{pipe, in},
+	}, nil
+}
+
+// closeAll closes each in order and returns the first error.
+type closeAll []io.Closer
+
+func (cs closeAll) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
