@@ -1,6 +1,7 @@
 package tracefs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -528,4 +529,67 @@ func running(pid int) bool {
 	}
 	err := unix.Kill(pid, 0)
 	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// pollPeriod bounds how long Record takes to notice that its context is
+// done, and is the quiet time after Stop that ends the drain.
+const pollPeriod = 100 * time.Millisecond
+
+// Record starts the instance and copies its trace_pipe to w until ctx is
+// done, then stops it and copies what the buffer still holds. It returns
+// the bytes copied. trace_pipe never says it is drained (a reader that
+// polls gets no end of file), so the drain ends at the first read begun
+// after the stop that finds nothing for pollPeriod: the kernel writes
+// nothing after tracing_on is 0, and a buffer that holds events answers a
+// read at once.
+func (in *Instance) Record(ctx context.Context, w io.Writer) (int64, error) {
+	r, err := in.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	p := r.(*pipe)
+	if err := p.SetReadDeadline(time.Now().Add(pollPeriod)); err != nil {
+		return 0, fmt.Errorf("tracefs: %s cannot be polled: %v", p.Name(), err)
+	}
+	if err := in.Start(); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 256<<10)
+	var n int64
+	var stopAt time.Time
+	for {
+		if stopAt.IsZero() && ctx.Err() != nil {
+			if err := in.Stop(); err != nil {
+				return n, err
+			}
+			stopAt = time.Now()
+		}
+		begun := time.Now()
+		if err := p.SetReadDeadline(begun.Add(pollPeriod)); err != nil {
+			return n, fmt.Errorf("tracefs: %v", err)
+		}
+		k, err := p.Read(buf)
+		if k > 0 {
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				in.Stop()
+				return n, werr
+			}
+			n += int64(k)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if !stopAt.IsZero() && !begun.Before(stopAt) {
+				return n, nil
+			}
+		case errors.Is(err, io.EOF) && !stopAt.IsZero():
+			return n, nil
+		case errors.Is(err, io.EOF):
+			// A blocking reader's end of file while tracing is on:
+			// not ours (the pipe polls), but harmless.
+		default:
+			return n, fmt.Errorf("tracefs: %v", err)
+		}
+	}
 }

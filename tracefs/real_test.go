@@ -1,0 +1,210 @@
+package tracefs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/host"
+	"github.com/tmigr/tmigr/replay"
+)
+
+// realMachine skips the test unless this machine's tracefs can be used:
+// root, and a kernel with tracefs.
+func realMachine(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("recording the machine needs root (tracefs instances)")
+	}
+	if _, err := os.Stat(DefaultRoot); err != nil {
+		t.Skipf("no tracefs mount point (%v): a kernel without CONFIG_TRACING", err)
+	}
+}
+
+// topState is the top-level tracing state an instance must leave alone.
+func topState(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, f := range []string{"tracing_on", "current_tracer", "set_event", "trace_clock", "buffer_size_kb", "events/timer/timer_start/enable"} {
+		v, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s: %s\n", f, bytes.TrimSpace(v))
+	}
+	return b.String()
+}
+
+// ours lists the tmigr instances under root.
+func ours(t *testing.T, root string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(root, "instances", instancePrefix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// machineLine is the recording's first line, as tmigr record writes it.
+func machineLine(t *testing.T) string {
+	t.Helper()
+	s, err := host.Read(os.DirFS("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := host.RecordingMachine(h, "tmigr record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "# machine: " + m.String() + "\n"
+}
+
+// Recording a second of this machine leaves a trace that replays without
+// a mismatch, and leaves the machine as it was.
+func TestRecordThisMachine(t *testing.T) {
+	realMachine(t)
+	in, err := Open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	root := in.root
+	before := topState(t, root)
+	var buf bytes.Buffer
+	buf.WriteString(machineLine(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	go func() {
+		// Some timers of our own, besides the machine's.
+		for ctx.Err() == nil {
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	if _, err := in.Record(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := in.Lost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := in.Dir()
+	hierarchy := strings.Contains(strings.Join(in.Events(), " "), "timer_migration")
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after Close: %v", dir, err)
+	}
+	if left := ours(t, root); len(left) != 0 {
+		t.Errorf("instances left: %q", left)
+	}
+	if after := topState(t, root); after != before {
+		t.Errorf("the top-level tracing state changed:\n%s\nbecame\n%s", before, after)
+	}
+	tr, err := replay.Read(&buf)
+	if err != nil {
+		t.Fatalf("the recording does not parse: %v", err)
+	}
+	timers := 0
+	for _, ev := range tr.Events {
+		switch ev.Data.(type) {
+		case ftrace.TimerStart, ftrace.TimerExpireEntry:
+			timers++
+		}
+	}
+	if timers == 0 || tr.Header.Machine == nil {
+		t.Fatalf("%d timer events, machine line %v in %d events", timers, tr.Header.Machine, len(tr.Events))
+	}
+	r, err := replay.Run(tr, replay.Options{Wheel: true, Tmigr: true, Placement: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The wheel and placement checks read every timer_start's fields and
+	// CPU: a line the recorder garbled, cut or misordered is a mismatch
+	// there. The hierarchy's checks also judge the model against races
+	// between CPUs that a second of a real machine may or may not hold:
+	// the lab's campaigns measure those; here they must run.
+	for name, c := range map[string]*replay.Counts{"wheel": r.Wheel, "placement": r.Placement, "tmigr": r.Tmigr} {
+		switch {
+		case name == "tmigr" && !hierarchy:
+			t.Logf("no tmigr check: %s", strings.Join(in.Notes(), "; "))
+		case c == nil || c.Checked == 0:
+			t.Errorf("the %s check checked nothing", name)
+		case len(c.Mismatches) > 0 && name != "tmigr":
+			t.Errorf("%s: %d mismatches, the first %+v", name, len(c.Mismatches), c.Mismatches[0])
+		default:
+			t.Logf("%s: %d/%d matched, %d mismatched", name, c.Matched, c.Checked, len(c.Mismatches))
+		}
+	}
+	t.Logf("%d events, %d lost", len(tr.Events), lost)
+}
+
+// A recorder killed by SIGKILL leaves its instance; Sweep removes it.
+func TestSweepAfterSIGKILL(t *testing.T) {
+	realMachine(t)
+	if os.Getenv("TMIGR_TRACEFS_CHILD") == "1" {
+		return // the child's own run of this test: see child below
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildRecorder$")
+	cmd.Env = append(os.Environ(), "TMIGR_TRACEFS_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the child said nothing: %v", err)
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(line), "instance ")
+	if !ok {
+		t.Fatalf("the child said %q", line)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the child's instance: %v", err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the killed child's instance is already gone (%v): nothing to sweep", err)
+	}
+	if err := Sweep(filepath.Dir(filepath.Dir(dir))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("Sweep left %s: %v", dir, err)
+	}
+}
+
+// TestChildRecorder is the recorder TestSweepAfterSIGKILL kills: it
+// opens an instance, records, and waits to be killed.
+func TestChildRecorder(t *testing.T) {
+	if os.Getenv("TMIGR_TRACEFS_CHILD") != "1" {
+		t.Skip("run by TestSweepAfterSIGKILL")
+	}
+	in, err := Open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("instance %s\n", in.Dir())
+	in.Record(context.Background(), &bytes.Buffer{}) // until killed
+}
