@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/tmigr/tmigr/host"
 	"github.com/tmigr/tmigr/sim/workload"
@@ -50,8 +51,18 @@ do here").
 Workloads (--workload, as tmigr sim takes them):
 %s
 
-Exit status: 0 when the machine was read and predicted, 1 when the
-simulation could not run, 2 for bad flags or unreadable files.
+--verify D then records this machine for D (as root, in a tracefs instance
+of its own, as tmigr record does) and checks the prediction against it,
+for the load that ran meanwhile (the CPUs busy over the recording are the
+always-active ones), printing one line per claim, as tuned-adm verify:
+the CPUs that may run other CPUs' timers predicted and seen, the isolated
+ones among them, then "verify: passed|failed: CLAIM" for: every CPU that
+ran another CPU's timer is one the rules allow; the same for the isolated
+and nohz_full CPUs; the model of the kernel reproduces the recording.
+
+Exit status: 0 when the machine was read and predicted (and every claim of
+--verify passed), 1 when the simulation could not run or a claim failed,
+2 for bad flags or unreadable files.
 
 flags:
 `
@@ -67,6 +78,9 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "random seed of the simulation")
 	noPredict := fs.Bool("no-predict", false, "skip the simulation")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	verify := fs.String("verify", "", "then record this machine for this long (a Go duration or seconds) and check the prediction against it")
+	tracefsRoot := fs.String("tracefs", "", "with --verify: the tracefs mount (default: found, or mounted at /sys/kernel/tracing)")
+	fs.dirs("tracefs")
 	fs.files("root", "save")
 	fs.operands("", 0, 0, completion{})
 	if rc, ok := fs.parse(args); !ok {
@@ -86,6 +100,15 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	}
 	if opts.Duration == 0 {
 		return fail(2, errors.New("--duration must be positive"))
+	}
+	var verifyFor time.Duration
+	if *verify != "" {
+		if verifyFor, err = parseSeconds("--verify", *verify); err != nil || verifyFor <= 0 {
+			return fail(2, fmt.Errorf("--verify: want a positive duration, got %q", *verify))
+		}
+		if *asJSON || *save != "" || *kern != "" {
+			return fail(2, errors.New("--verify checks this machine's own kernel, in text: not with --json, --save or --kernel"))
+		}
 	}
 	snap, err := readSnapshot(*root)
 	if err != nil {
@@ -117,6 +140,18 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	if rep.PredictionErr != "" {
 		fmt.Fprintf(stderr, "tmigr host: %s\n", rep.PredictionErr)
 		return 1
+	}
+	if verifyFor > 0 {
+		ctx, stop := signalContext()
+		defer stop()
+		fmt.Fprintln(stdout)
+		ok, err := hostVerify(ctx, h, *root, *tracefsRoot, verifyFor, stdout, stderr)
+		if err != nil {
+			return fail(1, fmt.Errorf("--verify: %v", err))
+		}
+		if !ok {
+			return 1
+		}
 	}
 	return 0
 }
