@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/replay"
+)
+
+// TestMain lets a test run this test binary as tmigr itself
+// (TMIGR_TEST_MAIN=1), to send it signals.
+func TestMain(m *testing.M) {
+	if os.Getenv("TMIGR_TEST_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestRecordFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-d", "soon"}, `-d: bad duration "soon"`},
+		{[]string{"-d", "-1s"}, "-d: negative duration"},
+		{[]string{"--buffer-kb", "-4"}, "--buffer-kb must be positive"},
+		{[]string{"-c", "1-x"}, "-c: "},
+		{[]string{"-c", "4095"}, "-c: CPUs 4095: the machine has CPUs 0-"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-o", filepath.Join(dir, "no", "such", "dir.txt")}, "cannot write it: no such file or directory"},
+		{[]string{"-o", dir}, "cannot write it: not a regular file"},
+	} {
+		var out, errb bytes.Buffer
+		rc := run(append([]string{"record"}, c.args...), &out, &errb)
+		if rc != 2 || !strings.Contains(errb.String(), c.want) || out.Len() != 0 {
+			t.Errorf("record %q: status %d, stderr %q; want 2 and %q", c.args, rc, errb.String(), c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("refused runs left %d files", len(ents))
+	}
+	var out, errb bytes.Buffer
+	if rc := run([]string{"record", "-h"}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "-buffer-kb") {
+		t.Errorf("record -h: %d %q", rc, out.String())
+	}
+}
+
+func TestRecordNeedsRoot(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("runs as root: the refusal cannot be seen")
+	}
+	path := filepath.Join(t.TempDir(), "r.txt")
+	var out, errb bytes.Buffer
+	if rc := run([]string{"record", "-d", "1", "-o", path}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "needs root") {
+		t.Errorf("status %d, stderr %q", rc, errb.String())
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("a refused recording wrote %s", path)
+	}
+}
+
+// recordable skips a test that records this machine where it cannot.
+func recordable(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("recording the machine needs root (tracefs instances)")
+	}
+	if _, err := os.Stat("/sys/kernel/tracing"); err != nil {
+		t.Skipf("no tracefs mount point (%v): a kernel without CONFIG_TRACING", err)
+	}
+}
+
+// checkRecording reads a recording back: the machine line, timer events,
+// and lines whole to the last.
+func checkRecording(t *testing.T, b []byte) *replay.Trace {
+	t.Helper()
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		t.Fatalf("the recording does not end with a whole line (%d bytes)", len(b))
+	}
+	tr, err := replay.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("the recording does not parse: %v", err)
+	}
+	if tr.Header.Machine == nil || tr.Header.Machine.Kernel == "" {
+		t.Fatalf("no machine line: %+v", tr.Header)
+	}
+	timers := 0
+	for _, ev := range tr.Events {
+		if _, ok := ev.Data.(ftrace.TimerStart); ok {
+			timers++
+		}
+	}
+	if timers == 0 {
+		t.Fatalf("no timer_start in %d events", len(tr.Events))
+	}
+	return tr
+}
+
+func noInstanceOf(t *testing.T, pid int) {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join("/sys/kernel/tracing/instances", "tmigr-"+strconv.Itoa(pid)+"*"))
+	if len(m) != 0 {
+		t.Errorf("instances left: %q", m)
+	}
+}
+
+func TestRecordThisMachine(t *testing.T) {
+	recordable(t)
+	path := filepath.Join(t.TempDir(), "r.txt")
+	var out, errb bytes.Buffer
+	if rc := run([]string{"record", "-d", "1", "-o", path}, &out, &errb); rc != 0 {
+		t.Fatalf("status %d: %s", rc, errb.String())
+	}
+	if !strings.Contains(errb.String(), "events in") {
+		t.Errorf("stderr %q", errb.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecording(t, b)
+	noInstanceOf(t, os.Getpid())
+	// Replay and explain read it with no flag.
+	for _, cmd := range [][]string{{"replay", path}, {"explain", path}} {
+		out.Reset()
+		errb.Reset()
+		if rc := run(cmd, &out, &errb); rc == 2 || strings.Contains(out.String(), "give it with --") || strings.Contains(out.String(), "--cmdline") {
+			t.Errorf("%s: status %d, asks for a flag: %s%s", cmd[0], rc, out.String(), errb.String())
+		}
+	}
+	// Standard output.
+	out.Reset()
+	errb.Reset()
+	if rc := run([]string{"record", "-d", "1", "-o", "-", "-c", "0"}, &out, &errb); rc != 0 {
+		t.Fatalf("-o -: status %d: %s", rc, errb.String())
+	}
+	tr := checkRecording(t, out.Bytes())
+	for _, ev := range tr.Events {
+		if ev.CPU != 0 {
+			t.Errorf("-c 0 recorded an event of CPU %d: %+v", ev.CPU, ev)
+			break
+		}
+	}
+}
+
+// Ctrl-C ends a recording: the file is whole and the instance gone.
+func TestRecordSIGINT(t *testing.T) {
+	recordable(t)
+	path := filepath.Join(t.TempDir(), "r.txt")
+	cmd := exec.Command(os.Args[0], "record", "-o", path)
+	cmd.Env = append(os.Environ(), "TMIGR_TEST_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	var said []string
+	for sc.Scan() {
+		said = append(said, sc.Text())
+		if strings.Contains(sc.Text(), "recording all CPUs") {
+			break
+		}
+	}
+	if len(said) == 0 || !strings.Contains(said[len(said)-1], "recording all CPUs") {
+		t.Fatalf("the recorder did not start: %q", said)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("%s exists before the recording ended", path)
+	}
+	time.Sleep(time.Second) // a second of the machine's timers to record
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		said = append(said, sc.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGINT: %v; it said %q", err, said)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecording(t, b)
+	noInstanceOf(t, cmd.Process.Pid)
+	if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".r.txt*")); len(tmp) != 0 {
+		t.Errorf("temporary files left: %q", tmp)
+	}
+}
