@@ -124,16 +124,18 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
 	in, err := tracefs.Open(tracefs.Options{HRTimers: *hrtimers, CPUs: cpus, BufferKB: *bufKB})
 	if err != nil {
 		return fail(err)
 	}
 	defer in.Close()
+	// The duration counts from the start of the recording: setting up
+	// the instance (sizing its buffers) takes seconds on a slow machine.
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	for _, n := range in.Notes() {
 		fmt.Fprintf(stderr, "tmigr record: note: %s\n", n)
 	}
