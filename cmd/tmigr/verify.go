@@ -24,6 +24,9 @@ import (
 // so never leaves the hierarchy (package migrators, "always active").
 const verifyBusyShare = 0.95
 
+// verifyShown is how many mismatches of the model --verify prints.
+const verifyShown = 5
+
 // hostVerify records this machine for d and checks the prediction of what
 // its kernel's rules allow against it, printing one "verify:" line per
 // claim, as tuned-adm verify does. It returns false when a claim failed.
@@ -106,13 +109,27 @@ func hostVerify(ctx context.Context, h *host.Host, root, tracefsRoot string, d t
 	claim(outside.Empty(), fmt.Sprintf("every CPU that ran another CPU's timer is one the rules of Linux %s allow%s", rep.Release.Raw, orList(outside)))
 	claim(outsideIso.Empty(), "every isolated or nohz_full CPU that ran another CPU's timer is one the rules allow"+orList(outsideIso))
 	checked, mismatched := 0, 0
-	for _, c := range []*replay.Counts{res.Wheel, res.Tmigr, res.Nextevt, res.Hrtimer, res.Placement} {
-		if c != nil {
-			checked += c.Checked
-			mismatched += len(c.Mismatches)
+	var shown []string
+	for i, c := range []*replay.Counts{res.Wheel, res.Tmigr, res.Nextevt, res.Hrtimer, res.Placement} {
+		if c == nil {
+			continue
+		}
+		checked += c.Checked
+		mismatched += len(c.Mismatches)
+		for _, x := range c.Mismatches {
+			if len(shown) < verifyShown {
+				shown = append(shown, fmt.Sprintf("%s line %d: %s: kernel %s, model %s",
+					[]string{"wheel", "tmigr", "nextevt", "hrtimer", "placement"}[i], x.Line, x.Event, x.Kernel, x.Model))
+			}
 		}
 	}
 	claim(mismatched == 0, fmt.Sprintf("the model of Linux %s reproduces the recording (%d decisions checked, %d mismatched)", rep.Release.Raw, checked, mismatched))
+	for _, l := range shown {
+		p("  %s", l)
+	}
+	if mismatched > 0 {
+		p("  (tmigr record -d %v keeps a recording of this machine for tmigr replay and a report)", d)
+	}
 	if lost > 0 {
 		fmt.Fprintf(stderr, "tmigr host: %d events were lost while recording: the checks around them are undetermined\n", lost)
 	}
