@@ -201,3 +201,46 @@ func TestRecordSIGINT(t *testing.T) {
 		t.Errorf("temporary files left: %q", tmp)
 	}
 }
+
+// replay --cmdline gives a recording without a machine line its isolation
+// and must agree with a machine line's.
+func TestReplayCmdline(t *testing.T) {
+	trace := filepath.Join("..", "..", "testdata", "traces", "vm18-2node-mixed.txt") // cmdline=""
+	var out, errb bytes.Buffer
+	if rc := run([]string{"replay", "--cmdline", "isolcpus=1-8", trace}, &out, &errb); rc != 2 || !strings.Contains(errb.String(), `--cmdline "isolcpus=1-8" isolates CPUs 1-8`) {
+		t.Errorf("a disagreeing --cmdline: status %d, %s", rc, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if rc := run([]string{"replay", "--cmdline", "quiet splash", trace}, &out, &errb); rc == 2 || !strings.Contains(out.String(), "wheel ") {
+		t.Errorf("an agreeing --cmdline: status %d, %s%s", rc, out.String(), errb.String())
+	}
+	// Without a machine line it sets the isolation: replay's membership
+	// check then judges the isolated CPUs by it, and the hrtimer_* lines
+	// read alike.
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(b), "\n")
+	bare := filepath.Join(t.TempDir(), "bare.txt")
+	if err := os.WriteFile(bare, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	for _, cmdline := range []string{"", "isolcpus=1-8"} {
+		out.Reset()
+		errb.Reset()
+		args := []string{"replay", "--json", "--cpus", "18", "--node-cpus", "0-8;9-17", "--hz", "250", "--kernel", "6.19.0", bare}
+		if cmdline != "" {
+			args = append(args, "--cmdline", cmdline)
+		}
+		if rc := run(args, &out, &errb); rc == 2 {
+			t.Fatalf("--cmdline %q: %s", cmdline, errb.String())
+		}
+		outs = append(outs, out.String())
+	}
+	if outs[0] == outs[1] {
+		t.Errorf("--cmdline isolcpus=1-8 on 6.19 changed nothing in the replay")
+	}
+}
