@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,16 +58,50 @@ func TestRecordFlags(t *testing.T) {
 }
 
 func TestRecordNeedsRoot(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("runs as root: the refusal cannot be seen")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.txt")
+	var rc int
+	var errb bytes.Buffer
+	if os.Geteuid() != 0 {
+		rc = run([]string{"record", "-d", "1", "-o", path}, io.Discard, &errb)
+	} else {
+		// As root, run a copy of this binary as nobody.
+		bin := filepath.Join(dir, "tmigr")
+		b, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil { // the test's own
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "record", "-d", "1", "-o", path)
+		cmd.Env = append(os.Environ(), "TMIGR_TEST_MAIN=1")
+		cmd.Dir = dir
+		cmd.Stderr = &errb
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		err = cmd.Run()
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			rc = ee.ExitCode()
+		case err != nil:
+			t.Skipf("cannot run as nobody: %v", err)
+		}
 	}
-	path := filepath.Join(t.TempDir(), "r.txt")
-	var out, errb bytes.Buffer
-	if rc := run([]string{"record", "-d", "1", "-o", path}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "needs root") {
-		t.Errorf("status %d, stderr %q", rc, errb.String())
+	if rc != 1 || !strings.Contains(errb.String(), "needs root") {
+		t.Errorf("status %d, stderr %q; want 1 and \"needs root\"", rc, errb.String())
 	}
 	if _, err := os.Stat(path); err == nil {
 		t.Errorf("a refused recording wrote %s", path)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".r.txt*")); len(tmp) != 0 {
+		t.Errorf("temporary files left: %q", tmp)
 	}
 }
 
