@@ -59,6 +59,14 @@ func shapeOf(t *Trace, o Options) (Shape, error) {
 	if o.Kernel != "" {
 		s.Kernel = o.Kernel
 	}
+	if o.Cmdline != "" {
+		if s.Cmdline != o.Cmdline && t.Header.Machine != nil {
+			if err := sameIsolation(s.Cmdline, o.Cmdline, s.CPUs); err != nil {
+				return s, err
+			}
+		}
+		s.Cmdline = o.Cmdline
+	}
 	if s.CPUs == 0 && t.Header.CPUs > 0 {
 		s.CPUs = t.Header.CPUs // "#P:" counts online CPUs: the best we have
 	}
@@ -95,6 +103,34 @@ func shapeOf(t *Trace, o Options) (Shape, error) {
 		}
 	}
 	return s, nil
+}
+
+// sameIsolation checks that the command line given isolates the CPUs
+// that the trace's machine line does (the same words need not be: the
+// machine line keeps the isolation parameters alone, and isolcpus=nohz,1-3
+// is nohz_full=1-3's kind).
+func sameIsolation(trace, given string, cpus int) error {
+	a, err := ftrace.ParseIsolation(trace, cpus)
+	if err != nil {
+		return fmt.Errorf("the machine line's command line: %v", err)
+	}
+	b, err := ftrace.ParseIsolation(given, cpus)
+	if err != nil {
+		return fmt.Errorf("--cmdline: %v", err)
+	}
+	if !a.Domain.Equal(b.Domain) || !a.NohzFull.Equal(b.NohzFull) {
+		return fmt.Errorf("--cmdline %q isolates CPUs %s (nohz_full %s), the trace's machine line %q CPUs %s (nohz_full %s): "+
+			"the recording is of the machine its line describes; leave --cmdline out",
+			given, dashMask(b.Domain), dashMask(b.NohzFull), trace, dashMask(a.Domain), dashMask(a.NohzFull))
+	}
+	return nil
+}
+
+func dashMask(m cpumask.Mask) string {
+	if m.Empty() {
+		return "none"
+	}
+	return m.String()
 }
 
 // nodeOf returns the node of every CPU.

@@ -166,6 +166,13 @@ type Options struct {
 	// Kernel is the kernel release ("6.12.117"; "": from the trace), which
 	// selects the hierarchy's generation.
 	Kernel string
+	// Cmdline is the kernel command line (its isolation parameters
+	// matter: isolcpus=, nohz_full=), for a trace without a "# machine:"
+	// line, one that trace-cmd or a copy of tracefs made ("": from the
+	// trace). Unlike Kernel, which picks a model, it states a fact of the
+	// machine recorded: one that isolates other CPUs than the trace's
+	// machine line says is an error.
+	Cmdline string
 	// Check runs the hierarchy's invariant checker after every operation
 	// of the tmigr check (see TmigrOptions.Invariants).
 	Check bool

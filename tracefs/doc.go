@@ -1,6 +1,6 @@
 // Package tracefs records the timer and timer_migration trace events of the
 // machine it runs on, in a tracefs instance of its own: the driver behind
-// tmigr record (and tmigr top).
+// tmigr record.
 //
 // An instance (instances/tmigr-<pid> under the tracefs mount) has its own
 // ring buffer, events, clock and switch, as rtla's are: recording in one

@@ -208,3 +208,41 @@ func TestChildRecorder(t *testing.T) {
 	fmt.Printf("instance %s\n", in.Dir())
 	in.Record(context.Background(), &bytes.Buffer{}) // until killed
 }
+
+// Close, from another goroutine, unblocks a Read of the pipe that waits
+// for events, and removes the instance though the pipe was open.
+func TestCloseUnblocksPipe(t *testing.T) {
+	realMachine(t)
+	in, err := Open(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := in.Pipe()
+	if err != nil {
+		in.Close()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Read(make([]byte, 4096)) // not started: nothing comes
+		done <- err
+	}()
+	dir := in.Dir()
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("the blocked Read returned no error after Close")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not unblock the Read")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s left: %v", dir, err)
+	}
+	if _, err := in.Pipe(); err == nil {
+		t.Errorf("Pipe after Close succeeded")
+	}
+}

@@ -105,11 +105,15 @@ func Open(o Options) (*Instance, error) {
 		return nil, err
 	}
 	instances := filepath.Join(root, "instances")
-	if st, err := os.Stat(instances); err != nil || !st.IsDir() {
-		return fail(fmt.Errorf("%s has no instances directory: is it a tracefs mount?", root))
+	st, err := os.Stat(instances)
+	if err == nil && st.IsDir() {
+		err = unix.Access(instances, unix.W_OK)
 	}
-	if err := unix.Access(instances, unix.W_OK); err != nil {
+	switch {
+	case errors.Is(err, os.ErrPermission):
 		return fail(fmt.Errorf("needs root to create a tracefs instance: no write access to %s (%w)", instances, ErrPermission))
+	case err != nil || !st.IsDir():
+		return fail(fmt.Errorf("%s has no instances directory: is it a tracefs mount?", root))
 	}
 	if _, err := os.Stat(filepath.Join(root, "events", "timer")); err != nil {
 		return fail(fmt.Errorf("Linux %s has no timer trace events (%s is missing)", release(), filepath.Join(root, "events", "timer")))

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,16 +58,50 @@ func TestRecordFlags(t *testing.T) {
 }
 
 func TestRecordNeedsRoot(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("runs as root: the refusal cannot be seen")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.txt")
+	var rc int
+	var errb bytes.Buffer
+	if os.Geteuid() != 0 {
+		rc = run([]string{"record", "-d", "1", "-o", path}, io.Discard, &errb)
+	} else {
+		// As root, run a copy of this binary as nobody.
+		bin := filepath.Join(dir, "tmigr")
+		b, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil { // the test's own
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "record", "-d", "1", "-o", path)
+		cmd.Env = append(os.Environ(), "TMIGR_TEST_MAIN=1")
+		cmd.Dir = dir
+		cmd.Stderr = &errb
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		err = cmd.Run()
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			rc = ee.ExitCode()
+		case err != nil:
+			t.Skipf("cannot run as nobody: %v", err)
+		}
 	}
-	path := filepath.Join(t.TempDir(), "r.txt")
-	var out, errb bytes.Buffer
-	if rc := run([]string{"record", "-d", "1", "-o", path}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "needs root") {
-		t.Errorf("status %d, stderr %q", rc, errb.String())
+	if rc != 1 || !strings.Contains(errb.String(), "needs root") {
+		t.Errorf("status %d, stderr %q; want 1 and \"needs root\"", rc, errb.String())
 	}
 	if _, err := os.Stat(path); err == nil {
 		t.Errorf("a refused recording wrote %s", path)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".r.txt*")); len(tmp) != 0 {
+		t.Errorf("temporary files left: %q", tmp)
 	}
 }
 
@@ -199,5 +235,48 @@ func TestRecordSIGINT(t *testing.T) {
 	noInstanceOf(t, cmd.Process.Pid)
 	if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".r.txt*")); len(tmp) != 0 {
 		t.Errorf("temporary files left: %q", tmp)
+	}
+}
+
+// replay --cmdline gives a recording without a machine line its isolation
+// and must agree with a machine line's.
+func TestReplayCmdline(t *testing.T) {
+	trace := filepath.Join("..", "..", "testdata", "traces", "vm18-2node-mixed.txt") // cmdline=""
+	var out, errb bytes.Buffer
+	if rc := run([]string{"replay", "--cmdline", "isolcpus=1-8", trace}, &out, &errb); rc != 2 || !strings.Contains(errb.String(), `--cmdline "isolcpus=1-8" isolates CPUs 1-8`) {
+		t.Errorf("a disagreeing --cmdline: status %d, %s", rc, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if rc := run([]string{"replay", "--cmdline", "quiet splash", trace}, &out, &errb); rc == 2 || !strings.Contains(out.String(), "wheel ") {
+		t.Errorf("an agreeing --cmdline: status %d, %s%s", rc, out.String(), errb.String())
+	}
+	// Without a machine line it sets the isolation: replay's membership
+	// check then judges the isolated CPUs by it, and the hrtimer_* lines
+	// read alike.
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(b), "\n")
+	bare := filepath.Join(t.TempDir(), "bare.txt")
+	if err := os.WriteFile(bare, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	for _, cmdline := range []string{"", "isolcpus=1-8"} {
+		out.Reset()
+		errb.Reset()
+		args := []string{"replay", "--json", "--cpus", "18", "--node-cpus", "0-8;9-17", "--hz", "250", "--kernel", "6.19.0", bare}
+		if cmdline != "" {
+			args = append(args, "--cmdline", cmdline)
+		}
+		if rc := run(args, &out, &errb); rc == 2 {
+			t.Fatalf("--cmdline %q: %s", cmdline, errb.String())
+		}
+		outs = append(outs, out.String())
+	}
+	if outs[0] == outs[1] {
+		t.Errorf("--cmdline isolcpus=1-8 on 6.19 changed nothing in the replay")
 	}
 }

@@ -45,7 +45,10 @@ input. The checks:
 A decision that depends on what the recording does not hold (state from
 before it started, a jiffy the trace cannot pin) is counted undetermined,
 with its reason, apart from matched and mismatched. The machine comes
-from the file's "# machine:" line; the flags supply or override it.
+from the file's "# machine:" line (tmigr record and tmigr lab write one);
+the flags supply or override it, except --cmdline, which supplies the
+isolation of a recording without one (trace-cmd's, a copy of tracefs)
+and must agree with a machine line's.
 Exit status 1 when a mismatch was found.
 
 flags:
@@ -63,6 +66,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	cpus := fs.Int("cpus", 0, "number of possible CPUs, for traces without a \"# machine:\" line")
 	nodes := fs.Int("nodes", 0, "number of NUMA nodes, CPUs in contiguous blocks")
 	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
+	cmdline := fs.String("cmdline", "", `the kernel command line's isolation ("isolcpus=1-7 nohz_full=1-7"), for traces without a "# machine:" line (trace-cmd's, a copy of tracefs); one that isolates other CPUs than the machine line says is an error`)
 	kernel := fs.String("kernel", "", "replay under the model of this kernel release instead of the trace's (e.g. 6.18.0: isolated CPUs kept in the hierarchy; 6.19 and later exclude them)")
 	maxShow := fs.Int("show", 5, "mismatches to print per file and check")
 	var pics viz.Pictures
@@ -78,7 +82,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	all := !*wheel && !*tmigr && !*hrt && !*place
 	opts := replay.Options{Wheel: *wheel || all, Tmigr: *tmigr || all, Hrtimer: *hrt || all, Placement: *place || all,
-		HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Check: *check}
+		HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Cmdline: *cmdline, Check: *check}
 	// 0 means "from the trace": given on the command line it is a
 	// mistake, not a request for the trace's value.
 	for _, n := range []struct {
