@@ -75,9 +75,8 @@ type Timer struct {
 	// line; the core's timer, the second line, is touched only when the
 	// timer is queued or runs. (At 136 bytes, a 144-byte allocation at any
 	// 16-byte offset in a line, a Reset read one or two lines, and the
-	// worker's look at a listed timer missed twice: a CPU profile put 64%
-	// of the drain on reading moveNext, in the second line, and 27% on
-	// the lock, in the first.)
+	// worker's look at a listed timer missed twice, on moveNext and on the
+	// lock: docs/performance.md.)
 	// TestTimerLayout keeps it so.
 	mu      sync.Mutex
 	running atomic.Int32 // the function runs (per run in progress)

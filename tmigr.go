@@ -45,26 +45,19 @@ func ParsePolicy(s string) (Policy, error) { return cpu.ParsePolicy(s) }
 
 // IdleMode is what a worker with nothing to do does until its next event.
 //
-// The zero value, and so the default, is HaltPoll. It was chosen from
-// `tmigr live lateness` runs (3000 timers of each kind, 1-50 ms, beside
-// cyclictest on the same CPUs, 2-CPU VM) and `tmigr live idle`; see the
-// README for the commands and the machine's load. HaltPoll wakes for a
-// known deadline about 30x sooner at the median than Halt (hrtimer p50 2-4
-// µs against 60-75 µs), and at p99 it meets the goal of at most a tenth of
-// std's on the quiet CI VM at SCHED_OTHER (0.072-0.080 in 5 runs of 5000
-// timers, hrtimer p99 81-89 µs) where Halt stays at the VM's own wake-up
-// latency (p99 140-220 µs against the 120-130 µs floor of SCHED_OTHER).
-// On a machine loaded by other programs (load 6-9 on 2 CPUs) the medians
-// of five runs were, SCHED_OTHER: Halt 6.5 ms, HaltPoll 3.3 ms, Poll 9.5
-// ms against std's 6.1-13 ms; SCHED_FIFO 90: Halt 0.96 ms,
-// HaltPoll 2.1 ms against std's 17-23 ms (noise of that load dominates
-// both). Poll is worst on a loaded machine (a spinning worker takes its
-// CPU from everything else, with SCHED_FIFO it starves even cyclictest)
-// and burns a CPU per worker. A worker with nothing to do uses no CPU in
-// HaltPoll, as in Halt (0.00% over 3 s); one with events pays up to the
-// poll window (at most 200 µs) per wake-up: 19% of a CPU for a 1 kHz
-// timer, against 3% halting. Choose Halt where that matters more than the
-// wake-up.
+// The zero value, and so the default, is HaltPoll, chosen from `tmigr live
+// lateness` and `tmigr live idle` runs (docs/performance.md has the
+// figures, the machine and the commands). On a quiet machine HaltPoll
+// wakes for a known deadline many times sooner than Halt, which waits for
+// the kernel's wake-up latency, and where measured it met the goal of a p99
+// lateness of at most a tenth of package time's at SCHED_OTHER. On a
+// machine loaded by other programs the noise of that load dominates every
+// mode. Poll is worst there: a spinning worker takes its CPU from
+// everything else (with SCHED_FIFO it starves even cyclictest), and it
+// burns a CPU per worker. A worker with nothing to do uses no CPU in
+// HaltPoll, as in Halt; one with events pays up to the poll window (at
+// most 200 µs) per wake-up, several times Halt's CPU for a 1 kHz timer.
+// Choose Halt where that matters more than the wake-up.
 type IdleMode int
 
 const (
