@@ -103,7 +103,8 @@ const placeCoarse = 1
 // A coarse timer's Reset always takes its base lock (the wheel links it
 // where it is due), and its expiries wait for a tick anyway, so coarse
 // timers are spread over every worker: grouped, two goroutines re-arming
-// them took 736 ns an op against 399 (BenchmarkAPIParallel/tmigr-coarse).
+// them took nearly twice as long an op (BenchmarkAPIParallel/tmigr-coarse,
+// docs/performance.md).
 //
 // Each Timer made off the workers takes the next number of a package-wide
 // counter at creation (one atomic add, at creation only), and stays on the

@@ -13,6 +13,7 @@ import (
 // that never ran, and a nil error); the constructors without an error
 // result panic at the call site, naming the call.
 func TestClosedAndNilRefused(t *testing.T) {
+	t.Parallel()
 	rt, err := Start(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +77,7 @@ func panicOf(f func()) (msg string) {
 // do not panic: their timers are never armed, Sleep returns ErrNotStarted
 // (as the lower-level calls do, see edges_test.go).
 func TestZeroRuntimeAPI(t *testing.T) {
+	t.Parallel()
 	var rt Runtime
 	if rt.AfterFunc(time.Millisecond, func() {}).Stop() || rt.NewTimer(0).Reset(time.Second) {
 		t.Error("a timer of a zero Runtime is armed")

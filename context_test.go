@@ -16,6 +16,7 @@ import (
 // cause on; a parent with an earlier deadline keeps it; a deadline already
 // past is done at once.
 func TestWithDeadline(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		t.Run("expires", func(t *testing.T) {
 			const d = 700 * time.Microsecond
@@ -106,6 +107,7 @@ func TestWithDeadline(t *testing.T) {
 // parents' cancels land at the same moments, for -race; each ends done
 // with one of the three errors.
 func TestWithDeadlineRaces(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, Config{})
 	var wg sync.WaitGroup
 	for g := range 8 {

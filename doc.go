@@ -64,13 +64,13 @@
 // takes its thread with it, so Close leaves no thread with a worker's
 // settings behind. A worker's futex wait goes through the scheduler's
 // system-call path, so its P may be handed to other goroutines while it
-// sleeps; Start raises GOMAXPROCS by the number of workers so that a waking
-// worker finds a free P, and Close takes them back (the spares of
-// overlapping runtimes are counted together, so any close order restores
-// the program's value). A value the program sets while a runtime runs is
-// its new value, and the spares go back on top of it at a worker's next
-// late wake-up (or the next Start or Close): without them, workers wait
-// for the program's goroutines to be preempted before they run.
+// sleeps, and a waking worker needs a free P. The runtime changes nothing
+// of the process's by itself: its workers share GOMAXPROCS with the
+// program's goroutines, and while those keep every P busy a waking worker
+// waits for one to be preempted. Config.SpareProcs asks for one spare P
+// per worker instead: Start raises GOMAXPROCS, and Close gives the
+// program its value back, the Go runtime's automatic setting included
+// (see Config.SpareProcs for why that is not the default).
 //
 // # Semantics
 //

@@ -113,5 +113,6 @@ func (d *rtDriver) Events() []hier.Event {
 }
 
 func TestDriverScenarios(t *testing.T) {
+	t.Parallel()
 	ticktest.Run(t, "tick/testdata/drivers.txt", newRTDriver)
 }

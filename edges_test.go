@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// TestGOMAXPROCSRestoredInAnyOrder: overlapping runtimes add their spare Ps
-// together and GOMAXPROCS is back to the program's value once the last one
-// closes, whichever closes first (it was left at 4 when two runtimes of two
+// TestGOMAXPROCSRestoredInAnyOrder: overlapping runtimes with SpareProcs
+// add their spare Ps together and GOMAXPROCS is back to the program's value
+// once the last one closes, whichever closes first (it was left at 4 when two runtimes of two
 // workers closed in start order: 2 -> 4 -> 6 -> 6 -> 4). A value the
 // program sets while they run is its new value, the spares on top.
 func TestGOMAXPROCSRestoredInAnyOrder(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	cfg := Config{CPUs: "0-1", pinTo: virtual(t)}
+	cfg := Config{CPUs: "0-1", pinTo: virtual(t), SpareProcs: true}
 	for _, order := range [][2]int{{0, 1}, {1, 0}} {
 		runtime.GOMAXPROCS(2)
 		var rts [2]*Runtime
@@ -74,7 +74,7 @@ func TestGOMAXPROCSRestoredInAnyOrder(t *testing.T) {
 func TestSparePsKept(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	runtime.GOMAXPROCS(2)
-	rt, err := Start(Config{CPUs: "0-1", pinTo: virtual(t)})
+	rt, err := Start(Config{CPUs: "0-1", pinTo: virtual(t), SpareProcs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +105,7 @@ func TestSparePsKept(t *testing.T) {
 // every method that can fail and is inert in the others; none panics (it
 // panicked with an index error).
 func TestZeroRuntime(t *testing.T) {
+	t.Parallel()
 	var rt Runtime
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
@@ -139,6 +140,7 @@ func TestZeroRuntime(t *testing.T) {
 // (base->running_timer, hrtimer_callback_running); re-armed once it has
 // returned, it goes back to its worker.
 func TestRunningTimerStaysAfterHotplug(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"wheel", "hrtimer"} {
 		t.Run(kind, func(t *testing.T) {
 			rt := newRuntime(t, Config{CPUs: "0-1", pinTo: virtual(t)})
@@ -206,6 +208,7 @@ func TestRunningTimerStaysAfterHotplug(t *testing.T) {
 // from the lateness measurements (see IdleMode), and every mode is
 // accepted while a value outside them is not.
 func TestDefaultIdleMode(t *testing.T) {
+	t.Parallel()
 	var cfg Config
 	if cfg.Idle != HaltPoll || cfg.Idle.String() != "haltpoll" {
 		t.Fatalf("the default idle mode is %v, want haltpoll", cfg.Idle)

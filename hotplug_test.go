@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -82,6 +83,7 @@ func all(c, n int) []int {
 // all; under pull-isolated it is out of the hierarchy and the housekeeping
 // worker wakes for its own. Exclude switches between the two at run time.
 func TestIsolatedWorkerPulls(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy Policy
 		want   int // where worker 0's timers run
@@ -138,6 +140,7 @@ func equal(a, b []int) bool {
 // first housekeeping worker, which runs them; back online it runs its own
 // timers again. An isolated worker comes back isolated.
 func TestOfflineMovesEverything(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, Config{CPUs: "0-2", Isolated: "2", pinTo: virtual(t)})
 	h := rt.set.Hierarchy()
 	ran := make(chan string, 10)
@@ -251,6 +254,7 @@ func itoa(c int) string {
 // they run is not asserted: an idle worker that does not get its CPU
 // before a timer is within a tick of its expiry runs it itself.)
 func TestForeignArmPublished(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, Config{CPUs: "0-1", pinTo: virtual(t)})
 	stop := busy(t, rt, 1)
 	defer stop()
@@ -271,6 +275,7 @@ func TestForeignArmPublished(t *testing.T) {
 // on, not the one it was armed on behalf of), report true, and never run;
 // after Online, Reset brings them back to their worker.
 func TestStopAfterHotplugMove(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, Config{CPUs: "0-1", pinTo: virtual(t)})
 	ran := make(chan string, 4)
 	hr, err := rt.HRAfterFunc(1, time.Hour, func() { ran <- "hr@" + itoa(rt.CPU()) }, Soft)
@@ -311,7 +316,24 @@ func TestStopAfterHotplugMove(t *testing.T) {
 // when the Reset kicks it, and the timer goes where its timers went.
 // Before, it stayed listed on the parked worker and never ran.
 func TestListedWhileGoingOffline(t *testing.T) {
-	rt, err := Start(Config{CPUs: "0-1", pinTo: virtual(t)})
+	t.Parallel()
+	var (
+		once    sync.Once
+		rt      *Runtime
+		listing atomic.Bool // the test's Reset is the one to hold
+	)
+	cfg := Config{CPUs: "0-1", pinTo: virtual(t)}
+	cfg.hooks.listing = func(*Timer) {
+		if !listing.Load() {
+			return
+		}
+		once.Do(func() {
+			if err := rt.Offline(1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	rt, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,15 +344,7 @@ func TestListedWhileGoingOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	tm.Stop() // a Reset of a stopped timer lists it (notInCore)
-	var once sync.Once
-	testHookListing = func(*Timer) {
-		once.Do(func() {
-			if err := rt.Offline(1); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	defer func() { testHookListing = nil }()
+	listing.Store(true)
 	tm.Reset(time.Millisecond)
 	select {
 	case <-ran:

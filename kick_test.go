@@ -13,6 +13,7 @@ import (
 // TestNewFirst: when a coarse timer queued from elsewhere on an idle worker
 // kicks it (newFirst), case by case.
 func TestNewFirst(t *testing.T) {
+	t.Parallel()
 	const (
 		now      = int64(10_000_000)
 		earliest = int64(12_000_000) // the start of the jiffy after the timer's expiry
@@ -44,6 +45,7 @@ func TestNewFirst(t *testing.T) {
 // to go quiet, then arms one timer and waits for it to fire; the generous
 // timeout only catches a timer that never fires.
 func TestCoarseFromElsewhereWakesIdleWorker(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, Config{})
 	for i := range 40 {
 		time.Sleep(10 * time.Millisecond) // the workers stop their ticks
@@ -73,6 +75,7 @@ func TestCoarseFromElsewhereWakesIdleWorker(t *testing.T) {
 // not kick, and the timer waited for the worker's next wake-up, an hour
 // away (a lost wake-up CI saw once in TestTimerModifiedEarlier).
 func TestIdleRoundRace(t *testing.T) {
+	t.Parallel()
 	var (
 		inRound   = make(chan struct{})
 		queued    = make(chan struct{})
@@ -82,7 +85,8 @@ func TestIdleRoundRace(t *testing.T) {
 		fired     = make(chan struct{})
 	)
 	c := machineCPUs(t)[0]
-	testHookIdled = func(w *worker, r tick.Ready, done bool) {
+	var cfg Config
+	cfg.hooks.idled = func(w *worker, r tick.Ready, done bool) {
 		if w.cpu != c || !r.Stopped || r.Tick < w.now()+int64(time.Minute) {
 			return // only a round with nothing due but the hour timer
 		}
@@ -93,14 +97,14 @@ func TestIdleRoundRace(t *testing.T) {
 			close(published)
 		}
 	}
-	testHookQueued = func(*Timer) {
+	cfg.hooks.queued = func(*Timer) {
 		if arming.Load() {
 			close(queued)
 			<-published
 		}
 	}
-	t.Cleanup(func() { testHookIdled, testHookQueued = nil, nil }) // after the runtime is closed
-	rt := newRuntime(t, Config{CPUs: strconv.Itoa(c)})
+	cfg.CPUs = strconv.Itoa(c)
+	rt := newRuntime(t, cfg)
 	tm, err := rt.AfterFuncOn(c, time.Hour, func() { close(fired) })
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // the worker next looks at its list of moves (TestResetEarlierIsListed); a
 // Stop goes to the core at once.
 func TestResetLaterIsLazy(t *testing.T) {
+	t.Parallel()
 	clk, w0, tm, runs := oneHRTimer(t, time.Millisecond)
 	device := func(want int64, when string) {
 		t.Helper()
@@ -77,6 +78,7 @@ func TestResetLaterIsLazy(t *testing.T) {
 // moved later again, is left as it is; one the worker finds overdue is
 // counted late from the expiry asked for.
 func TestResetEarlierIsListed(t *testing.T) {
+	t.Parallel()
 	clk, w0, tm, runs := oneHRTimer(t, 10*time.Millisecond)
 	w0.idle(clk.t)
 	if dev := w0.hb.Device(); dev != 10*ms {
@@ -188,6 +190,7 @@ func oneHRTimer(t *testing.T, d time.Duration) (*fakeClock, *worker, *Timer, *[]
 // online housekeeping worker of each group of eight in turn, isolated and
 // offline workers skipped, so the workers' wake-ups land on few CPUs.
 func TestPlaceOnePerGroup(t *testing.T) {
+	t.Parallel()
 	_, rt := fakeRuntimeWith(t, Config{CPUs: "0-19", Isolated: "3,12"})
 	// Housekeeping: 0-2,4-11,13-19 (18 workers): groups 0-2,4-8 | 9-11,13-17 | 18-19.
 	placed := func() []int {

@@ -49,8 +49,8 @@ import (
 // the worker empties whole with a swap, taking no lock: the push was a
 // mutex, and with more goroutines re-arming than CPUs a pusher preempted
 // while it held it made the others sleep on it and wait for the
-// scheduler (BenchmarkAPIParallel: a Go execution trace put 57% of the
-// callers' scheduling delay there, and the machine was a sixth idle). A
+// scheduler (in BenchmarkAPIParallel, most of the callers' scheduling
+// delay in a Go execution trace: docs/performance.md). A
 // stack emptied whole has no ABA problem (nothing is popped alone); the
 // worker turns each batch around, so timers are queued in the order they
 // were listed, as the list's mutex had them.

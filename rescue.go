@@ -45,11 +45,11 @@ import (
 // that wakes early to poll spends its share of the CPU spinning and is
 // preempted in its poll window, while one that sleeps to the deadline
 // wakes with the scheduler's credit for sleepers and preempts the hog
-// (measured with a hog on every CPU: hrtimer p99 2.7 ms polling, 1.1 ms
-// halting; see the README). A late wake-up alone does not switch: halting
-// on a quiet VM is late by more than rescueAfter often enough (its p99 is
-// 140-220 µs) that the switch would hold for good; a rescue needs the
-// worker not to have run for rescueAfter plus package time's latency.
+// (with a hog on every CPU, halting after a rescue more than halves the
+// hrtimer p99: docs/performance.md). A late wake-up alone does not switch:
+// halting on a quiet VM is late by more than rescueAfter often enough that
+// the switch would hold for good; a rescue needs the worker not to have
+// run for rescueAfter plus package time's latency.
 //
 // A rescued timer runs about rescueAfter plus package time's own lateness
 // after it was due, so under load the runtime's tail follows std's rather
@@ -66,16 +66,12 @@ const (
 	// wake-up.
 	loadedHold = int64(time.Second)
 	// pollHold is how long HaltPoll workers halt without polling after a
-	// rescue. Under CPU hogs rescues recur every few tens of milliseconds
-	// (every 25-40 ms measured, a hog on each CPU), so the workers keep halting
-	// there; on a quiet VM a rescue comes from a rare wake-up hundreds of
-	// microseconds late (the host's, 3 or so a second on the 2-core CI
-	// VM), and a hold of loadedHold kept polling off most of the time:
-	// hrtimer p50 lateness 24-37 µs instead of 2 µs, and a p99 of 90-121
-	// µs against 73-100 µs with this hold (4 interleaved pairs of `tmigr
-	// live lateness --timers 5000 --cyclictest`, load 0.6-1.1), while
-	// under hogs the two holds gave the same p99 (1.0-1.3 ms, 2 pairs of
-	// `--timers 2000 --hogs 1`).
+	// rescue. Under CPU hogs rescues recur every few tens of milliseconds,
+	// so the workers keep halting there; on a quiet VM a rescue comes from
+	// a rare wake-up hundreds of microseconds late (the host's, a few a
+	// second), and a hold of loadedHold kept polling off most of the time,
+	// losing HaltPoll's median, while under hogs the two holds gave the
+	// same p99 (docs/performance.md, "Rescue and pollHold").
 	pollHold = int64(100 * time.Millisecond)
 	// rescueHorizon: a worker sleeping longer than this (its next event
 	// is far or none) arms no rescue timer; the rescue of its next event,
@@ -182,11 +178,9 @@ func (w *worker) rescueAt(now int64) bool {
 // (as a VM's often are). It is counted (Stats.Crowded) to tell a user which
 // of the two the rescues were, and decides nothing: turning HaltPoll's
 // polling off only after crowded rescues was tried and measured, and was
-// no better (on the 2-core VM at load 0.3, 3 interleaved pairs of `tmigr
-// live lateness --timers 3000 --cyclictest`: hrtimer p99 306, 880 and 479
-// µs against 275, 337 and 189 µs with polling off after any rescue; most
-// rescues there found the worker runnable anyway, its CPU shared with the
-// process's own Go threads).
+// worse than after any rescue (docs/performance.md); most rescues there
+// found the worker runnable anyway, its CPU shared with the process's own
+// Go threads.
 func (w *worker) crowded() bool {
 	tid := int(w.tid.Load())
 	if tid <= 0 {

@@ -18,6 +18,7 @@ import (
 // TestRescueDelay: rescue timers are armed only while the runtime is
 // loaded, for a deadline within the horizon, rescueAfter past it.
 func TestRescueDelay(t *testing.T) {
+	t.Parallel()
 	const now = int64(time.Second)
 	for _, c := range []struct {
 		deadline, loadedUntil int64
@@ -50,6 +51,7 @@ func TestRescueDelay(t *testing.T) {
 // the runtime loaded, and leaves the worker idle with its next events
 // programmed, the hierarchy consistent.
 func TestRescueRunsOverdueTimers(t *testing.T) {
+	t.Parallel()
 	clk, rt := fakeRuntime(t)
 	w0, w1 := rt.workers[0], rt.workers[1]
 	idle := func() {
@@ -132,6 +134,7 @@ func TestRescueRunsOverdueTimers(t *testing.T) {
 // TestRescueSkipsOfflineAndClosed: an offline worker has no timers, and a
 // rescue never runs for it, nor after Close.
 func TestRescueSkipsOfflineAndClosed(t *testing.T) {
+	t.Parallel()
 	clk, rt := fakeRuntime(t)
 	w := rt.workers[1]
 	w.idle(0)
@@ -233,6 +236,7 @@ func TestRescueUnderHogs(t *testing.T) {
 // still asleep because its own timer is late; either way it marks the
 // runtime loaded and turns HaltPoll's polling off.
 func TestRescueCrowded(t *testing.T) {
+	t.Parallel()
 	clk, rt := fakeRuntime(t)
 	w0 := rt.workers[0]
 	for _, w := range rt.order {
@@ -337,6 +341,7 @@ func fakeRuntimeWith(t *testing.T, cfg Config) (*fakeClock, *Runtime) {
 // meanwhile from inside the drain, and their functions see the worker (CPU
 // reports it), as every rescued function does.
 func TestRescueEmptiesMovesAsTheWorker(t *testing.T) {
+	t.Parallel()
 	clk, rt := fakeRuntime(t)
 	w0 := rt.workers[0]
 	for _, w := range rt.order {

@@ -13,6 +13,7 @@ import (
 // expiry. Under SCHED_FIFO (Priority) the slack is ignored, as the
 // kernel gives real-time tasks none, and a negative one is refused.
 func TestSlack(t *testing.T) {
+	t.Parallel()
 	const slack = 5 * time.Millisecond
 	for _, prio := range []int{0, 50} {
 		clk := &fakeClock{}

@@ -39,6 +39,7 @@ func forFlavours(t *testing.T, test func(t *testing.T, rt *Runtime, o Option)) {
 // TestAfterFunc is sleep_test.go's: a chain of ten AfterFunc(0) timers,
 // each armed by the one before from its function, runs to the end.
 func TestAfterFunc(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		i := 10
 		c := make(chan bool)
@@ -62,6 +63,7 @@ func TestAfterFunc(t *testing.T) {
 // TestAfterStress is sleep_test.go's: timers keep firing while another
 // goroutine forces garbage collections.
 func TestAfterStress(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		var stop atomic.Bool
 		done := make(chan struct{})
@@ -84,6 +86,7 @@ func TestAfterStress(t *testing.T) {
 // TestTimerStopStress is sleep_test.go's: timers stopped from many
 // goroutines before they are due never run, and each Stop reports it.
 func TestTimerStopStress(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		var wg sync.WaitGroup
 		var ran atomic.Int32
@@ -110,6 +113,7 @@ func TestTimerStopStress(t *testing.T) {
 // Reset of a fired one returns false. "Not at the old time" is checked by
 // the time it sends, not by the scheduling of this goroutine.
 func TestReset(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		const d = 2 * time.Millisecond
 		t0 := rt.NewTimer(time.Hour, o)
@@ -134,6 +138,7 @@ func TestReset(t *testing.T) {
 // into the past, repeatedly, fires; the idiom "if !t.Stop() { <-t.C }"
 // never blocks (Stop reports an unreceived expiry as stopped, Go 1.23).
 func TestTimerModifiedEarlier(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		past := time.Until(time.Unix(0, 0)) // negative
 		for range 100 {
@@ -155,6 +160,7 @@ func TestTimerModifiedEarlier(t *testing.T) {
 // and a last Reset(0) that fires. The interleaving comes from a fixed seed;
 // every assertion holds for any.
 func TestAdjustTimers(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		rnd := rand.New(rand.NewPCG(13, 1))
 		timers := make([]*Timer, 100)
@@ -196,6 +202,7 @@ func TestAdjustTimers(t *testing.T) {
 // TestZeroTimer is sleep_test.go's: a timer of 0 fires, as a channel timer
 // and as a function timer.
 func TestZeroTimer(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		c := make(chan time.Time, 1)
 		for range 500 {
@@ -210,6 +217,7 @@ func TestZeroTimer(t *testing.T) {
 // TestTimerFromStopped/TestChan cases): after Stop or Reset returns, no
 // value of the stopped arm is received, even if it had expired.
 func TestStopNoStaleValue(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		tm := rt.NewTimer(0, o)
 		waitFor(t, "the timer to expire", func() bool { return len(tm.C) == 1 })
@@ -239,6 +247,7 @@ func TestStopNoStaleValue(t *testing.T) {
 // Reset(2d) n more take at least 2n·d; after Stop no tick arrives. Each
 // tick is sent no earlier than its place on the grid start + k·d.
 func TestTicker(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		const n, d = 10, time.Millisecond
 		start := time.Now()
@@ -271,6 +280,7 @@ func TestTicker(t *testing.T) {
 // TestTickerStopWithDirectInitialization is tick_test.go's: Stop and
 // Reset of a Ticker not made by NewTicker do nothing, and do not panic.
 func TestTickerStopWithDirectInitialization(t *testing.T) {
+	t.Parallel()
 	c := make(chan time.Time)
 	tk := &Ticker{C: c}
 	tk.Stop()
@@ -285,6 +295,7 @@ func TestTickerStopWithDirectInitialization(t *testing.T) {
 // grid of the first one, the first point of it after now (so late expiries
 // never shift the grid), saturating at the end of time.
 func TestForwardNoDrift(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 10000 {
 		when := r.Int64N(1 << 50)
@@ -304,6 +315,7 @@ func TestForwardNoDrift(t *testing.T) {
 // with the context's error when it is cancelled, and at once for a context
 // already done.
 func TestSleepContext(t *testing.T) {
+	t.Parallel()
 	forFlavours(t, func(t *testing.T, rt *Runtime, o Option) {
 		for _, d := range []time.Duration{0, 100 * time.Microsecond, 2 * time.Millisecond} {
 			start := time.Now()

@@ -75,9 +75,8 @@ type Timer struct {
 	// line; the core's timer, the second line, is touched only when the
 	// timer is queued or runs. (At 136 bytes, a 144-byte allocation at any
 	// 16-byte offset in a line, a Reset read one or two lines, and the
-	// worker's look at a listed timer missed twice: a CPU profile put 64%
-	// of the drain on reading moveNext, in the second line, and 27% on
-	// the lock, in the first.)
+	// worker's look at a listed timer missed twice, on moveNext and on the
+	// lock: docs/performance.md.)
 	// TestTimerLayout keeps it so.
 	mu      sync.Mutex
 	running atomic.Int32 // the function runs (per run in progress)
@@ -393,8 +392,8 @@ func (t *Timer) listHR(when int64) bool {
 	if t.running.Load() != 0 || !w.online.Load() {
 		return false
 	}
-	if testHookListing != nil {
-		testHookListing(t)
+	if h := t.rt.cfg.hooks.listing; h != nil {
+		h(t)
 	}
 	w.pushMove(t, when)
 	if !w.online.Load() {
@@ -412,10 +411,6 @@ func (t *Timer) listHR(when int64) bool {
 	t.when = when
 	return true
 }
-
-// testHookListing, if set, runs in listHR after it found the worker
-// online and before it lists the timer.
-var testHookListing func(t *Timer)
 
 // notInCore is the coreAt of a timer armed by listHR that the worker has
 // not queued yet.
@@ -439,8 +434,8 @@ func (t *Timer) armWheel(now, d int64) {
 	exp := rt.grid.Expiry(now, d)
 	_, kickCPU := rt.set.Mod(w.cpu, &t.x.wt, exp, rt.grid.Jiffies(now), 0)
 	w.hp.RUnlock()
-	if testHookQueued != nil {
-		testHookQueued(t)
+	if h := rt.cfg.hooks.queued; h != nil {
+		h(t)
 	}
 	switch {
 	case kickCPU >= 0:
@@ -462,10 +457,6 @@ func (t *Timer) armWheel(now, d int64) {
 		w.kick(kickTimer)
 	}
 }
-
-// testHookQueued, if set, runs after a wheel timer was queued and before
-// its arm decides whether to kick the worker.
-var testHookQueued func(t *Timer)
 
 // newFirst reports whether a global timer that expires at the earliest at
 // earliest, queued on an idle worker, may be a first event the hierarchy
@@ -528,11 +519,6 @@ func (rt *Runtime) apply(w *worker, eff hrtimer.Effect) {
 // hrFirer is what an hrtimer's Data is: a Timer or a sleeper.
 type hrFirer interface{ fireHR(w *worker) }
 
-// testHookExpired, if set, runs on the worker when the core has handed out
-// an expired timer, before the runtime claims it: tests widen the window in
-// which a Reset or Stop races with the expiry.
-var testHookExpired func(t *Timer)
-
 // fireHR runs on worker w for an hrtimer expiry the core handed out. It
 // runs the function only if t is armed and not queued again since (see
 // Timer), and only if the arm's expiry has come: a Reset that moved an
@@ -540,8 +526,8 @@ var testHookExpired func(t *Timer)
 // and it is queued for the later one now, on behalf of the worker it
 // belongs to, as that Reset would have.
 func (t *Timer) fireHR(w *worker) {
-	if testHookExpired != nil {
-		testHookExpired(t)
+	if h := w.rt.cfg.hooks.expired; h != nil {
+		h(t)
 	}
 	t.mu.Lock()
 	if !t.armed || t.ht.Queued() || t.coreAt == notInCore {

@@ -48,9 +48,15 @@ func kinds(t *testing.T) []kind {
 
 // forKinds runs test for every kind of timer, each on a fresh runtime.
 func forKinds(t *testing.T, test func(t *testing.T, rt *Runtime, k kind)) {
+	forKindsOn(t, func() Config { return Config{} }, test)
+}
+
+// forKindsOn is forKinds on runtimes of the Config that cfg makes, one for
+// each kind (a test's hooks capture that kind's state).
+func forKindsOn(t *testing.T, cfg func() Config, test func(t *testing.T, rt *Runtime, k kind)) {
 	for _, k := range kinds(t) {
 		t.Run(k.name, func(t *testing.T) {
-			rt := newRuntime(t, Config{})
+			rt := newRuntime(t, cfg())
 			test(t, rt, k)
 		})
 	}
@@ -105,6 +111,7 @@ func settle() { time.Sleep(30 * time.Millisecond) }
 // TestAfterFuncChain: a function re-arming itself with AfterFunc(0) from its
 // own run, ten times (time's TestAfterFunc).
 func TestAfterFuncChain(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		n := 10
 		done := make(chan struct{})
@@ -124,6 +131,7 @@ func TestAfterFuncChain(t *testing.T) {
 // TestStopBeforeExpiry: Stop of a pending timer returns true and the
 // function never runs; a second Stop returns false (TestAfterStop).
 func TestStopBeforeExpiry(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		p := newProbe(t, rt, k)
 		p.arm(20 * time.Millisecond)
@@ -141,6 +149,7 @@ func TestStopBeforeExpiry(t *testing.T) {
 
 // TestStopAfterFire: Stop after the function ran returns false.
 func TestStopAfterFire(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		p := newProbe(t, rt, k)
 		p.arm(time.Millisecond)
@@ -160,6 +169,7 @@ func TestStopAfterFire(t *testing.T) {
 // function runs once, not before the new time; both earlier and later
 // (TestReset).
 func TestResetBeforeExpiry(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		for _, tc := range []struct{ first, then time.Duration }{
 			{time.Hour, 2 * time.Millisecond},
@@ -188,6 +198,7 @@ func TestResetBeforeExpiry(t *testing.T) {
 // TestResetAfterFire: Reset after the run returns false and runs the
 // function again.
 func TestResetAfterFire(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		p := newProbe(t, rt, k)
 		p.arm(time.Millisecond)
@@ -207,6 +218,7 @@ func TestResetAfterFire(t *testing.T) {
 
 // TestResetAfterStop: Reset of a stopped timer returns false and arms it.
 func TestResetAfterStop(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		p := newProbe(t, rt, k)
 		tm := k.arm(rt, time.Hour, p.f)
@@ -228,6 +240,7 @@ func TestResetAfterStop(t *testing.T) {
 // TestResetInsideFunction: a function re-arming its own timer sees false
 // (it has expired) and runs again.
 func TestResetInsideFunction(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		p := newProbe(t, rt, k)
 		var tm *Timer
@@ -259,6 +272,7 @@ func TestResetInsideFunction(t *testing.T) {
 // TestStopAndResetWhileRunning: while the function runs, Stop returns false
 // and does not stop it; Reset returns false and runs it once more after it.
 func TestStopAndResetWhileRunning(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		for _, reset := range []bool{false, true} {
 			p := newProbe(t, rt, k)
@@ -299,6 +313,7 @@ func TestStopAndResetWhileRunning(t *testing.T) {
 // TestNegativeAndHugeDurations: a negative duration runs at once; one that
 // overflows the clock never runs and stops (TestOverflowSleep).
 func TestNegativeAndHugeDurations(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		p := newProbe(t, rt, k)
 		k.arm(rt, -time.Hour, p.f)
@@ -320,6 +335,7 @@ func TestNegativeAndHugeDurations(t *testing.T) {
 // them stopped at once; the others run exactly once, never early, and the
 // stopped ones whose Stop returned true never run (TestTimerStopStress).
 func TestManyTimersOnceNeverEarly(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		const n = 300
 		r := rand.New(rand.NewPCG(1, 2))
@@ -352,6 +368,7 @@ func TestManyTimersOnceNeverEarly(t *testing.T) {
 // TestPanicRecovered: a panicking function is reported to OnPanic with its
 // worker and timer, and the worker goes on running timers.
 func TestPanicRecovered(t *testing.T) {
+	t.Parallel()
 	for _, k := range kinds(t) {
 		t.Run(k.name, func(t *testing.T) {
 			panics := make(chan Panic, 1)
@@ -377,6 +394,7 @@ func TestPanicRecovered(t *testing.T) {
 
 // TestTaskPanicRecovered: the same for a task.
 func TestTaskPanicRecovered(t *testing.T) {
+	t.Parallel()
 	panics := make(chan Panic, 1)
 	rt := newRuntime(t, Config{OnPanic: func(p Panic) { panics <- p }})
 	c := rt.CPUs()[0]
@@ -399,19 +417,26 @@ func TestTaskPanicRecovered(t *testing.T) {
 // report it stopped and the function never run. A hook holds the worker in
 // that window.
 func TestRaceWithExpiry(t *testing.T) {
+	t.Parallel()
 	for _, op := range []string{"reset", "stop"} {
 		t.Run(op, func(t *testing.T) {
-			forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
-				var target atomic.Pointer[Timer]
-				inWindow := make(chan struct{})
-				release := make(chan struct{})
-				testHookExpired = func(tm *Timer) {
+			var (
+				target   atomic.Pointer[Timer]
+				inWindow chan struct{}
+				release  chan struct{}
+			)
+			withHook := func() Config {
+				inWindow, release = make(chan struct{}), make(chan struct{})
+				var cfg Config
+				cfg.hooks.expired = func(tm *Timer) {
 					if target.CompareAndSwap(tm, nil) {
 						close(inWindow)
 						<-release
 					}
 				}
-				defer func() { testHookExpired = nil }()
+				return cfg
+			}
+			forKindsOn(t, withHook, func(t *testing.T, rt *Runtime, k kind) {
 				p := newProbe(t, rt, k)
 				p.arm(time.Millisecond)
 				tm := k.arm(rt, time.Hour, p.f)
@@ -450,6 +475,7 @@ func TestRaceWithExpiry(t *testing.T) {
 // workers are between waking and sleeping again: none may be lost (a lost
 // wake-up leaves an idle worker asleep with a due timer).
 func TestArmsFromOutsideNeverLost(t *testing.T) {
+	t.Parallel()
 	forKinds(t, func(t *testing.T, rt *Runtime, k kind) {
 		var wg sync.WaitGroup
 		for g := range 4 {
@@ -478,6 +504,7 @@ func TestArmsFromOutsideNeverLost(t *testing.T) {
 // a field added or moved there would make every re-arm of one of many
 // timers miss two lines again.
 func TestTimerLayout(t *testing.T) {
+	t.Parallel()
 	var x Timer
 	if n := unsafe.Sizeof(x); n != 128 {
 		t.Errorf("Timer is %d bytes, want 128 (a 128-aligned size class)", n)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,26 +45,19 @@ func ParsePolicy(s string) (Policy, error) { return cpu.ParsePolicy(s) }
 
 // IdleMode is what a worker with nothing to do does until its next event.
 //
-// The zero value, and so the default, is HaltPoll. It was chosen from
-// `tmigr live lateness` runs (3000 timers of each kind, 1-50 ms, beside
-// cyclictest on the same CPUs, 2-CPU VM) and `tmigr live idle`; see the
-// README for the commands and the machine's load. HaltPoll wakes for a
-// known deadline about 30x sooner at the median than Halt (hrtimer p50 2-4
-// µs against 60-75 µs), and at p99 it meets the goal of at most a tenth of
-// std's on the quiet CI VM at SCHED_OTHER (0.072-0.080 in 5 runs of 5000
-// timers, hrtimer p99 81-89 µs) where Halt stays at the VM's own wake-up
-// latency (p99 140-220 µs against the 120-130 µs floor of SCHED_OTHER).
-// On a machine loaded by other programs (load 6-9 on 2 CPUs) the medians
-// of five runs were, SCHED_OTHER: Halt 6.5 ms, HaltPoll 3.3 ms, Poll 9.5
-// ms against std's 6.1-13 ms; SCHED_FIFO 90: Halt 0.96 ms,
-// HaltPoll 2.1 ms against std's 17-23 ms (noise of that load dominates
-// both). Poll is worst on a loaded machine (a spinning worker takes its
-// CPU from everything else, with SCHED_FIFO it starves even cyclictest)
-// and burns a CPU per worker. A worker with nothing to do uses no CPU in
-// HaltPoll, as in Halt (0.00% over 3 s); one with events pays up to the
-// poll window (at most 200 µs) per wake-up: 19% of a CPU for a 1 kHz
-// timer, against 3% halting. Choose Halt where that matters more than the
-// wake-up.
+// The zero value, and so the default, is HaltPoll, chosen from `tmigr live
+// lateness` and `tmigr live idle` runs (docs/performance.md has the
+// figures, the machine and the commands). On a quiet machine HaltPoll
+// wakes for a known deadline many times sooner than Halt, which waits for
+// the kernel's wake-up latency, and where measured it met the goal of a p99
+// lateness of at most a tenth of package time's at SCHED_OTHER. On a
+// machine loaded by other programs the noise of that load dominates every
+// mode. Poll is worst there: a spinning worker takes its CPU from
+// everything else (with SCHED_FIFO it starves even cyclictest), and it
+// burns a CPU per worker. A worker with nothing to do uses no CPU in
+// HaltPoll, as in Halt; one with events pays up to the poll window (at
+// most 200 µs) per wake-up, several times Halt's CPU for a 1 kHz timer.
+// Choose Halt where that matters more than the wake-up.
 type IdleMode int
 
 const (
@@ -143,6 +137,43 @@ type Config struct {
 	// worker and must not block. Nil: the panic and its stack are written
 	// to standard error.
 	OnPanic func(Panic)
+	// SpareProcs, if true, raises GOMAXPROCS by one per worker while the
+	// runtime runs, and again when the program lowers it meanwhile (at a
+	// worker's late wake-up). It is the one process-wide change the
+	// runtime makes, and only on request; without it GOMAXPROCS is never
+	// touched.
+	//
+	// Why a worker wants a P of its own: its futex wait goes through the
+	// Go scheduler's system-call path, which hands its P to other
+	// goroutines while it sleeps. Waking, it needs a free P; if the
+	// program's goroutines hold every P it waits for the scheduler to
+	// preempt one (up to 10 ms) while its CPU idles, and its timers are
+	// that late. With the zero Config the workers share the program's
+	// GOMAXPROCS like any goroutine: Start does not fail for want of Ps,
+	// and a timer is then as late as a goroutine of a busy program is
+	// (package time's timers are no better off), not later. That is the
+	// degraded behaviour, chosen over refusing to start because
+	// GOMAXPROCS is the program's budget of parallel Go code: the
+	// runtime's automatic setting follows the container's CPU quota, and
+	// more runnable threads than the quota get the whole process
+	// throttled for the rest of the quota's period, a far worse lateness
+	// than a wait for a P. A program whose other goroutines keep every P
+	// busy, and which owns its process (a latency tool, a benchmark), asks
+	// for the spares.
+	//
+	// With SpareProcs the spares of runtimes that overlap add up, and
+	// when the last of them closes GOMAXPROCS goes back to the program's
+	// value: the value found at the first Start, or the one the program
+	// set while they ran. If that value was the Go runtime's automatic
+	// setting (no GOMAXPROCS environment variable, and the value
+	// runtime.SetDefaultGOMAXPROCS gives), Close calls
+	// runtime.SetDefaultGOMAXPROCS, so the automatic, cgroup-aware
+	// updates that any runtime.GOMAXPROCS(n) call switches off (Go 1.25)
+	// resume. Go cannot be asked whether the setting is automatic, so
+	// Start finds out by setting the default and comparing: a program
+	// that set GOMAXPROCS itself to exactly the default value gets the
+	// automatic setting back.
+	SpareProcs bool
 
 	// pinTo maps a worker's CPU to the real CPU its thread is pinned to;
 	// nil is the identity. Tests use it to run more workers than the
@@ -150,6 +181,29 @@ type Config struct {
 	pinTo func(cpu int) int
 	// tracer, if set, receives the hierarchy's tracepoints (tests).
 	tracer hier.Tracer
+	// hooks are the tests' hooks into the runtime's races; they belong to
+	// the runtime (copied at Start, read without a lock), so tests of one
+	// runtime do not disturb another's.
+	hooks testHooks
+}
+
+// testHooks are functions tests set to hold the runtime in a race window.
+// Each, if set, runs at one point of the runtime's code:
+type testHooks struct {
+	// listing runs in listHR after it found the worker online and before
+	// it lists the timer.
+	listing func(t *Timer)
+	// queued runs after a wheel timer was queued and before its arm
+	// decides whether to kick the worker.
+	queued func(t *Timer)
+	// expired runs on the worker when the core has handed out an expired
+	// timer, before the runtime claims it: tests widen the window in which
+	// a Reset or Stop races with the expiry.
+	expired func(t *Timer)
+	// idled runs on the worker after the tick core's idle round, before
+	// (published false) and after (true) it publishes firstGlobal: tests
+	// queue a timer from elsewhere in between.
+	idled func(w *worker, r tick.Ready, published bool)
 }
 
 // Panic is a panic recovered from a timer function or a task.
@@ -218,8 +272,9 @@ func Start(cfg Config) (*Runtime, error) {
 	// Workers block in futex system calls; each may have its P taken away
 	// meanwhile, and must find one free when it wakes or wait for the Go
 	// scheduler (milliseconds). One spare P per worker keeps that wait
-	// away; Close restores the previous value.
-	procs.adjust(len(rt.order))
+	// away, if the program asked for them (Config.SpareProcs); Close takes
+	// them back.
+	rt.addProcs()
 
 	// Bring the workers' threads up, then the CPUs, as the kernel does:
 	// every CPU online and active, then the late isolation initcall.
@@ -411,14 +466,27 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-func (rt *Runtime) restoreProcs() { procs.adjust(-len(rt.order)) }
+// addProcs adds the runtime's spare Ps, if it asked for them.
+func (rt *Runtime) addProcs() {
+	if rt.cfg.SpareProcs {
+		procs.adjust(len(rt.order))
+	}
+}
 
-// procs accounts for the spare Ps that the runtimes of the process add to
-// GOMAXPROCS: while any runs, GOMAXPROCS is the program's value (base) plus
-// one spare per worker of every runtime running (added), in whatever order
-// they start and close. (Each runtime restoring the value it found, as
-// Start once did, broke when two overlapped and closed in start order:
-// 2 -> 4 -> 6, then the first close found 6, not its 4, and left it.)
+// restoreProcs takes back the runtime's spare Ps, if it added them.
+func (rt *Runtime) restoreProcs() {
+	if rt.cfg.SpareProcs {
+		procs.adjust(-len(rt.order))
+	}
+}
+
+// procs accounts for the spare Ps that the runtimes of the process started
+// with Config.SpareProcs add to GOMAXPROCS: while any runs, GOMAXPROCS is
+// the program's value (base) plus one spare per worker of every such
+// runtime running (added), in whatever order they start and close. (Each
+// runtime restoring the value it found broke when two overlapped and
+// closed in start order: 2 -> 4 -> 6, then the first close found 6, not
+// its 4, and left it.)
 //
 // A value the program sets while runtimes run (GOMAXPROCS is not what we
 // set last) is the new base, and the spares go back on top of it: at the
@@ -427,34 +495,72 @@ func (rt *Runtime) restoreProcs() { procs.adjust(-len(rt.order)) }
 // Go scheduler to preempt a goroutine (up to 10 ms), and one CPU idles
 // meanwhile. The testing package does exactly that: it sets GOMAXPROCS
 // before each measured round of a benchmark, after the round of one
-// iteration that started the runtime, and BenchmarkAPIParallel ran with
-// no spares (its workers runnable, waiting for a P, a third of the time in
-// a Go execution trace; the machine a tenth idle).
-var procs procsAccount
+// iteration that started the runtime (a Go execution trace of
+// BenchmarkAPIParallel without the spares showed its workers runnable,
+// waiting for a P, much of the time, and the machine partly idle).
+var procs = procsAccount{get: runtime.GOMAXPROCS, setDefault: runtime.SetDefaultGOMAXPROCS, env: os.Getenv}
 
 type procsAccount struct {
+	// The Go runtime's calls (a test's fake in the account's own tests):
+	// get is runtime.GOMAXPROCS, setDefault runtime.SetDefaultGOMAXPROCS,
+	// env os.Getenv.
+	get        func(n int) int
+	setDefault func()
+	env        func(key string) string
+
 	mu    sync.Mutex
-	base  int // GOMAXPROCS without the spares: the program's value
-	added int // the spares of the runtimes running
-	set   int // what we set last: base + added
+	base  int  // GOMAXPROCS without the spares: the program's value
+	added int  // the spares of the runtimes running
+	set   int  // what we set last: base + added
+	auto  bool // base is the Go runtime's automatic setting (see Config.SpareProcs)
 }
 
 // adjust adds n spare Ps (n < 0 takes them back; 0 only puts them back on
 // top of a value the program set since, see procs). A GOMAXPROCS that is
-// not what we set last is the program's: the new base. Setting GOMAXPROCS
-// stops the world, so it sets it only if the value changes.
+// not what we set last is the program's: the new base, and not automatic.
+// Setting GOMAXPROCS stops the world, so it sets it only if the value
+// changes. When the last spares go, GOMAXPROCS goes back to the base, or
+// to the automatic setting if the base was that.
 func (p *procsAccount) adjust(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cur := runtime.GOMAXPROCS(0)
-	if p.added == 0 || cur != p.set {
-		p.base = cur
+	cur := p.get(0)
+	switch {
+	case p.added == 0 && n <= 0:
+		return // no spares to put back or take
+	case p.added == 0:
+		p.base, p.auto = cur, p.automatic(cur)
+	case cur != p.set:
+		p.base, p.auto = cur, false
 	}
 	p.added += n
-	p.set = p.base + p.added
-	if cur != p.set {
-		runtime.GOMAXPROCS(p.set)
+	if p.added <= 0 {
+		p.added = 0
+		if p.auto {
+			p.setDefault() // the automatic updates resume
+		} else if p.get(0) != p.base {
+			p.get(p.base)
+		}
+		return
 	}
+	p.set = p.base + p.added
+	if p.get(0) != p.set {
+		p.get(p.set)
+	}
+}
+
+// automatic reports whether cur, the GOMAXPROCS found before any spares,
+// is the Go runtime's automatic setting. Go has no call that says so: the
+// GOMAXPROCS environment variable fixes it, and otherwise cur is taken as
+// automatic if it is what runtime.SetDefaultGOMAXPROCS sets now. That call
+// leaves GOMAXPROCS automatic (or changes it, for a program that had set
+// its own value), until the caller sets the spares on top a moment later.
+func (p *procsAccount) automatic(cur int) bool {
+	if n, err := strconv.Atoi(p.env("GOMAXPROCS")); err == nil && n > 0 {
+		return false
+	}
+	p.setDefault()
+	return p.get(0) == cur
 }
 
 // keepProcsEvery is how often at most a late wake-up looks at GOMAXPROCS:
@@ -466,6 +572,9 @@ const keepProcsEvery = int64(10 * time.Millisecond)
 // (see procs), at most every keepProcsEvery; a worker's late wake-up calls
 // it (loaded), as a worker that finds no P wakes late.
 func (rt *Runtime) keepProcs(now int64) {
+	if !rt.cfg.SpareProcs {
+		return
+	}
 	last := rt.procsAt.Load()
 	if last != 0 && now-last < keepProcsEvery || !rt.procsAt.CompareAndSwap(last, now) {
 		return
@@ -627,8 +736,8 @@ func stack() []byte { return debug.Stack() }
 // timer of the runtime's Set is a Timer's (its Data).
 func (rt *Runtime) runWheel(handler int, wt *wheel.Timer) {
 	t := wt.Data.(*Timer)
-	if testHookExpired != nil {
-		testHookExpired(t)
+	if h := rt.cfg.hooks.expired; h != nil {
+		h(t)
 	}
 	t.mu.Lock()
 	if !t.armed || rt.set.Pending(wt) {

@@ -16,6 +16,7 @@ import (
 // never behind it (so futex deadlines computed from it never wake early)
 // and ahead by less than a calibration bracket.
 func TestClockIsMonotonicAndAhead(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	for range 1000 {
 		a := osthread.Monotonic()
@@ -32,6 +33,7 @@ func TestClockIsMonotonicAndAhead(t *testing.T) {
 
 // TestSatAdd: times saturate at the largest one.
 func TestSatAdd(t *testing.T) {
+	t.Parallel()
 	if satAdd(math.MaxInt64-5, 10) != math.MaxInt64 || satAdd(5, 10) != 15 {
 		t.Error("satAdd")
 	}
@@ -39,6 +41,7 @@ func TestSatAdd(t *testing.T) {
 
 // TestGovernor walks the haltpoll governor through its rules.
 func TestGovernor(t *testing.T) {
+	t.Parallel()
 	var g governor
 	if g.pollFirst() {
 		t.Fatal("polls with an empty window")
@@ -105,6 +108,7 @@ func TestGovernor(t *testing.T) {
 
 // TestHistogram against exact quantiles of random samples.
 func TestHistogram(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		var h histogram
 		n := rapid.IntRange(1, 2000).Draw(t, "n")

@@ -488,22 +488,17 @@ func (w *worker) idle(now int64) int64 {
 	w.firstGlobal.Store(math.MinInt64)
 	r := w.tk.Idle(now)
 	w.apply(r)
-	if testHookIdled != nil {
-		testHookIdled(w, r, false)
+	if h := w.rt.cfg.hooks.idled; h != nil {
+		h(w, r, false)
 	}
 	if r.Stopped {
 		w.firstGlobal.Store(w.firstWake(r))
 	}
-	if testHookIdled != nil {
-		testHookIdled(w, r, true)
+	if h := w.rt.cfg.hooks.idled; h != nil {
+		h(w, r, true)
 	}
 	return w.tickAt
 }
-
-// testHookIdled, if set, runs on the worker after the tick core's idle
-// round, before (published false) and after (true) it publishes
-// firstGlobal: tests queue a timer from elsewhere in between.
-var testHookIdled func(w *worker, r tick.Ready, published bool)
 
 // firstWake returns what the worker stores as firstGlobal after an idle
 // round r that left its tick stopped: the earliest instant at which

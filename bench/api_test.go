@@ -25,8 +25,10 @@ import (
 // fixes in the scheduler, which ns/op, the caller's wall time, leaves out
 // where another core does them). The tmigr runtime runs on every CPU with
 // its default configuration (tmigr-slack50: with Config.Slack 50 µs, the
-// kernel's default timer slack), started for its sub-benchmark alone (it
-// raises GOMAXPROCS by one per worker until it is closed).
+// kernel's default timer slack) but for Config.SpareProcs, which the
+// benchmark, owning its process, asks for as a latency-minded program would
+// (it raises GOMAXPROCS by one per worker until the runtime is closed, so
+// each runtime is started for its sub-benchmark alone).
 const (
 	apiTimers     = 100_000
 	apiTable      = 1 << 18
@@ -157,21 +159,21 @@ type tmigrAPI struct {
 
 // newTmigrAPI makes the default timers: precise (hrtimers).
 func newTmigrAPI(n int, timeout func(int) time.Duration) live {
-	return newTmigrAPIOn(tmigr.Config{}, n, timeout)
+	return newTmigrAPIOn(tmigr.Config{SpareProcs: true}, n, timeout)
 }
 
 // newTmigrCoarseAPI makes wheel timers (tmigr.Coarse), rounded to the tick
 // as the other libraries' and, in effect, Go's (whose idle wait is in whole
 // milliseconds) are.
 func newTmigrCoarseAPI(n int, timeout func(int) time.Duration) live {
-	return newTmigrAPIOn(tmigr.Config{}, n, timeout, tmigr.Coarse())
+	return newTmigrAPIOn(tmigr.Config{SpareProcs: true}, n, timeout, tmigr.Coarse())
 }
 
 // newTmigrSlackAPI makes the default timers on a runtime with the timer
 // slack Linux gives SCHED_OTHER tasks by default (Config.Slack 50 µs):
 // expiries less than that apart share a wake-up.
 func newTmigrSlackAPI(n int, timeout func(int) time.Duration) live {
-	return newTmigrAPIOn(tmigr.Config{Slack: 50 * time.Microsecond}, n, timeout)
+	return newTmigrAPIOn(tmigr.Config{Slack: 50 * time.Microsecond, SpareProcs: true}, n, timeout)
 }
 
 // newTmigrAPIOn starts a runtime with cfg and makes n timers of the

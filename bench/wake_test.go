@@ -19,7 +19,7 @@ func BenchmarkRuntimeWakes(b *testing.B) {
 	for _, idle := range []tmigr.IdleMode{tmigr.HaltPoll, tmigr.Halt} {
 		for _, period := range []time.Duration{0, 125 * time.Microsecond} {
 			b.Run(idle.String()+"/"+period.String(), func(b *testing.B) {
-				rt, err := tmigr.Start(tmigr.Config{Idle: idle})
+				rt, err := tmigr.Start(tmigr.Config{Idle: idle, SpareProcs: true})
 				if err != nil {
 					b.Fatal(err)
 				}

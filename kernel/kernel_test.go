@@ -267,3 +267,32 @@ func TestExcluded(t *testing.T) {
 		t.Error("Timekeeper: the boot CPU under nohz_full only")
 	}
 }
+
+// TestModelled: the modelled series are accepted, and a version outside
+// them is refused naming them (5.4, 99.0 and 42.0 were taken in silence
+// and modelled with the nearest rules).
+func TestModelled(t *testing.T) {
+	for _, v := range []Version{V(6, 1, 0), V(6, 12, 118), V(6, 13, 0), V(6, 19, 14), V(7, 0, 0), Newest} {
+		if err := Modelled(v); err != nil {
+			t.Errorf("%v: %v", v, err)
+		}
+	}
+	for _, tc := range []struct {
+		v    Version
+		want string
+	}{
+		{V(5, 4, 0), "kernel 5.4 is older than the oldest modelled"},
+		{V(99, 0, 0), "kernel 99.0 is newer than the newest modelled"},
+		{V(42, 0, 0), "kernel 42.0 is newer"},
+		{V(Newest.Major, Newest.Minor+1, 0), "is newer than the newest modelled"},
+		{V(6, 20, 0), "kernel 6.20 is not a Linux series"},
+	} {
+		err := Modelled(tc.v)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "6.1-6.19, 7.0-"+Newest.Series()) {
+			t.Errorf("%v: %v, want %q and the series", tc.v, err, tc.want)
+		}
+	}
+	if s := Series(); s[0] != "6.1" || s[len(s)-1] != Newest.Series() {
+		t.Errorf("Series() = %v", s)
+	}
+}

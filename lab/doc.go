@@ -95,22 +95,19 @@
 // QEMU is installed into the system, with apt-get, as root, and never with
 // --no-install.
 //
-// Under TCG the guest's clock runs at the host's pace but its vCPUs do not.
-// Measured on a 2-core host, from QEMU's start to the guest's /init: 3 to
-// 5 s for 2 vCPUs, 6 to 9 s for 9, 12 to 30 s for 16, 24 to 28 s for 24,
-// 70 to 90 s for 40 and about 160 s for 64, depending on what else the host
-// runs; a recording of 3 s adds the load's start, the recording and the
-// dump. Newer kernels boot slower under TCG: at a host load of 13 to 21, a
-// 16-vCPU 7.3 guest reached its /init in 35 to 40 s, and the whole
-// recording of a 16x2 shape took about 2 minutes. The kernel's decisions are real; only the vCPUs are slow, which
+// Under TCG the guest's clock runs at the host's pace but its vCPUs do not:
+// a guest's boot grows with the square of its vCPUs on a small host, from
+// seconds for 2 vCPUs to minutes for 64, and newer kernels boot slower
+// (docs/performance.md has the times); a recording adds the load's start,
+// the recording and the dump. The kernel's decisions are real; only the vCPUs are slow, which
 // changes how often things happen, not what happens. Two things keep it
 // so:
 //
 //   - The busy CPUs' vCPU threads drop to nice 19 on the host once the
 //     guest runs its /init. They only spin; without this, 38 spinning
 //     vCPUs on 2 host cores starve the idle ones, whose every wakeup is a
-//     decision the recording is for, and a 3 s recording took 6 s of the
-//     guest's clock with a third of the events.
+//     decision the recording is for, and a recording lost most of its
+//     events and twice its length of the guest's clock.
 //   - The guest boots with tsc=unstable (see kernelArgs): without it,
 //     QEMU 7.2's multi-threaded TCG sometimes crashed a 6.12 guest of 24 or
 //     more vCPUs at boot, while the kernel patched its clock code. A guest

@@ -223,14 +223,12 @@ func hostNow() HostLoad {
 // recording for d on host h. Under TCG every vCPU is a host thread, and a
 // guest's boot does work on every vCPU (bring-up, per-CPU setup, code
 // patching that waits for all of them), so the boot time grows with the
-// vCPUs times the vCPUs that share each free host core: measured on a
-// 2-core host, 3-5 s for 2 vCPUs, 24-28 s for 24, 70-90 s for 40, 160 s
-// for 64 (about vCPUs²/25 s), and a 20-vCPU 7.3 guest needed about 4
-// minutes at load 2. The limit is a minute, twice the recording, and 1 s
-// per vCPU times the vCPUs per free core (at least 1), the free cores
-// being the host's CPUs less half its load (at least a quarter of them):
-// on 2 cores at load 2, 70 s for 2 vCPUs, 7m46s for 20 (twice what that
-// guest needed), 27m for 40; 45 minutes at most. A limit is only reached
+// vCPUs times the vCPUs that share each free host core (about vCPUs²/25 s
+// on a 2-core host; docs/performance.md has the boot times). The limit is
+// a minute, twice the recording, and 1 s per vCPU times the vCPUs per free
+// core (at least 1), the free cores being the host's CPUs less half its
+// load (at least a quarter of them): about twice what the slowest guests
+// measured needed; 45 minutes at most. A limit is only reached
 // when a guest hangs or the host is starved, so it errs long.
 func DefaultTimeout(cpus int, d time.Duration, h HostLoad) time.Duration {
 	hostCPUs := float64(max(h.CPUs, 1))

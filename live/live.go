@@ -28,6 +28,11 @@ type Machine struct {
 	// Slack is the runtime's timer slack of precise timers
 	// (tmigr.Config.Slack); 0: none, every precise timer exact.
 	Slack time.Duration
+	// SpareProcs gives the runtime one spare P per worker
+	// (tmigr.Config.SpareProcs), as the published lateness figures were
+	// measured with: the experiment's own goroutines (std's timers, the
+	// load) then do not hold the Ps the workers wake to.
+	SpareProcs bool
 }
 
 // cpuList returns the CPUs, at least minN of them, at most maxN (0: no
@@ -52,7 +57,7 @@ func (m Machine) cpuList(minN, maxN int) ([]int, error) {
 
 // config returns the runtime configuration for workers on cpus.
 func (m Machine) config(cpus []int) tmigr.Config {
-	return tmigr.Config{CPUs: listOf(cpus), HZ: m.HZ, Priority: m.Priority, Slack: m.Slack}
+	return tmigr.Config{CPUs: listOf(cpus), HZ: m.HZ, Priority: m.Priority, Slack: m.Slack, SpareProcs: m.SpareProcs}
 }
 
 // hzText names the tick rate, and a timer slack if any, for a report's

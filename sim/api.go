@@ -498,9 +498,9 @@ func (m *Machine) poll() {
 
 // CPUSecondNs is about the CPU time the simulator takes per simulated
 // CPU-second of a busy machine (every CPU ticking, a measuring task on
-// most): BenchmarkOslatMachine measures 30 µs from 2048 CPUs up on the
-// 2-core CI machine kind (4096 CPUs x 63 s of oslat take 6.1 s there, 24
-// µs). Idle machines, whose CPUs stop their ticks, take far less.
+// most), as BenchmarkOslatMachine measured it from 2048 CPUs up on the
+// 2-core CI machine kind (docs/performance.md). Idle machines, whose CPUs
+// stop their ticks, take far less.
 const CPUSecondNs = 30_000
 
 // Estimate returns a rough wall time a run of cfg takes on a machine like

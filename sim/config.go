@@ -34,6 +34,11 @@ type Config struct {
 	// Policy is the timer-migration model (default pull-isolated); package
 	// kernel gives a release's (tmigr sim --kernel).
 	Policy cpu.Policy
+	// Release is the kernel release the trace's machine line names
+	// ("6.12.0"; tmigr sim --kernel), for readers of the trace that pick
+	// their model by it. Empty: a release of Policy's generation. It must
+	// agree with Policy and ImbalancedNUMA, which the simulator follows.
+	Release string
 	// ImbalancedNUMA builds the hierarchy as kernels before 5eb579dfd46b
 	// did (6.9 to 6.18; hier.Options.ImbalancedNUMA).
 	ImbalancedNUMA bool

@@ -96,9 +96,9 @@ import (
 
 // parMinTicking is the fewest ticks at an instant worth sharing with
 // other goroutines: below it the quiet pass runs on the machine's goroutine
-// alone (the result is the same). Measured on 2 shared cores: 512 CPUs of
-// oslat (504 ticking) ran as fast on one goroutine as on two, 1024 faster
-// on two (6% at the median of nine runs, 30% with the second core free).
+// alone (the result is the same). On 2 shared cores 512 CPUs of oslat ran
+// as fast on one goroutine as on two, 1024 faster on two
+// (docs/performance.md).
 const parMinTicking = 512
 
 // chunkCPUs is the size of the CPU ranges the goroutines of a quiet pass
@@ -119,7 +119,7 @@ const (
 // next spinning before it parks: on a big busy machine the next pass
 // comes after the last one's late pass and the events between, well
 // within it, and a parked helper woken for every pass came too late for
-// most of its chunks (measured: it took 10-25% of them at 50 µs).
+// most of its chunks (docs/performance.md).
 const helperSpin = 500 * time.Microsecond
 
 // chunk is the quiet pass over the CPUs [lo, hi), with what it leaves to

@@ -84,8 +84,12 @@ func (l *traceLog) expire(handler int, t *wheel.Timer) {
 // write writes the collected trace.
 func (l *traceLog) write(w io.Writer) error {
 	m := l.m
-	// The release names the kernel generation the policy models.
-	kernel := map[cpu.Policy]string{cpu.PullIsolated: "6.19.0", cpu.Pull: "6.18.0", cpu.Push: "6.8.0", cpu.None: "6.19.0"}[m.cfg.Policy]
+	// The release is the one modelled or, without one, a release of the
+	// kernel generation the policy models.
+	kernel := m.cfg.Release
+	if kernel == "" {
+		kernel = map[cpu.Policy]string{cpu.PullIsolated: "6.19.0", cpu.Pull: "6.18.0", cpu.Push: "6.8.0", cpu.None: "6.19.0"}[m.cfg.Policy]
+	}
 	mach := &ftrace.Machine{CPUs: len(m.cpus), Nodes: m.Nodes(), HZ: m.cfg.HZ, Kernel: kernel + "-tmigr-sim",
 		Note: "tmigr sim, policy " + m.cfg.Policy.String()}
 	mach.NodeCPUs = make([]cpumask.Mask, mach.Nodes)

@@ -78,7 +78,9 @@ type page struct {
 	Bars     *svgPic
 	LatNote  string
 	Worst    []latRow
-	Warnings []string
+	// WorstNote says which measuring CPUs the table of Worst shows.
+	WorstNote string
+	Warnings  []string
 }
 
 type legendItem struct{ Class, Text string }
@@ -168,6 +170,7 @@ func buildPage(tl *Timeline, x Extras) *page {
 	p.Matrix, p.Pairs, p.PairNote = pullMatrix(tl, sum)
 	if x.Latency != nil && len(x.Latency.Threads) > 0 {
 		p.Hist, p.Bars, p.Worst, p.LatNote = drawLatency(tl, x.Latency, sum)
+		p.WorstNote = worstNote(len(p.Worst), len(x.Latency.Threads))
 	}
 	p.Warnings = tl.Warnings
 	return p
@@ -795,6 +798,16 @@ const (
 	histL = 56.0
 	histB = 30.0
 )
+
+// worstNote says what the table of the worst CPUs holds: shown rows of
+// the n measuring CPUs, so that a reader does not take the table for
+// every CPU.
+func worstNote(shown, n int) string {
+	if shown < n {
+		return fmt.Sprintf("The %d worst of the %d measuring CPUs, by maximum latency.", shown, n)
+	}
+	return fmt.Sprintf("All %d measuring CPUs, worst first.", n)
+}
 
 // drawLatency draws the histogram of every thread's samples together (log
 // scale) and each CPU's maximum.

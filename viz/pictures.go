@@ -3,8 +3,10 @@ package viz
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -53,6 +55,46 @@ type Pictures struct {
 
 // Any reports whether a picture is asked for.
 func (p Pictures) Any() bool { return p.Perfetto != "" || p.HTML != "" }
+
+// Check makes sure, before a command's long work, that each picture asked
+// for can be written: its directory exists and takes a new file, and the
+// path is not a directory. It writes nothing that stays. Without it a run
+// of minutes ended in an error naming WriteFile's temporary file.
+func (p Pictures) Check() error {
+	for _, f := range []struct{ flag, path string }{{"--perfetto", p.Perfetto}, {"--html", p.HTML}} {
+		if f.path == "" {
+			continue
+		}
+		if err := checkWritable(f.path); err != nil {
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+	}
+	return nil
+}
+
+// checkWritable reports whether a file can be written at path the way
+// WriteFile writes it.
+func checkWritable(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: directory %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("%s: %s is not a directory", path, dir)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write in %s: %w", path, dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
 
 // Write writes the pictures asked for.
 func (p Pictures) Write(tl *Timeline, x Extras) error {

@@ -534,8 +534,8 @@ func (b *Base) TouchHead() uint64 {
 
 // Touch: see TouchHead. It walks Collect's levels in a loop of its own:
 // sharing one walk (a helper filling the due buckets) made the simulator's
-// 4096-CPU oslat run 5% slower (3.87 against 4.05 s, two interleaved pairs),
-// Collect being on its hottest path.
+// 4096-CPU oslat run measurably slower (docs/performance.md), Collect
+// being on its hottest path.
 func (b *Base) Touch(jiffies uint64, out []*Timer) (n int, v uint64) {
 	if !b.Due(jiffies) {
 		return 0, 0

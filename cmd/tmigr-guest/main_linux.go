@@ -366,9 +366,9 @@ func spin() {
 // The sleepers enter clock_nanosleep with a raw system call, which the Go
 // runtime does not see: to the runtime the goroutine keeps running on its
 // P. Through the runtime's own syscall path, every sleep would make the
-// runtime's monitor thread (sysmon) check on the P in the syscall; measured,
-// it then wakes some 800 times a second instead of 100, all of them on the
-// housekeeping CPUs. The loop has no preemption point the runtime could
+// runtime's monitor thread (sysmon) check on the P in the syscall, which
+// then woke several times as often, on the housekeeping CPUs
+// (docs/performance.md). The loop has no preemption point the runtime could
 // stop it at, which is fine: nothing here needs stopping (the garbage
 // collector is off).
 

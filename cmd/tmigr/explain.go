@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +19,9 @@ func init() {
 const explainUsage = `usage: tmigr explain [flags] FILE...
 
 Reads kernel recordings of the timer and timer_migration trace events
-(tracefs text; "-" reads standard input) and explains every timer that
+(the kernel's tracefs text, whole or per CPU; trace-cmd's trace.dat,
+versions 6 and 7, and its report text; any of them gzip'd; "-" reads
+standard input) and explains every timer that
 expired on a CPU other than the one it was queued on, and every timer
 that expired on an isolated or nohz_full CPU: whose timer it was and how
 it was armed, the owner's idle period and the event it published, the
@@ -32,7 +35,8 @@ function, their count and the time spent in them, timer_expire_entry to
 timer_expire_exit), the links the trace cannot determine by reason (state
 from before the recording, lost events, a CPU whose transitions are not
 traced), then the events. The machine comes from the file's "# machine:"
-line; the flags supply or override it.
+line; the flags supply or override it. Long explanations are wrapped to
+the terminal (--width).
 
 Exit status: 0 when every file was explained, 2 for bad flags or a file
 that cannot be read, 1 when a picture (--perfetto, --html) cannot be
@@ -52,6 +56,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	nodes := fs.Int("nodes", 0, "number of NUMA nodes, CPUs in contiguous blocks")
 	nodeCPUs := fs.String("node-cpus", "", "each node's CPUs as cpulists, node 0 first, separated by ';'")
 	hz := fs.Int("hz", 0, `tick rate (CONFIG_HZ), for recordings without a "# machine:" line`)
+	width := fs.Int("width", 0, "wrap the text at this many columns; 0: never (default: the terminal's width, else $COLUMNS, else 100)")
 	var pics viz.Pictures
 	fs.StringVar(&pics.Perfetto, "perfetto", "", "write the recording as Perfetto / Chrome trace-event JSON to FILE (one trace file only)")
 	fs.StringVar(&pics.HTML, "html", "", "write a self-contained HTML page of the recording to FILE (one trace file only)")
@@ -63,6 +68,9 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	if pics.Any() && fs.NArg() != 1 {
 		return fs.failf("--perfetto and --html picture one trace file, not %d", fs.NArg())
 	}
+	if err := pics.Check(); err != nil {
+		return fs.fail(err)
+	}
 	for _, n := range []struct {
 		name string
 		v    int
@@ -71,8 +79,16 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 			return fs.failf("--%s must be at least 1 (got %d)", n.name, n.v)
 		}
 	}
+	if *width < 0 {
+		return fs.failf("--width must be 0 (never wrap) or more (got %d)", *width)
+	}
 	if *events < 0 {
 		return fs.failf("--events must be 0 (all) or more (got %d)", *events)
+	}
+	if *kern != "" {
+		if _, err := parseKernelFlag(*kern); err != nil {
+			return fs.failf("--kernel: %v", err)
+		}
 	}
 	opts := explain.Options{Kernel: *kern, Cmdline: *cmdline, CPUs: *cpus, HZ: *hz}
 	var err error
@@ -105,7 +121,13 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		}
 		r.File = f
 		if pics.Any() {
-			if err := pics.FromTrace(hdr, evs, f); err != nil {
+			// As in replay: a trace the pictures cannot be drawn from is
+			// bad input (2), a picture not written the run's failure (1).
+			tl, err := viz.FromEvents(hdr, evs)
+			if err != nil {
+				return fs.fail(fmt.Errorf("%s: %w", f, err))
+			}
+			if err := pics.Write(tl, viz.Extras{Title: f}); err != nil {
 				fmt.Fprintf(stderr, "tmigr explain: %v\n", err)
 				return 1
 			}
@@ -130,13 +152,22 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n", b)
 		return 0
 	}
+	var text bytes.Buffer
 	for i, r := range reps {
 		if i > 0 {
-			fmt.Fprintln(stdout)
+			fmt.Fprintln(&text)
 		}
-		if err := r.WriteText(stdout, explain.TextOptions{MaxEvents: *events, CPUs: only}); err != nil {
+		if err := r.WriteText(&text, explain.TextOptions{MaxEvents: *events, CPUs: only}); err != nil {
 			return fs.fail(err)
 		}
+	}
+	w := *width
+	if !fs.isSet("width") {
+		w = textWidth(stdout)
+	}
+	if _, err := stdout.Write(wrapText(text.Bytes(), w)); err != nil {
+		fmt.Fprintf(stderr, "tmigr explain: %v\n", err)
+		return 1
 	}
 	return 0
 }

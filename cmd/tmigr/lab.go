@@ -139,6 +139,10 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 	if s.CPUs < 1 || s.CPUs > cpumask.MaxCPUs {
 		return bad("--cpus: %d; give the guest's CPUs, 1 to %d", s.CPUs, lab.MaxCPUs)
 	}
+	if isRelease(*kernel) {
+		// A version where the flavour goes: say which flag takes it.
+		return bad("--kernel %s: --kernel is the flavour (generic or rt); the version is --kernel-version %s", *kernel, *kernel)
+	}
 	s.Kernel = lab.Flavour(*kernel)
 	if *nodeCPUs != "" {
 		if s.Nodes != 0 {

@@ -66,7 +66,9 @@ func newLiveFlags(name, doc string, stdout, stderr io.Writer) *liveFlags {
 
 // machine returns the machine the common flags give.
 func (lf *liveFlags) machine() (live.Machine, error) {
-	m := live.Machine{HZ: *lf.hz, Priority: *lf.fifo, Slack: *lf.slack}
+	// The command owns its process: the workers get spare Ps (see
+	// tmigr.Config.SpareProcs), as the published figures had.
+	m := live.Machine{HZ: *lf.hz, Priority: *lf.fifo, Slack: *lf.slack, SpareProcs: true}
 	if *lf.slack < 0 {
 		return m, fmt.Errorf("--slack must not be negative (got %v)", *lf.slack)
 	}

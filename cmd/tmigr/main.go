@@ -25,7 +25,9 @@ import (
 
 // command is one subcommand. run returns the process exit status: 0 on
 // success, 1 when the command ran but found a problem (a mismatch, a failed
-// check), 2 for bad usage or bad input.
+// check) or could not write an output after the work, 2 for bad usage or
+// bad input found before the work (output paths included), 130 when
+// interrupted; docs/commands.md's table is the user's copy.
 type command struct {
 	summary string
 	run     func(args []string, stdout, stderr io.Writer) int

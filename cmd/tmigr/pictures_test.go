@@ -94,9 +94,10 @@ func TestSimPictures(t *testing.T) {
 	if tb, err := os.ReadFile(trace); err != nil || !strings.Contains(string(tb), "# tracer: nop") {
 		t.Errorf("trace: %v", err)
 	}
-	// A picture that cannot be written is an error, and leaves nothing.
+	// A picture that cannot be written is refused before the run (bad
+	// input, 2), and leaves nothing.
 	code, _, errs = runCmd("sim", "--quiet", "--cpus", "4", "--workload", "idle", "--duration", "0.1", "--html", filepath.Join(dir, "no", "such", "dir", "x.html"))
-	if code != 1 || !strings.Contains(errs, "--html: ") {
+	if code != 2 || !strings.Contains(errs, "--html: ") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp"))

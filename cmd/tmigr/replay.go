@@ -80,6 +80,14 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if pics.Any() && fs.NArg() != 1 {
 		return fs.failf("--perfetto and --html picture one trace file, not %d", fs.NArg())
 	}
+	if err := pics.Check(); err != nil {
+		return fs.fail(err)
+	}
+	if *kernel != "" {
+		if _, err := parseKernelFlag(*kernel); err != nil {
+			return fs.failf("--kernel: %v", err)
+		}
+	}
 	all := !*wheel && !*tmigr && !*hrt && !*place
 	opts := replay.Options{Wheel: *wheel || all, Tmigr: *tmigr || all, Hrtimer: *hrt || all, Placement: *place || all,
 		HZ: *hz, CPUs: *cpus, Nodes: *nodes, Kernel: *kernel, Cmdline: *cmdline, Check: *check}
@@ -114,9 +122,17 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		if pics.Any() {
-			if err := pics.FromTrace(tr.Header, tr.Events, f); err != nil {
+			// A trace the pictures cannot be drawn from is bad input (2);
+			// a picture that cannot be written after the work is the
+			// run's failure (1), as in sim and explain.
+			tl, err := viz.FromEvents(tr.Header, tr.Events)
+			if err != nil {
 				fmt.Fprintf(stderr, "tmigr replay: %s: %v\n", f, err)
 				return 2
+			}
+			if err := pics.Write(tl, viz.Extras{Title: f}); err != nil {
+				fmt.Fprintf(stderr, "tmigr replay: %s: %v\n", f, err)
+				return 1
 			}
 		}
 		r, err := replay.Run(tr, opts)

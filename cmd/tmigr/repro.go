@@ -55,7 +55,7 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 		return fs.fail(err)
 	}
 	o := repro.Options{Seed: *seed, Short: *short, Check: *check, Full: *full, Set: set}
-	rel, err := kernel.ParseRelease(*kernelRel)
+	rel, err := parseKernelFlag(*kernelRel)
 	if err != nil {
 		return fs.failf("--kernel: %v", err)
 	}
@@ -68,9 +68,7 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 			return fs.failf("--duration must be positive (got %v)", o.Duration)
 		}
 	}
-	if !*quiet {
-		o.Progress = stderr
-	}
+	o.Progress = progressWriter(stderr, *quiet)
 	start := time.Now()
 	out, err := e.Run(o)
 	if err != nil {
@@ -98,4 +96,15 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 			name, len(out.Runs), events, el.Seconds(), float64(events)/el.Seconds()/1e6)
 	}
 	return 0
+}
+
+// progressWriter returns where the simulator's progress line goes: stderr
+// if it is a terminal, which the line's carriage returns redraw in place;
+// nil otherwise (a log or a pipe would get every redraw, one after the
+// other), or with --quiet. The closing summary is printed either way.
+func progressWriter(stderr io.Writer, quiet bool) io.Writer {
+	if quiet || !isTerminal(stderr) {
+		return nil
+	}
+	return stderr
 }

@@ -187,16 +187,22 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return fs.fail(err)
 		}
 	}
-	rel, err := kernel.ParseRelease(*kernelRel)
+	rel, err := parseKernelFlag(*kernelRel)
 	if err != nil {
 		return fs.failf("--kernel: %v", err)
 	}
 	km := kernel.For(rel.Version)
 	cfg.Policy = km.Policy(true)
 	cfg.ImbalancedNUMA = km.ImbalancedNUMA()
+	// The trace names the release modelled, unless --policy models
+	// another generation (its trace then names one of that generation).
+	cfg.Release = rel.Version.String()
 	if *policy != "" {
 		if cfg.Policy, err = cpu.ParsePolicy(*policy); err != nil {
 			return fs.failf("--policy: %v", err)
+		}
+		if cfg.Policy != km.Policy(true) {
+			cfg.Release = ""
 		}
 	}
 	switch *sleepers {
@@ -235,6 +241,9 @@ func runSimContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if *dryRun {
 		return printEstimate(stdout, &cfg, *asJSON)
+	}
+	if err := pics.Check(); err != nil {
+		return fs.fail(err) // before the run, as --trace: its report is not lost
 	}
 	var out *outputFile
 	progress := newRunProgress(ctx, stderr, &cfg, *quiet)
