@@ -110,7 +110,7 @@
 // line, an activation at its first transition (tmigr_cpu_active comes just
 // before it).
 //
-// Other CPUs do not stop meanwhile. Five interleavings are replayed as the
+// Other CPUs do not stop meanwhile. Six interleavings are replayed as the
 // trace shows them:
 //
 //   - A round runs the expired CPU's timers with no lock held. Operations of
@@ -163,6 +163,16 @@
 //     update was its last step: another CPU's compare-and-swap changed
 //     the group only because the walk left it active, so it stops there),
 //     and then goes on to its update. One goroutine runs at a time.
+//   - tmigr_inactive_up reads the child group's state again before its
+//     compare-and-swap of the parent, and leaves the child's bit set if
+//     the child is active: another CPU activated it after the walk's
+//     compare-and-swap below. Where the parent's printed state keeps the
+//     bit and no event update was printed in between (a KTIME_MAX event
+//     returns from tmigr_update_events unprinted), the next pending
+//     operation of another CPU that makes the child active is replayed
+//     there. Its own activation of the parent then finds the bit still
+//     set: tmigr_active_up or-es it in, so an activation above level 0
+//     may start from a state that already has it.
 //   - A CPU whose transitions the trace lacks altogether (see below).
 //
 // # What the trace reveals, and what is unknown
