@@ -96,31 +96,32 @@ func TestRoundBesideUnprintedWalk(t *testing.T) {
 
 // TestActivationFindsBitSet replays a window of a fresh 6.19 PREEMPT_RT
 // recording (11 CPUs, one node) where CPU 9's compare-and-swap left its
-// level-0 group idle (line 55), CPU 8 then activated that group (line 56)
-// and climbed to the top, whose bit for the group CPU 9 had not cleared
-// yet: tmigr_active_up or-ed it in (line 58, active=3 before and after),
-// and CPU 9's walk, reading the group active again, left it (line 59).
+// level-0 group idle (line 115), CPU 8 then activated that group (line
+// 116) and climbed to the top, whose bit for the group CPU 9 had not
+// cleared yet: tmigr_active_up or-ed it in (line 118, active=3 before and
+// after), and CPU 9's walk, reading the group active again, left it (line
+// 119).
 // The replay inverted an activation as if its bit had been clear before
 // (active=1), found no operation leading there and reported the
 // transitions as model-less.
 func TestActivationFindsBitSet(t *testing.T) {
 	c := replayWindow(t, "vm11-1node-rt-6.19-activation-finds-bit-set.txt")
-	if c.Matched != 14 || c.Checked != 20 {
-		t.Errorf("tmigr %d/%d matched (%s), want 14/20", c.Matched, c.Checked, c.Reasons())
+	if c.Matched != 98 || c.Checked != 106 {
+		t.Errorf("tmigr %d/%d matched (%s), want 98/106", c.Matched, c.Checked, c.Reasons())
 	}
 }
 
 // TestInactiveSeesChildActive replays a window of a fresh 6.19 recording
 // (10 CPUs, two nodes, isolcpus=2-3) where CPU 7's deactivation left its
-// level-0 group idle (line 51) with no event update printed (its event
+// level-0 group idle (line 91) with no event update printed (its event
 // is KTIME_MAX: tmigr_update_events returns before its lock), CPU 8
-// activated the group meanwhile (lines 52-53), and CPU 7's walk, reading
-// the group's state again at the top, kept its bit (line 56). With no
+// activated the group meanwhile (lines 92-93), and CPU 7's walk, reading
+// the group's state again at the top, kept its bit (line 96). With no
 // update line to show the state in between, the replay ran CPU 7's walk
 // whole and cleared the bit.
 func TestInactiveSeesChildActive(t *testing.T) {
 	c := replayWindow(t, "vm10-2node-isol-6.19-inactive-sees-child-active.txt")
-	if c.Matched != 10 || c.Checked != 16 {
-		t.Errorf("tmigr %d/%d matched (%s), want 10/16", c.Matched, c.Checked, c.Reasons())
+	if c.Matched != 114 || c.Checked != 124 {
+		t.Errorf("tmigr %d/%d matched (%s), want 114/124", c.Matched, c.Checked, c.Reasons())
 	}
 }
