@@ -287,6 +287,15 @@
 // (before the walk) unless the kernel's value is not what it would read
 // there, and then after the handler's round. Where the two orders give
 // different values and the kernel's is one of them, the decision that
-// prints it is undetermined ("round before or after an unprinted walk");
-// where the kernel's is neither, it is a mismatch.
+// prints it is undetermined ("round before or after a walk, order not
+// printed"); where the kernel's is neither, it is a mismatch.
+//
+// A printed walk leaves the same question where the round's read of a
+// group falls between its tmigr_handle_remote line of that group (printed
+// before it takes the group's lock) and its next line, and the walk's
+// update of that group (printed under the lock) was printed in between.
+// There the round is replayed in the expiry's window, before the walk;
+// where its CPU's next printed wakeup is not what that gives but is what
+// the round would read after the walk, the decision is undetermined with
+// the same reason.
 package replay

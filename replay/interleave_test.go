@@ -125,3 +125,20 @@ func TestInactiveSeesChildActive(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s), want 114/124", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestRoundReadsAcrossWalk replays a window of a fresh 6.19 recording (3
+// CPUs, isolcpus=2 nohz_full=2) where CPU 0 claimed idle CPU 1 (line 539)
+// and CPU 1's own round printed entering its group (line 541) before CPU
+// 0's walk printed its update of that group (line 542, under the group's
+// lock), and entering the top (line 544) after it. tmigr_handle_remote_up
+// prints before it takes the lock: which of the two took it first the
+// trace does not show. CPU 1's wakeup, printed by its tmigr_cpu_active
+// (line 545), is its new event (4400000000): read after the walk. The
+// replay ran the round before the walk (KTIME_MAX) and reported a
+// mismatch; now the decision is undetermined.
+func TestRoundReadsAcrossWalk(t *testing.T) {
+	c := replayWindow(t, "vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt")
+	if c.UndeterminedReasons[whyOrder] != 1 || c.Matched != 266 || c.Checked != 289 {
+		t.Errorf("tmigr %d/%d matched (%s), want 266/289 with 1 %s", c.Matched, c.Checked, c.Reasons(), whyOrder)
+	}
+}
