@@ -219,10 +219,16 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt":      {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
 		"kvm2-6.18-round-beside-unprinted-walk.txt":                  {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
 		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":         {7, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1; period=2.6ms"},
+		"vm11-1node-rt-6.19-activation-finds-bit-set.txt":            {11, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=3-6; posix-timers=0,9; epoll=7; tcp=2; period=7.9ms"},
+		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":        {10, 2, "6.19.14", "2-3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=7; epoll=1; period=8.4ms absolute"},
+		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":   {3, 2, "6.19.14", "2", "2", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=19.8ms absolute"},
+		"vm3-1node-nohzfull-rt-7.0-tick-jiffy-bound.txt":             {3, 1, "7.0.13", "", "1-2", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; timerfd=0; epoll=1; period=2.2ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
-		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt": 1, // CPU 1, taken offline before the window
+		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":       1, // CPU 1, taken offline before the window
+		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":      1, // CPU 9, the same
+		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt": 1, // CPU 2, offline at the dump
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

@@ -124,3 +124,17 @@ func TestRemoteExpiryDeferrableAfterRound(t *testing.T) {
 		t.Errorf("placement %d/%d matched, mismatches %+v", res.Placement.Matched, res.Placement.Checked, res.Placement.Mismatches)
 	}
 }
+
+// TestTickBoundsOnlyWithinItsJiffy replays a window of a fresh 7.0
+// PREEMPT_RT recording (3 CPUs, nohz_full=1-2) whose timer thread
+// (ktimers) ran a tick's softirq jiffies after the tick: taken as a bound
+// on the clock, that late softirq put the clock a tick low, and from line
+// 4149 on CPU 0's rounds, which expired CPU 1's timers, found nothing due.
+// The tick bounds the clock only through a softirq that read jiffies
+// within the tick's own jiffy.
+func TestTickBoundsOnlyWithinItsJiffy(t *testing.T) {
+	c := replayWindow(t, "vm3-1node-nohzfull-rt-7.0-tick-jiffy-bound.txt")
+	if c.Matched != 927 || c.Checked != 957 {
+		t.Errorf("tmigr %d/%d matched (%s), want 927/957", c.Matched, c.Checked, c.Reasons())
+	}
+}

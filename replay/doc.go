@@ -110,7 +110,7 @@
 // line, an activation at its first transition (tmigr_cpu_active comes just
 // before it).
 //
-// Other CPUs do not stop meanwhile. Five interleavings are replayed as the
+// Other CPUs do not stop meanwhile. Six interleavings are replayed as the
 // trace shows them:
 //
 //   - A round runs the expired CPU's timers with no lock held. Operations of
@@ -163,6 +163,16 @@
 //     update was its last step: another CPU's compare-and-swap changed
 //     the group only because the walk left it active, so it stops there),
 //     and then goes on to its update. One goroutine runs at a time.
+//   - tmigr_inactive_up reads the child group's state again before its
+//     compare-and-swap of the parent, and leaves the child's bit set if
+//     the child is active: another CPU activated it after the walk's
+//     compare-and-swap below. Where the parent's printed state keeps the
+//     bit and no event update was printed in between (a KTIME_MAX event
+//     returns from tmigr_update_events unprinted), the next pending
+//     operation of another CPU that makes the child active is replayed
+//     there. Its own activation of the parent then finds the bit still
+//     set: tmigr_active_up or-es it in, so an activation above level 0
+//     may start from a state that already has it.
 //   - A CPU whose transitions the trace lacks altogether (see below).
 //
 // # What the trace reveals, and what is unknown
@@ -277,6 +287,15 @@
 // (before the walk) unless the kernel's value is not what it would read
 // there, and then after the handler's round. Where the two orders give
 // different values and the kernel's is one of them, the decision that
-// prints it is undetermined ("round before or after an unprinted walk");
-// where the kernel's is neither, it is a mismatch.
+// prints it is undetermined ("round before or after a walk, order not
+// printed"); where the kernel's is neither, it is a mismatch.
+//
+// A printed walk leaves the same question where the round's read of a
+// group falls between its tmigr_handle_remote line of that group (printed
+// before it takes the group's lock) and its next line, and the walk's
+// update of that group (printed under the lock) was printed in between.
+// There the round is replayed in the expiry's window, before the walk;
+// where its CPU's next printed wakeup is not what that gives but is what
+// the round would read after the walk, the decision is undetermined with
+// the same reason.
 package replay

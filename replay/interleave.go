@@ -67,6 +67,7 @@ func (r *replayer) onCAS() {
 	}
 	u := r.readAfter(o, k)
 	if u < 0 {
+		r.childSeenActive(o, k)
 		return
 	}
 	p := r.ev[u].Data.(ftrace.TmigrUpdateEvents)
@@ -93,6 +94,42 @@ func (r *replayer) onCAS() {
 		}
 		if r.updatesAfter(r.ops[j], g, u) {
 			r.split(j, o, g)
+			return
+		}
+		r.nest(j)
+	}
+}
+
+// childSeenActive replays, after the k-th compare-and-swap of
+// deactivation o, another CPU's operation that made that group active
+// again, when o's next transition shows it so and no event update was
+// printed in between. tmigr_inactive_up (kernel/time/timer_migration.c,
+// 6.9+) reads the child's state again before its compare-and-swap of the
+// parent and leaves the child's bit set if the child is active: the
+// parent's printed state then keeps the bit. With no update line to print
+// the state in between (a CPU event that is ignored, KTIME_MAX, returns
+// from tmigr_update_events at level 0 before taking the lock or printing),
+// that kept bit is what tells the other CPU's activation of the child
+// came between the two compare-and-swaps.
+func (r *replayer) childSeenActive(o *op, k int) {
+	if o.kind != opDeactivate || k+1 >= len(o.groups) {
+		return
+	}
+	next := r.groupLine(o.groups[k+1])
+	if next.activate || next.after.active&next.childmask == 0 {
+		return
+	}
+	g := r.groupLine(o.groups[k]).id
+	if g == hier.NoGroup {
+		return
+	}
+	for tries := 0; tries < lookahead; tries++ {
+		cur := r.m.states()
+		if cur[g].active != 0 {
+			return
+		}
+		j := r.bridge(o, g, cur[g], func(s gstate) bool { return s.active != 0 }, true)
+		if j < 0 {
 			return
 		}
 		r.nest(j)
@@ -252,7 +289,7 @@ func (r *replayer) fits(p *op, g hier.GroupID, states map[hier.GroupID]gstate) b
 		if gl.id == hier.NoGroup || gl.id == g {
 			continue
 		}
-		if pr := priorOf(gl.activate, gl.after, gl.childmask); pr.bad || !pr.admits(states[gl.id]) {
+		if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); pr.bad || !pr.admits(states[gl.id]) {
 			return false
 		}
 	}

@@ -93,3 +93,52 @@ func TestRoundBesideUnprintedWalk(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s), want 65/77 with 1 %s", c.Matched, c.Checked, c.Reasons(), whyOrder)
 	}
 }
+
+// TestActivationFindsBitSet replays a window of a fresh 6.19 PREEMPT_RT
+// recording (11 CPUs, one node) where CPU 9's compare-and-swap left its
+// level-0 group idle (line 115), CPU 8 then activated that group (line
+// 116) and climbed to the top, whose bit for the group CPU 9 had not
+// cleared yet: tmigr_active_up or-ed it in (line 118, active=3 before and
+// after), and CPU 9's walk, reading the group active again, left it (line
+// 119).
+// The replay inverted an activation as if its bit had been clear before
+// (active=1), found no operation leading there and reported the
+// transitions as model-less.
+func TestActivationFindsBitSet(t *testing.T) {
+	c := replayWindow(t, "vm11-1node-rt-6.19-activation-finds-bit-set.txt")
+	if c.Matched != 98 || c.Checked != 106 {
+		t.Errorf("tmigr %d/%d matched (%s), want 98/106", c.Matched, c.Checked, c.Reasons())
+	}
+}
+
+// TestInactiveSeesChildActive replays a window of a fresh 6.19 recording
+// (10 CPUs, two nodes, isolcpus=2-3) where CPU 7's deactivation left its
+// level-0 group idle (line 91) with no event update printed (its event
+// is KTIME_MAX: tmigr_update_events returns before its lock), CPU 8
+// activated the group meanwhile (lines 92-93), and CPU 7's walk, reading
+// the group's state again at the top, kept its bit (line 96). With no
+// update line to show the state in between, the replay ran CPU 7's walk
+// whole and cleared the bit.
+func TestInactiveSeesChildActive(t *testing.T) {
+	c := replayWindow(t, "vm10-2node-isol-6.19-inactive-sees-child-active.txt")
+	if c.Matched != 114 || c.Checked != 124 {
+		t.Errorf("tmigr %d/%d matched (%s), want 114/124", c.Matched, c.Checked, c.Reasons())
+	}
+}
+
+// TestRoundReadsAcrossWalk replays a window of a fresh 6.19 recording (3
+// CPUs, isolcpus=2 nohz_full=2) where CPU 0 claimed idle CPU 1 (line 539)
+// and CPU 1's own round printed entering its group (line 541) before CPU
+// 0's walk printed its update of that group (line 542, under the group's
+// lock), and entering the top (line 544) after it. tmigr_handle_remote_up
+// prints before it takes the lock: which of the two took it first the
+// trace does not show. CPU 1's wakeup, printed by its tmigr_cpu_active
+// (line 545), is its new event (4400000000): read after the walk. The
+// replay ran the round before the walk (KTIME_MAX) and reported a
+// mismatch; now the decision is undetermined.
+func TestRoundReadsAcrossWalk(t *testing.T) {
+	c := replayWindow(t, "vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt")
+	if c.UndeterminedReasons[whyOrder] != 1 || c.Matched != 266 || c.Checked != 289 {
+		t.Errorf("tmigr %d/%d matched (%s), want 266/289 with 1 %s", c.Matched, c.Checked, c.Reasons(), whyOrder)
+	}
+}

@@ -42,20 +42,35 @@ func (r *replayer) groupLine(i int) kgroup {
 type prior struct {
 	s   gstate
 	alt uint8 // another possible migrator, 0 if none
-	bad bool  // no consistent state leads to the printed one
+	// set is a bit that may already have been set in s.active, 0 if
+	// none: an activation above level 0 whose child's bit another CPU's
+	// deactivation had not cleared yet.
+	set uint8
+	bad bool // no consistent state leads to the printed one
 }
 
-// priorOf inverts one transition. Activation: the child's bit is added and
-// it becomes migrator only if there was none. Deactivation: the child's bit
+// priorOf inverts one transition of a group of level lvl. Activation: the
+// child's bit is added (or-ed in: tmigr_active_up, 6.9+, sets it whether
+// or not it was set) and it becomes migrator only if there was none.
+// Above level 0 the bit may still be set: a deactivation of another CPU
+// of the child group cleared the child's last bit, and the activation
+// found the child idle and climbed here, before that deactivation's walk
+// cleared the child's bit here (tmigr_inactive_up reads the child's state
+// again at its compare-and-swap, and then leaves the bit). At level 0
+// the bit is the CPU's own, cleared by its own deactivation before.
+// Deactivation: the child's bit
 // is cleared (unless the child group became active again meanwhile, which
 // leaves the state as it was), and if it was the migrator the lowest
 // remaining bit takes over; so when the printed migrator is that lowest bit
 // the old one may have been either.
-func priorOf(activate bool, after gstate, m uint8) prior {
+func priorOf(activate bool, after gstate, m uint8, lvl int) prior {
 	if activate {
 		p := prior{s: gstate{after.active &^ m, after.migrator}}
 		if after.migrator == m {
 			p.s.migrator = hier.MigratorNone
+		} else if lvl > 0 {
+			// A migrator was there: the bit may have been set too.
+			p.set = m
 		}
 		p.bad = after.active&m == 0 || (p.s.migrator == hier.MigratorNone) != (p.s.active == 0)
 		return p
@@ -77,5 +92,5 @@ func priorOf(activate bool, after gstate, m uint8) prior {
 }
 
 func (p prior) admits(s gstate) bool {
-	return s.active == p.s.active && (s.migrator == p.s.migrator || p.alt != 0 && s.migrator == p.alt)
+	return (s.active == p.s.active || p.set != 0 && s.active == p.s.active|p.set) && (s.migrator == p.s.migrator || p.alt != 0 && s.migrator == p.alt)
 }

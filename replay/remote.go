@@ -256,6 +256,14 @@ func (r *replayer) runRemote(idx int, o *op) {
 		if r.wroteSince(u.cpu, u.j) {
 			continue // its wakeup was written again meanwhile
 		}
+		if u.across {
+			// Only where after the walk gives the kernel's value, and
+			// before did not: a value neither gives stays a mismatch.
+			if a, ok := r.predictRound(u.cpu); ok && a == u.kx && u.before != u.kx {
+				r.wk[u.cpu] = first(r.wk[u.cpu], whyOrder)
+			}
+			continue
+		}
 		if a, ok := r.predictRound(u.cpu); !ok || a != u.before {
 			r.wk[u.cpu] = first(r.wk[u.cpu], whyOrder)
 		}
@@ -475,12 +483,14 @@ func (r *replayer) expireRemote(handler, target int) {
 	// before its next line ran, as far as the trace can tell, while the
 	// handler was between its dequeue and its walk: replay them here.
 	_, printed := r.refetched(rd.o, rd.cur)
+	ups := r.walkUpdates(rd.o, rd.cur)
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
 		if r.done[j] || r.ops[j].cpu == handler {
 			continue
 		}
 		p := r.ops[j]
-		if !printed && p.kind == opRemote && len(p.targets) == 0 {
+		across := false
+		if p.kind == opRemote && len(p.targets) == 0 && !printed {
 			// The walk that follows prints nothing: whether p read the
 			// queues before or after it, its result says (orderUnseen).
 			if before, ok := r.predictRound(p.cpu); ok {
@@ -488,11 +498,20 @@ func (r *replayer) expireRemote(handler, target int) {
 					r.later[j] = [2]int64{before, kx}
 					continue // replayed after the round
 				}
-				rd.unseen = append(rd.unseen, unseen{j, p.cpu, before})
+				rd.unseen = append(rd.unseen, unseen{j: j, cpu: p.cpu, before: before})
 			}
+		} else if p.kind == opRemote && len(p.targets) == 0 && r.readsAcross(p, ups) {
+			across = true
 		}
 		rd.nested = true
 		r.exec(j)
+		if across {
+			// Replayed before the walk's update; its lock order with
+			// p's read is not printed (readsAcross).
+			if kx, ok := r.wakeupAfter(j); ok {
+				rd.unseen = append(rd.unseen, unseen{j: j, cpu: p.cpu, before: r.m.h.CPU(p.cpu).Wakeup, kx: kx, across: true})
+			}
+		}
 	}
 }
 
@@ -512,6 +531,60 @@ type unseen struct {
 	j      int // the round
 	cpu    int
 	before int64
+	// A round whose read the walk printed an update of, before the
+	// round's next line (readsAcross): replayed before the walk, the
+	// value it left is before; kx is the kernel's, as printed next.
+	kx     int64
+	across bool
+}
+
+// walkUpdates returns the lines of the event updates the walk after the
+// k-th expiry of round o printed, by group.
+func (r *replayer) walkUpdates(o *op, k int) map[hier.GroupID]int {
+	ups := map[hier.GroupID]int{}
+	for _, i := range o.lines {
+		if i <= o.targets[k] {
+			continue
+		}
+		p, ok := r.ev[i].Data.(ftrace.TmigrUpdateEvents)
+		if !ok {
+			break
+		}
+		if id, ok := r.gm.id(p.Group); ok {
+			ups[id] = i
+		}
+	}
+	return ups
+}
+
+// readsAcross reports whether round p read the queue of a group whose
+// update by the walk (its line in ups) the trace does not order with the
+// read: tmigr_handle_remote_up prints tmigr_handle_remote before it takes
+// the group's lock, tmigr_update_events prints under it, so an update
+// printed after p's line for the group and before p's next line (or with
+// no next line of p) may have come before or after p's read.
+func (r *replayer) readsAcross(p *op, ups map[hier.GroupID]int) bool {
+	for _, li := range p.levels {
+		g, ok := r.gm.id(r.ev[li].Data.(ftrace.TmigrHandleRemote).Group)
+		if !ok {
+			continue
+		}
+		u, ok := ups[g]
+		if !ok || u < li {
+			continue
+		}
+		next := len(r.ev)
+		for _, i := range p.lines {
+			if i > li {
+				next = i
+				break
+			}
+		}
+		if u < next {
+			return true
+		}
+	}
+	return false
 }
 
 // wroteSince reports whether an operation of cpu after op j was replayed.

@@ -111,7 +111,7 @@ func (r *replayer) preResync(o *op) string {
 		bridged := false
 		for _, i := range o.groups {
 			gl := r.groupLine(i)
-			p := priorOf(gl.activate, gl.after, gl.childmask)
+			p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 			if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) {
 				continue
 			}
@@ -135,7 +135,7 @@ func (r *replayer) preResync(o *op) string {
 	why := ""
 	for _, i := range o.groups {
 		gl := r.groupLine(i)
-		p := priorOf(gl.activate, gl.after, gl.childmask)
+		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 		// A transition no consistent state leads to, or one from a state
 		// the model knows, is left to the comparison.
 		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == "" {
@@ -236,7 +236,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		}
 		for _, i := range p.groups {
 			if gl := r.groupLine(i); gl.id == g {
-				cands = append(cands, cand{j, p.cpu, priorOf(gl.activate, gl.after, gl.childmask), gl.after})
+				cands = append(cands, cand{j, p.cpu, priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
 				break
 			}
 		}

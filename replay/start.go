@@ -144,7 +144,7 @@ func (r *replayer) seedStart() error {
 				continue
 			}
 			known[gl.id] = true
-			p := priorOf(gl.activate, gl.after, gl.childmask)
+			p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 			st[gl.id] = p.s
 			switch {
 			case !p.bad && p.alt == 0:

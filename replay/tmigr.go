@@ -26,7 +26,7 @@ const (
 	whyRace     = "new timer during a remote expiry of its CPU"
 	whyPartial  = "operation cut by the recording"
 	whyDiverged = "earlier mismatch"
-	whyOrder    = "round before or after an unprinted walk"
+	whyOrder    = "round before or after a walk, order not printed"
 	whyOffline  = "CPU offline"
 )
 
