@@ -50,12 +50,9 @@ func runExporter(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", ":9724", "the address to serve /metrics on")
 	byFunction := fs.Bool("by-function", false, "export foreign timers by owner CPU and callback (many series)")
 	lo := liveOptions{Recorder: "tmigr exporter"}
-	fs.BoolVar(&lo.HRTimers, "hrtimers", false, "also trace the hrtimer events (always on PREEMPT_RT)")
-	fs.StringVar(&lo.Root, "root", "/", "the machine's root for its /proc and /sys (a container's /host)")
-	fs.StringVar(&lo.Tracefs, "tracefs", "", "the tracefs mount (default: found, or mounted at /sys/kernel/tracing)")
+	lo.flags(fs)
 	input := fs.String("input", "", "serve the counts of a recording instead of this machine's")
 	fs.files("input")
-	fs.dirs("root", "tracefs")
 	fs.operands("", 0, 0, completion{})
 	if rc, ok := fs.parse(args); !ok {
 		return rc

@@ -54,6 +54,14 @@ type liveOptions struct {
 	Recorder string
 }
 
+// flags adds the flags of a live stream to a command's.
+func (o *liveOptions) flags(fs *flagSet) {
+	fs.BoolVar(&o.HRTimers, "hrtimers", false, "also trace the hrtimer events (always on PREEMPT_RT)")
+	fs.StringVar(&o.Root, "root", "/", "the machine's root for its /proc and /sys (a container's /host)")
+	fs.StringVar(&o.Tracefs, "tracefs", "", "the tracefs mount (default: found, or mounted at /sys/kernel/tracing)")
+	fs.dirs("root", "tracefs")
+}
+
 // openStream opens the recording at input, or this machine live when input
 // is "".
 func openStream(ctx context.Context, input string, o liveOptions) (*stream, error) {

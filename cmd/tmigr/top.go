@@ -55,12 +55,9 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	onForeign := fs.String("on-foreign", "", `"isolated": stop at the first foreign timer on an isolated or nohz_full CPU`)
 	save := fs.String("save", "tmigr-top-foreign.txt", "with --on-foreign: where the trace around it is saved")
 	lo := liveOptions{Recorder: "tmigr top"}
-	fs.BoolVar(&lo.HRTimers, "hrtimers", false, "also trace the hrtimer events (always on PREEMPT_RT)")
-	fs.StringVar(&lo.Root, "root", "/", "the machine's root for its /proc and /sys (a container's /host)")
-	fs.StringVar(&lo.Tracefs, "tracefs", "", "the tracefs mount (default: found, or mounted at /sys/kernel/tracing)")
+	lo.flags(fs)
 	input := fs.String("input", "", "read a recording instead of this machine")
 	fs.files("save", "input")
-	fs.dirs("root", "tracefs")
 	fs.words("on-foreign", "isolated")
 	fs.operands("", 0, 0, completion{})
 	if rc, ok := fs.parse(args); !ok {
