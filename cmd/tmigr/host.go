@@ -101,6 +101,11 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	if opts.Duration == 0 {
 		return fail(2, errors.New("--duration must be positive"))
 	}
+	if *kern != "" {
+		if _, err := parseKernelFlag(*kern); err != nil {
+			return fail(2, fmt.Errorf("--kernel: %v", err))
+		}
+	}
 	var verifyFor time.Duration
 	if *verify != "" {
 		if verifyFor, err = parseSeconds("--verify", *verify); err != nil || verifyFor <= 0 {
