@@ -73,10 +73,3 @@ func TestTopBadInput(t *testing.T) {
 		}
 	}
 }
-
-func TestHostUnknownKernel(t *testing.T) {
-	var out, errb strings.Builder
-	if rc := run([]string{"host", "--no-predict", "--kernel", "5.4"}, &out, &errb); rc != 2 || !strings.Contains(errb.String(), "modelled") {
-		t.Errorf("status %d: %s", rc, errb.String())
-	}
-}
