@@ -147,24 +147,38 @@ func (r *guestReport) trace() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	text, err := decodeFile(s)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %v", err)
+	}
+	if len(text) == 0 {
+		return nil, errors.New("trace: the guest sent an empty trace")
+	}
+	return text, nil
+}
+
+// decodeFile decodes a section in which the guest printed a file (gzip -c
+// FILE | base64): the base64 lines, the kernel's messages that cut into
+// them removed, of the gzip-compressed bytes.
+func decodeFile(s string) ([]byte, error) {
 	var raw bytes.Buffer
 	for i, l := range dropKernelMessages(strings.Split(strings.TrimSuffix(s, "\n"), "\n")) {
 		b, err := base64.StdEncoding.DecodeString(l)
 		if err != nil {
-			return nil, fmt.Errorf("trace: line %d of the encoded trace is not base64 (%v): the console mangled it", i+1, err)
+			return nil, fmt.Errorf("line %d of the encoded file is not base64 (%v): the console mangled it", i+1, err)
 		}
 		raw.Write(b)
 	}
 	if raw.Len() == 0 {
-		return nil, errors.New("trace: the guest sent an empty trace")
+		return nil, errors.New("the guest sent nothing")
 	}
 	zr, err := gzip.NewReader(&raw)
 	if err != nil {
-		return nil, fmt.Errorf("trace: not gzip data: %v", err)
+		return nil, fmt.Errorf("not gzip data: %v", err)
 	}
 	text, err := io.ReadAll(zr)
 	if err != nil {
-		return nil, fmt.Errorf("trace: %v (the trace was cut short or damaged on the console)", err)
+		return nil, fmt.Errorf("%v (the file was cut short or damaged on the console)", err)
 	}
 	return text, nil
 }

@@ -1,9 +1,6 @@
 package lab
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -88,7 +85,7 @@ func writeTools(rep *guestReport, dir string) ([]string, error) {
 		if n == "" || strings.ContainsAny(n, `/\`) || n == "." || n == ".." {
 			return nil, fmt.Errorf("the guest named a tool output %q", n)
 		}
-		data, err := decodeGzipBase64(rep.Sections[toolPrefix+n])
+		data, err := decodeFile(rep.Sections[toolPrefix+n])
 		if err != nil {
 			return nil, fmt.Errorf("tool output %s: %v", n, err)
 		}
@@ -97,25 +94,6 @@ func writeTools(rep *guestReport, dir string) ([]string, error) {
 		}
 	}
 	return names, nil
-}
-
-// decodeGzipBase64 decodes a section of base64 lines of gzip-compressed
-// bytes, as the guest prints files (kernel messages that cut into it
-// removed).
-func decodeGzipBase64(s string) ([]byte, error) {
-	var raw bytes.Buffer
-	for i, l := range dropKernelMessages(strings.Split(strings.TrimSuffix(s, "\n"), "\n")) {
-		b, err := base64.StdEncoding.DecodeString(l)
-		if err != nil {
-			return nil, fmt.Errorf("line %d is not base64 (%v): the console mangled it", i+1, err)
-		}
-		raw.Write(b)
-	}
-	zr, err := gzip.NewReader(&raw)
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(zr)
 }
 
 // toolFiles are the initramfs's files of the tools phase: tmigr, built for

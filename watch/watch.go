@@ -73,7 +73,9 @@ type Totals struct {
 
 // cpuState is one CPU in the current period.
 type cpuState struct {
-	Totals
+	// start are the CPU's totals when the period began: the period's
+	// counts are the totals' growth since.
+	start     Totals
 	owners    map[int]uint64
 	functions map[string]uint64
 	// running: the foreign callback in progress (its entry's time), 0
@@ -144,9 +146,12 @@ func New(m Machine) (*Watcher, error) {
 func (w *Watcher) resetPeriod() {
 	for c := range w.cpus {
 		s := &w.cpus[c]
-		s.Totals = Totals{}
-		s.owners = map[int]uint64{}
-		s.functions = map[string]uint64{}
+		s.start = w.total[c]
+		if s.owners == nil {
+			s.owners, s.functions = map[int]uint64{}, map[string]uint64{}
+		}
+		clear(s.owners)
+		clear(s.functions)
 	}
 	w.pending = w.pending[:0]
 }
@@ -185,11 +190,9 @@ func (w *Watcher) Observe(ev *ftrace.Event) {
 	switch d := ev.Data.(type) {
 	case ftrace.TimerExpireEntry:
 		if !remote {
-			s.Own++
 			w.total[ev.CPU].Own++
 			return
 		}
-		s.Foreign++
 		w.total[ev.CPU].Foreign++
 		s.owners[base]++
 		s.functions[d.Function]++
@@ -204,12 +207,10 @@ func (w *Watcher) Observe(ev *ftrace.Event) {
 	case ftrace.TimerExpireExit:
 		if s.running != 0 && s.timer == d.Timer {
 			ns := ev.TS - s.running
-			s.ForeignNS += ns
 			w.total[ev.CPU].ForeignNS += ns
 			s.running = 0
 		}
 	case ftrace.HrtimerExpireEntry:
-		s.HRTimers++
 		w.total[ev.CPU].HRTimers++
 	case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline:
 		w.cpus[cpuOf(ev)].available = true
@@ -325,18 +326,19 @@ func (w *Watcher) End(now int64, cpus cpumask.Mask) Period {
 			continue
 		}
 		s := &w.cpus[c]
+		t, p0 := w.total[c], s.start
 		line := CPU{
 			CPU: c, Class: w.Class(c), InHierarchy: s.available, MigratorOf: w.roles.of(c),
-			Own: s.Own, HRTimers: s.HRTimers, Foreign: s.Foreign, ForeignNS: s.ForeignNS,
+			Own: t.Own - p0.Own, HRTimers: t.HRTimers - p0.HRTimers, Foreign: t.Foreign - p0.Foreign, ForeignNS: t.ForeignNS - p0.ForeignNS,
 			Owners:    top(s.owners, func(k int, n uint64) OwnerCount { return OwnerCount{k, n} }),
 			Functions: top(s.functions, func(k string, n uint64) FuncCount { return FuncCount{k, n} }),
 			Why:       why[c],
 		}
 		if secs > 0 {
-			line.ForeignRate = float64(s.Foreign) / secs
+			line.ForeignRate = float64(line.Foreign) / secs
 		}
 		if line.Class != Housekeeping {
-			p.ForeignOnIsolated += s.Foreign
+			p.ForeignOnIsolated += line.Foreign
 		}
 		p.CPUs = append(p.CPUs, line)
 	}

@@ -66,7 +66,7 @@ func runExporter(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer ln.Close()
-	st, err := openStream(ctx, *input, lo)
+	st, err := openStream(*input, lo)
 	if err != nil {
 		return fs.fail(err)
 	}

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/tmigr/tmigr/conformance"
 	"github.com/tmigr/tmigr/cpumask"
@@ -208,9 +205,7 @@ func runLabRecord(args []string, stdout, stderr io.Writer) int {
 
 // labContext is the context of a lab command: done at Ctrl-C or SIGTERM.
 // Tests replace it.
-var labContext = func() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
+var labContext = signalContext
 
 // writeOutput writes the recording to path atomically (a file appears
 // whole or not at all), or to stdout for "-".

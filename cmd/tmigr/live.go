@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/tmigr/tmigr"
@@ -161,7 +157,7 @@ A p99 is the 1% tail: with the default 5000 timers of each kind, their
 	if *cyclictest {
 		o.Cyclictest = "cyclictest"
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	res, err := live.Lateness(ctx, o)
 	return lf.emit(res, err)

@@ -9,8 +9,6 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
@@ -122,7 +120,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		dst = file
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	in, err := tracefs.Open(tracefs.Options{HRTimers: *hrtimers, CPUs: cpus, BufferKB: *bufKB})
 	if err != nil {

@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tmigr/tmigr/cpu"
@@ -106,7 +103,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if isSweep(args) {
 		return runSweep(args, stdout, stderr)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	return runSimContext(ctx, args, stdout, stderr)
 }

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tmigr/tmigr/sim/sweep"
@@ -249,7 +247,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 			hi-lo, wall.Round(time.Second), opts.Workers)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	tty := !quiet && isTerminal(stderr)
 	drawn := false

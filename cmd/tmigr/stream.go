@@ -64,7 +64,7 @@ func (o *liveOptions) flags(fs *flagSet) {
 
 // openStream opens the recording at input, or this machine live when input
 // is "".
-func openStream(ctx context.Context, input string, o liveOptions) (*stream, error) {
+func openStream(input string, o liveOptions) (*stream, error) {
 	if input != "" {
 		rd, c, err := ftrace.Open(input)
 		if err != nil {

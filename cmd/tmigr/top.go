@@ -94,7 +94,7 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	st, err := openStream(ctx, *input, lo)
+	st, err := openStream(*input, lo)
 	if err != nil {
 		return fs.fail(err)
 	}
@@ -129,7 +129,7 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 		start    int64 = -1
 	)
 	f := &watch.Follow{Watcher: st.watcher, Reader: st.reader, Period: period, Live: st.live, CPUs: cpus,
-		Lock: nil, Lost: st.lost, OnPeriod: emit}
+		Lost: st.lost, OnPeriod: emit}
 	f.OnEvent = func(ev *ftrace.Event) bool {
 		if start < 0 {
 			start = ev.TS
