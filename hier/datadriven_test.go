@@ -94,23 +94,21 @@ func (l *lockedBuffer) take() string {
 	return s
 }
 
-var hookNames = map[hookPoint]string{
-	hookInactiveCAS:    "inactive-cas",
-	hookActiveCAS:      "active-cas",
-	hookUpdateLock:     "update-lock",
-	hookRemoteExpire:   "remote-expire",
-	hookRemoteRelock:   "remote-relock",
-	hookNewTimerRemote: "new-timer-remote",
+var hookNames = map[Point]string{
+	PointInactiveCAS:    "inactive-cas",
+	PointActiveCAS:      "active-cas",
+	PointUpdateLock:     "update-lock",
+	PointRemoteExpire:   "remote-expire",
+	PointRemoteRelock:   "remote-relock",
+	PointNewTimerRemote: "new-timer-remote",
 }
 
 func newScenario(t *testing.T) *scenario {
 	s := &scenario{t: t, paused: map[int]*asyncCall{}}
-	testHook = s.hook
 	return s
 }
 
 func (s *scenario) close() {
-	testHook = nil
 	for cpu, c := range s.paused {
 		s.t.Errorf("cpu%d still paused at the end of the file", cpu)
 		close(c.release)
@@ -118,10 +116,10 @@ func (s *scenario) close() {
 }
 
 // hook pauses the calling walk if a pause was requested for this point.
-func (s *scenario) hook(p hookPoint, cpu int, g *group, target int) {
+func (s *scenario) hook(p Point, cpu int, g GroupID, target int) {
 	where := "-"
-	if g != nil {
-		where = g.id().String()
+	if g != NoGroup {
+		where = g.String()
 	}
 	key := fmt.Sprintf("%d:%s:%s", cpu, hookNames[p], where)
 	if _, ok := s.pauses.LoadAndDelete(key); !ok {
@@ -131,7 +129,7 @@ func (s *scenario) hook(p hookPoint, cpu int, g *group, target int) {
 	c := s.paused[cpu]
 	s.mu.Unlock()
 	desc := fmt.Sprintf("cpu%d paused at %s", cpu, hookNames[p])
-	if g != nil {
+	if g != NoGroup {
 		desc += " in " + where
 	} else {
 		desc += fmt.Sprintf(" of cpu%d", target)
@@ -337,7 +335,7 @@ func (s *scenario) topo(t *testing.T, d *datadriven.TestData, out *strings.Build
 		}
 	}
 	o := Options{NodeOf: nodeOf, ExcludeIsolated: d.HasArg("exclude-isolated"), Isolation: s.isoArgs(t, d),
-		Tracer: &TextTracer{W: &s.trace}}
+		Tracer: &TextTracer{W: &s.trace}, Interleave: s.hook}
 	h, err := New(o)
 	if err != nil {
 		fmt.Fprintf(out, "error: %v\n", err)

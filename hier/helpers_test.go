@@ -48,7 +48,7 @@ func mustCheck(t testing.TB, h *Hierarchy) {
 // pauser stops one walk at one hook point, so a test can run another CPU's
 // call in between, as the kernel comment's race scenarios do.
 type pauser struct {
-	point  hookPoint
+	point  Point
 	cpu    int
 	group  GroupID
 	once   sync.Once
@@ -56,12 +56,12 @@ type pauser struct {
 	resume chan struct{}
 }
 
-func newPauser(p hookPoint, cpu int, g GroupID) *pauser {
+func newPauser(p Point, cpu int, g GroupID) *pauser {
 	return &pauser{point: p, cpu: cpu, group: g, paused: make(chan struct{}), resume: make(chan struct{})}
 }
 
-func (p *pauser) hook(pt hookPoint, cpu int, g *group, _ int) {
-	if pt != p.point || cpu != p.cpu || g == nil || g.id() != p.group {
+func (p *pauser) hook(pt Point, cpu int, g GroupID, _ int) {
+	if pt != p.point || cpu != p.cpu || g != p.group {
 		return
 	}
 	p.once.Do(func() {
@@ -70,11 +70,8 @@ func (p *pauser) hook(pt hookPoint, cpu int, g *group, _ int) {
 	})
 }
 
-// install sets the hook for the duration of the test.
-func (p *pauser) install(t *testing.T) {
-	testHook = p.hook
-	t.Cleanup(func() { testHook = nil })
-}
+// install makes h call the hook (before h is used concurrently).
+func (p *pauser) install(h *Hierarchy) { h.interleave = p.hook }
 
 // run starts f on its own goroutine, waits until it pauses at the hook and
 // returns a function that resumes it and waits for it to finish.

@@ -56,6 +56,12 @@ type Options struct {
 	// timer_migration trace system, synchronously, at the places and with
 	// the values the kernel emits them. A nil Tracer costs one compare.
 	Tracer Tracer
+
+	// Interleave, if not nil, is called at the points between the
+	// kernel's tracepoints where another CPU's operation can come in
+	// between (see Point). A simulator leaves it nil: it costs one
+	// compare per point.
+	Interleave Interleave
 }
 
 // Isolation is the CPU-isolation setup the 2025 exclusion reads: the
@@ -125,6 +131,7 @@ type Hierarchy struct {
 	levels           int // tmigr_hierarchy_levels (0: uniprocessor, nothing built)
 	crossnode        int // tmigr_crossnode_level
 	tr               Tracer
+	interleave       Interleave
 	excludeSupported bool
 	imbalancedNUMA   bool // the tree before 5eb579dfd46b (Options.ImbalancedNUMA)
 	possible         cpumask.Mask
@@ -189,6 +196,7 @@ func New(o Options) (*Hierarchy, error) {
 		nnodes:           nnodes,
 		nodeOf:           append([]int(nil), o.NodeOf...),
 		tr:               o.Tracer,
+		interleave:       o.Interleave,
 		excludeSupported: o.ExcludeIsolated,
 		imbalancedNUMA:   o.ImbalancedNUMA,
 		possible:         cpumask.Range(0, n-1),

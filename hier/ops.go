@@ -113,7 +113,7 @@ func (h *Hierarchy) NewTimer(cpu int, nextexp int64) int64 {
 func (h *Hierarchy) newTimer(t *tmcpu, nextexp int64) int64 {
 	if t.remote.Load() {
 		if t.evt.ignore.Load() {
-			hook(hookNewTimerRemote, t.cpu, nil, t.cpu)
+			h.hook(PointNewTimerRemote, t.cpu, nil, t.cpu)
 		}
 		return KtimeMax
 	}

@@ -55,8 +55,8 @@ func TestRaceSequenceCounter(t *testing.T) {
 	}
 	seq := g.Seq
 
-	p := newPauser(hookInactiveCAS, 0, grp10)
-	p.install(t)
+	p := newPauser(PointInactiveCAS, 0, grp10)
+	p.install(h)
 	resume := p.run(t, func() { h.Deactivate(0, KtimeMax) })
 
 	// CPU0 stopped before its CAS: GRP0:0 is idle, GRP1:0 untouched.
@@ -95,8 +95,8 @@ func TestRaceNewTimerVsLastIdle(t *testing.T) {
 	mustCheck(t, h)
 
 	const timer0 = 1000
-	p := newPauser(hookUpdateLock, 0, grp10)
-	p.install(t)
+	p := newPauser(PointUpdateLock, 0, grp10)
+	p.install(h)
 	var got0 int64
 	resume := p.run(t, func() { got0 = h.NewTimer(0, timer0) })
 	got2 := h.Deactivate(2, KtimeMax)
@@ -121,8 +121,8 @@ func TestRaceLastIdleVsNewTimer(t *testing.T) {
 		h.Deactivate(c, KtimeMax)
 	}
 	const timer0 = 1000
-	p := newPauser(hookUpdateLock, 2, grp10)
-	p.install(t)
+	p := newPauser(PointUpdateLock, 2, grp10)
+	p.install(h)
 	var got2 int64
 	resume := p.run(t, func() { got2 = h.Deactivate(2, KtimeMax) })
 	got0 := h.NewTimer(0, timer0)
@@ -145,15 +145,14 @@ func TestRaceRemoteExclusive(t *testing.T) {
 	}
 	x := &oneTimer{next: 900}
 	done := make(chan struct{})
-	testHook = func(p hookPoint, cpu int, g *group, target int) {
-		if p == hookRemoteExpire && cpu == 2 && target == 0 {
+	h.interleave = func(p Point, cpu int, g GroupID, target int) {
+		if p == PointRemoteExpire && cpu == 2 && target == 0 {
 			if got := h.NewTimer(0, 900); got != KtimeMax {
 				t.Errorf("NewTimer during a remote expiry = %s, want max", fmtTime(got))
 			}
 			close(done)
 		}
 	}
-	t.Cleanup(func() { testHook = nil })
 	h.HandleRemote(2, 500, 0, x)
 	<-done
 	if ci := h.CPU(0); !ci.EvtQueued || ci.EvtExpires != 900 || ci.EvtIgnore {

@@ -187,7 +187,7 @@ func (r *Remote) claim(target int) bool {
 	t.remote.Store(true)
 	t.wakeup.Store(KtimeMax)
 	t.mu.Unlock() // let the target leave idle meanwhile
-	hook(hookRemoteExpire, r.w.cpu, nil, target)
+	r.h.hook(PointRemoteExpire, r.w.cpu, nil, target)
 	r.target = t
 	return true
 }
@@ -205,7 +205,7 @@ func (r *Remote) Done(f Fetcher) {
 		return
 	}
 	r.target = nil
-	hook(hookRemoteRelock, r.w.cpu, nil, t.cpu)
+	r.h.hook(PointRemoteRelock, r.w.cpu, nil, t.cpu)
 	// Lock order: timer bases, then the CPU lock, then groups.
 	f.LockBases(t.cpu)
 	t.mu.Lock()

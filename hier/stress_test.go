@@ -42,7 +42,7 @@ type stress struct {
 	stale   atomic.Int64 // quiescent points where race A (sibling groups) hid an event
 
 	mu      sync.Mutex
-	flagged map[GroupID]bool // groups where hookStaleStop fired since Check last passed
+	flagged map[GroupID]bool // groups where PointStaleStop fired since Check last passed
 }
 
 // Expirer, as the timer code implements it, with real base locks.
@@ -82,19 +82,18 @@ func firstLocked(c *stressCPU) int64 {
 
 // installHooks records where the kernel's two known races can strike, so
 // quiescent can tell them from anything else.
-func (s *stress) installHooks(t *testing.T) {
+func (s *stress) installHooks() {
 	s.flagged = map[GroupID]bool{}
-	testHook = func(p hookPoint, cpu int, g *group, _ int) {
+	s.h.interleave = func(p Point, cpu int, g GroupID, _ int) {
 		switch p {
-		case hookNewTimerRemote:
+		case PointNewTimerRemote:
 			s.cpus[cpu].lost = true // called on cpu's own goroutine
-		case hookStaleStop:
+		case PointStaleStop:
 			s.mu.Lock()
-			s.flagged[g.id()] = true
+			s.flagged[g] = true
 			s.mu.Unlock()
 		}
 	}
-	t.Cleanup(func() { testHook = nil })
 }
 
 // step is one random action of CPU i, run on its own goroutine. In quiet
@@ -230,7 +229,7 @@ func TestStress(t *testing.T) {
 	s := &stress{h: h, cpus: make([]stressCPU, n)}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	s.installHooks(t)
+	s.installHooks()
 	for i := range s.cpus {
 		s.cpus[i].rng = rand.New(rand.NewPCG(seed, uint64(i)))
 		if err := h.SetAvailable(i, false); err != nil {
@@ -285,7 +284,7 @@ func TestGrowWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &stress{h: h, cpus: make([]stressCPU, n)}
-	s.installHooks(t)
+	s.installHooks()
 	for i := 0; i < running; i++ {
 		s.cpus[i].rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))
 		if err := h.Prepare(i); err != nil {

@@ -8,44 +8,54 @@ package hier
 // is unused when the walk ends, and reading it only after the parent keeps
 // the read ordered after the setup code's write).
 
-// hookPoint names a place where a test can pause a walk (see testHook).
-type hookPoint int
+// Point names a place in the kernel's code where another CPU's operation
+// can fall in between and no tracepoint marks it (see Options.Interleave).
+type Point int
 
 const (
-	// hookInactiveCAS: in the deactivation walk, just before the CAS of a
+	// PointInactiveCAS: in the deactivation walk, just before the CAS of a
 	// group's state (its child state already read for this attempt).
-	hookInactiveCAS hookPoint = iota
-	// hookActiveCAS: in the activation walk, just before the CAS.
-	hookActiveCAS
-	// hookUpdateLock: in an event update, just before the group (and
+	PointInactiveCAS Point = iota
+	// PointActiveCAS: in the activation walk, just before the CAS. At the
+	// CPU's own group, the CPU's event is already ignored
+	// (__tmigr_cpu_activate sets the flag before it walks).
+	PointActiveCAS
+	// PointUpdateLock: in an event update, just before the group (and
 	// child) locks are taken.
-	hookUpdateLock
-	// hookRemoteExpire: in a remote expiry, after the target was claimed
+	PointUpdateLock
+	// PointRemoteExpire: in a remote expiry, after the target was claimed
 	// (remote set) and its lock dropped, before its timers run.
-	hookRemoteExpire
-	// hookRemoteRelock: in a remote expiry, after the target's timers ran,
+	PointRemoteExpire
+	// PointRemoteRelock: in a remote expiry, after the target's timers ran,
 	// before its bases and lock are taken again for the walk.
-	hookRemoteRelock
-	// hookNewTimerRemote: NewTimer found its CPU being expired remotely
+	PointRemoteRelock
+	// PointNewTimerRemote: NewTimer found its CPU being expired remotely
 	// while its event was ignored, and returns without walking: the case
 	// where the kernel loses the new timer (see the package doc).
-	hookNewTimerRemote
-	// hookStaleStop: a deactivation walk stops at a group (its CAS left the
-	// group active) whose event update, under the lock, found it idle: the
-	// group's event may not reach the parent (see the package doc).
-	hookStaleStop
+	PointNewTimerRemote
+	// PointStaleStop: a deactivation walk stops at a group (its CAS left
+	// the group active) whose event update, under the lock, found it idle:
+	// the group's event may not reach the parent (see the package doc).
+	PointStaleStop
 )
 
-// testHook, when set (by tests only, before any concurrent use), is called
-// at each hookPoint with the CPU running the walk and the group concerned
-// (nil for hookRemoteExpire, where cpu is the handler and target the
-// target). Tests use it to pause a walk and interleave another, the way the
-// kernel comment's race scenarios do.
-var testHook func(p hookPoint, cpu int, g *group, target int)
+// Interleave is called at each Point with the CPU running the walk and the
+// group concerned (NoGroup for PointRemoteExpire, PointRemoteRelock and
+// PointNewTimerRemote, where target is the CPU expired remotely; target is
+// -1 otherwise). It runs on the walking CPU's goroutine with only that
+// CPU's own locks held at the CAS points, so it may pause the walk and run
+// another CPU's operation in between: the race orders of the kernel's
+// comments in tests, and the orders a recording shows in the replay.
+type Interleave func(p Point, cpu int, g GroupID, target int)
 
-func hook(p hookPoint, cpu int, g *group, target int) {
-	if f := testHook; f != nil {
-		f(p, cpu, g, target)
+// hook calls the Interleave function, if any.
+func (h *Hierarchy) hook(p Point, cpu int, g *group, target int) {
+	if f := h.interleave; f != nil {
+		id := NoGroup
+		if g != nil {
+			id = g.id()
+		}
+		f(p, cpu, id, target)
 	}
 }
 
@@ -132,7 +142,7 @@ func (h *Hierarchy) activeUp(g *group, w *walk) bool {
 			done = false
 		}
 		next = makeState(s.active()|childmask, migrator, s.seq()+1)
-		hook(hookActiveCAS, w.cpu, g, -1)
+		h.hook(PointActiveCAS, w.cpu, g, -1)
 		if g.state.CompareAndSwap(cur, uint32(next)) {
 			break
 		}
@@ -179,7 +189,7 @@ func (h *Hierarchy) inactiveUp(g, child *group, w *walk) bool {
 		if next.migrator() != MigratorNone && next.active() == 0 {
 			h.warn()
 		}
-		hook(hookInactiveCAS, w.cpu, g, -1)
+		h.hook(PointInactiveCAS, w.cpu, g, -1)
 		if g.state.CompareAndSwap(cur, uint32(next)) {
 			break
 		}
@@ -192,7 +202,7 @@ func (h *Hierarchy) inactiveUp(g, child *group, w *walk) bool {
 	w.sawIdle = false
 	h.updateEvents(g, child, w)
 	if done && w.sawIdle && g.parent.Load() != nil {
-		hook(hookStaleStop, w.cpu, g, -1)
+		h.hook(PointStaleStop, w.cpu, g, -1)
 	}
 	return done
 }
@@ -213,7 +223,7 @@ func (h *Hierarchy) updateEvents(g, child *group, w *walk) bool {
 	var childState, groupState migrState
 
 	if child != nil {
-		hook(hookUpdateLock, w.cpu, g, -1)
+		h.hook(PointUpdateLock, w.cpu, g, -1)
 		child.mu.Lock()
 		g.mu.Lock()
 		childState = child.loadState()
@@ -241,7 +251,7 @@ func (h *Hierarchy) updateEvents(g, child *group, w *walk) bool {
 		if ignore && !remote && g.parent.Load() != nil {
 			return true
 		}
-		hook(hookUpdateLock, w.cpu, g, -1)
+		h.hook(PointUpdateLock, w.cpu, g, -1)
 		g.mu.Lock()
 		groupState = g.loadState()
 	}

@@ -52,7 +52,7 @@ func (r *replayer) onCAS() {
 	if w.depth != r.depth {
 		return // a transition of something replayed inside the walk
 	}
-	if sp := r.pausing; sp != nil && sp.o == w.o && len(r.rec.lines) > 0 && r.rec.lines[len(r.rec.lines)-1].group == sp.g {
+	if sp := r.pausing; sp != nil && !sp.beforeCAS && sp.o == w.o && len(r.rec.lines) > 0 && r.rec.lines[len(r.rec.lines)-1].group == sp.g {
 		r.pause(sp)
 		return
 	}
@@ -78,6 +78,12 @@ func (r *replayer) onCAS() {
 	child, ok := r.gm.id(p.Child)
 	if !ok {
 		return
+	}
+	if k+1 == len(o.groups) {
+		if j := r.ignoredBefore(o, g, u, p); j >= 0 {
+			r.splitBeforeCAS(j, o, g)
+			return
+		}
 	}
 	for tries := 0; tries < lookahead; tries++ {
 		cur := r.m.states()
@@ -136,6 +142,44 @@ func (r *replayer) childSeenActive(o *op, k int) {
 	}
 }
 
+// ignoredBefore returns the index of another CPU's activation whose first
+// step fell before the event update u of group g, which ends walk o, and
+// whose compare-and-swap came after it; -1 if there is none.
+//
+// __tmigr_cpu_activate (kernel/time/timer_migration.c, 6.9+) prints
+// tmigr_cpu_active, marks the CPU's event ignored and only then walks:
+// its compare-and-swap of the CPU's group can come after another CPU's
+// update of that group read the group's state (printed idle), while the
+// ignore flag came before the update read the queue, so that the update
+// removed the event (tmigr_next_groupevt's lazy removal) and left it out
+// of the group's next expiry. The printed next_expiry tells: it is never
+// later than an event still queued in the group, so a next_expiry later
+// than the activating CPU's event says the flag was set first.
+func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpdateEvents) int {
+	if p.Child != 0 || r.m.states()[g].active != p.GroupActive {
+		return -1 // not a CPU's own group, or not the state the update read
+	}
+	seen := map[int]bool{o.cpu: true}
+	for j := o.idx + 1; j < len(r.ops) && j <= o.idx+lookahead; j++ {
+		a := r.ops[j]
+		if seen[a.cpu] {
+			continue
+		}
+		seen[a.cpu] = true
+		if r.done[j] || a.kind != opActivate || a.first() > u || len(a.groups) == 0 || r.ek[a.cpu] != "" {
+			continue
+		}
+		if r.groupLine(a.groups[0]).id != g {
+			continue
+		}
+		ci := r.m.h.CPU(a.cpu)
+		if ci.Group == g && ci.Idle && ci.EvtQueued && !ci.EvtIgnore && ci.EvtExpires < p.NextExpiry {
+			return j
+		}
+	}
+	return -1
+}
+
 // updatesAfter reports whether p is a deactivation whose event update of
 // group g the kernel printed after line u (the interrupted walk's update
 // of g): tmigr_update_events is printed under the group's lock, so the
@@ -162,13 +206,17 @@ func (r *replayer) updatesAfter(p *op, g hier.GroupID, u int) bool {
 // being collected, the walks in progress, the trace line) is swapped at
 // each hand-over.
 type split struct {
-	o      *op // the split operation
-	in     *op // the walk it interrupted
-	g      hier.GroupID
-	ctx    rctx          // the split operation's, while it waits
-	resume chan struct{} // hands over to the split operation
-	yield  chan struct{} // hands back: it paused or ended
-	ended  bool
+	o  *op // the split operation
+	in *op // the walk it interrupted
+	g  hier.GroupID
+	// beforeCAS: the operation is an activation paused just before its
+	// compare-and-swap of g, its CPU's event already ignored
+	// (ignoredBefore); otherwise it paused just after it.
+	beforeCAS bool
+	ctx       rctx          // the split operation's, while it waits
+	resume    chan struct{} // hands over to the split operation
+	yield     chan struct{} // hands back: it paused or ended
+	ended     bool
 }
 
 // rctx is what the replay keeps per running operation.
@@ -192,7 +240,24 @@ func (r *replayer) restoreCtx(c rctx) {
 
 // split replays operation j inside walk o up to its compare-and-swap of g.
 func (r *replayer) split(j int, o *op, g hier.GroupID) {
-	sp := &split{o: r.ops[j], in: o, g: g, resume: make(chan struct{}), yield: make(chan struct{})}
+	r.startSplit(&split{o: r.ops[j], in: o, g: g, resume: make(chan struct{}), yield: make(chan struct{})}, j)
+}
+
+// splitBeforeCAS replays activation j inside walk o up to just before its
+// compare-and-swap of g (ignoredBefore).
+func (r *replayer) splitBeforeCAS(j int, o *op, g hier.GroupID) {
+	r.startSplit(&split{o: r.ops[j], in: o, g: g, beforeCAS: true, resume: make(chan struct{}), yield: make(chan struct{})}, j)
+}
+
+// onPoint is called by hier at its interleaving points: an activation
+// being split before its compare-and-swap pauses there.
+func (r *replayer) onPoint(p hier.Point, cpu int, g hier.GroupID) {
+	if sp := r.pausing; sp != nil && sp.beforeCAS && p == hier.PointActiveCAS && cpu == sp.o.cpu && g == sp.g {
+		r.pause(sp)
+	}
+}
+
+func (r *replayer) startSplit(sp *split, j int) {
 	r.pausing = sp
 	c := r.saveCtx()
 	go func() {

@@ -142,3 +142,25 @@ func TestRoundReadsAcrossWalk(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s), want 266/289 with 1 %s", c.Matched, c.Checked, c.Reasons(), whyOrder)
 	}
 }
+
+// TestActivationIgnoresBeforeItsCAS replays two windows of recordings of
+// this project's 2-CPU 6.18 host where one CPU's deactivation and the
+// other's activation raced in their one group. The activating CPU printed
+// tmigr_cpu_active and its compare-and-swap (lines 399-400) before the
+// deactivating CPU's event update (line 401), whose printed state is still
+// idle: the compare-and-swap came after the update read the state. Yet the
+// update's next_expiry leaves out the activating CPU's event: its ignore
+// flag, set by __tmigr_cpu_activate before the walk, came before the
+// update read the queue. The replay ran the activation whole after the
+// update and returned the activating CPU's event as the deactivating CPU's
+// wakeup (line 402).
+func TestActivationIgnoresBeforeItsCAS(t *testing.T) {
+	for _, f := range []string{"kvm2-6.18-update-beside-activation-ignore.txt", "kvm2-6.18-idle-walk-beside-activation-ignore.txt"} {
+		t.Run(f, func(t *testing.T) {
+			c := replayWindow(t, f)
+			if c.Checked-c.Undetermined < 200 {
+				t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+			}
+		})
+	}
+}

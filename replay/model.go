@@ -35,6 +35,15 @@ type recorder struct {
 	// onRemote is called when a round enters a group (tmigr_handle_remote:
 	// no lock held), once the line is recorded.
 	onRemote func()
+	// onPoint is called at hier's interleaving points (hier.Interleave).
+	onPoint func(p hier.Point, cpu int, g hier.GroupID)
+}
+
+// interleave implements hier.Interleave.
+func (r *recorder) interleave(p hier.Point, cpu int, g hier.GroupID, _ int) {
+	if r.onPoint != nil {
+		r.onPoint(p, cpu, g)
+	}
 }
 
 // Trace implements hier.Tracer.
@@ -134,6 +143,7 @@ func (m *model) fresh(avail []bool) error {
 	}
 	o := m.opts
 	o.Tracer = m.rec
+	o.Interleave = m.rec.interleave
 	h, err := hier.New(o)
 	if err != nil {
 		return err

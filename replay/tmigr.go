@@ -183,6 +183,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = "" }
 	r.rec.onCAS = r.onCAS
 	r.rec.onRemote = r.onRemote
+	r.rec.onPoint = r.onPoint
 	r.waiting = map[int]bool{}
 	r.later = map[int][2]int64{}
 	r.rec.onRemoteCPU = func(cpu int) string {
