@@ -164,3 +164,16 @@ func TestActivationIgnoresBeforeItsCAS(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundEntryAfterUnprintedCAS replays a window of a recording of this
+// project's 2-CPU 6.18 host where CPU 0's round printed entering its group
+// (line 367) while, as the lines stand, CPU 1 was the group's migrator and
+// CPU 0's wakeup KTIME_MAX: tmigr_handle_remote would have returned. CPU
+// 1's deactivation, printed 8 µs later (line 368), made CPU 0 the migrator:
+// its compare-and-swap came before the round's check.
+func TestRoundEntryAfterUnprintedCAS(t *testing.T) {
+	c := replayWindow(t, "kvm2-6.18-round-entry-before-printed-cas.txt")
+	if c.Checked-c.Undetermined < 50 {
+		t.Errorf("tmigr %d/%d matched (%s): the rounds were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}

@@ -203,6 +203,35 @@ const (
 )
 
 // runRemote replays one round.
+// bridgeRoundEntry replays first, where the round's entry shows it, the
+// other CPUs' operations that made the round's CPU the migrator of its
+// group. tmigr_handle_remote (kernel/time/timer_migration.c, 6.9+) goes
+// on to tmigr_handle_remote_up, which prints tmigr_handle_remote, only if
+// the CPU is the migrator of its group, the group has none, or the CPU's
+// wakeup is set; where the model's state allows none of these, another
+// CPU's compare-and-swap came first, its line printed after the round's (a
+// CPU's trace line trails its compare-and-swap), and bridge finds it as
+// preResync does for walks.
+func (r *replayer) bridgeRoundEntry(o *op) {
+	if len(o.levels) == 0 {
+		return
+	}
+	h := o.cpu
+	g, bit := r.topo.cpuG[h], r.topo.cpuBit[h]
+	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }
+	for tries := 0; tries < lookahead; tries++ {
+		cur := r.m.states()[g]
+		if enters(cur) || r.gk[g] != "" || r.wk[h] != "" || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
+			return
+		}
+		j := r.bridge(o, g, cur, enters, false)
+		if j < 0 {
+			return
+		}
+		r.exec(j)
+	}
+}
+
 func (r *replayer) runRemote(idx int, o *op) {
 	h := o.cpu
 	rd := &round{idx: idx, o: o, used: make([]bool, len(o.targets)), cur: -1, lo: minNS, hi: maxNS}
@@ -223,6 +252,7 @@ func (r *replayer) runRemote(idx int, o *op) {
 		}
 	}
 
+	r.bridgeRoundEntry(o)
 	why = first(why, r.roundDeps(h, rd, idx))
 	now := rd.nowFor(r)
 	basej := uint64(0)
