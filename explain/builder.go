@@ -618,7 +618,7 @@ func (b *builder) expire(e ftrace.Event, p ftrace.TimerExpireEntry, remote bool)
 	if hadRun && st != nil && x.Kind == Own && st.CPU == h && prev.handler == h && prev.owner >= 0 && prev.owner != h && st.Line > prev.line {
 		x.Steps = append(x.Steps, Step{Kind: StepOwner, Line: prev.line, TS: prev.ts, CPU: prev.owner, Text: fmt.Sprintf(
 			"it came from CPU %d: CPU %d ran it for CPU %d at %s (line %d), and when it was re-armed on CPU %d it was queued there, since a timer is queued on the CPU that arms it",
-			prev.owner, h, prev.owner, fmtTS(prev.ts), prev.line, h)})
+			prev.owner, h, prev.owner, ftrace.FormatTS(prev.ts)+" s", prev.line, h)})
 	}
 	listed := x.Kind == Foreign || b.special.Test(h) ||
 		x.Kind == UnknownOwner && st != nil && st.Base != h
