@@ -6,6 +6,7 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -181,14 +182,14 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 	b.exclude = rep.Model.Has(kernel.ExcludeIsolated)
 
 	// Isolation.
-	cmdline := o.Cmdline
-	if cmdline == "" && m != nil {
-		cmdline = m.Cmdline
+	line := o.Cmdline
+	if line == "" && m != nil {
+		line = m.Cmdline
 	}
-	if cmdline == "" && m == nil {
+	if line == "" && m == nil {
 		rep.Notes = append(rep.Notes, "no \"# machine:\" line: which CPUs are isolated is unknown; give the kernel's isolcpus= and nohz_full= with --cmdline")
 	}
-	iso, err := ftrace.ParseIsolation(cmdline, n)
+	iso, err := cmdline.ParseIsolation(line, n)
 	if err != nil {
 		return nil, err
 	}
