@@ -16,7 +16,7 @@ import (
 type builder struct {
 	rep  *Report
 	ev   []ftrace.Event
-	g    *groups
+	g    *kgroups
 	tick int64 // ns per jiffy; the longest a softirq's lines may pause
 
 	release     string // "Linux 6.12.118"
@@ -216,7 +216,7 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the kernel's %q differs from tmigr's %q for this machine: groups are named by their pointers; give its nodes with --node-cpus", hdr.Hierarchy.String(), topo.boot.String()))
 		topo = nil
 	}
-	b.g = newGroups(n, topo)
+	b.g = newKGroups(n, topo)
 	if err := b.g.learn(evs); err != nil {
 		return nil, err
 	}
