@@ -6,28 +6,6 @@ import (
 	"testing"
 )
 
-func TestFormatTS(t *testing.T) {
-	for _, tc := range []struct {
-		ns   int64
-		want string
-	}{
-		{0, "0.000000"},
-		{999, "0.000000"},
-		{1000, "0.000001"},
-		{123456789, "0.123456"},
-		{1_000_000_000, "1.000000"},
-		{12_345_678_901, "12.345678"},
-		{-1500, "-0.000001"},
-		{-2_000_001_000, "-2.000001"},
-		{math.MaxInt64, "9223372036.854775"},
-		{math.MinInt64, "-9223372036.854775"},
-	} {
-		if got := FormatTS(tc.ns); got != tc.want {
-			t.Errorf("FormatTS(%d) = %q, want %q", tc.ns, got, tc.want)
-		}
-	}
-}
-
 // FuzzFormatTS holds FormatTS to the kernel's "%lu.%06lu" of the
 // magnitude, and to a round trip through the line parser for times a line
 // can carry.
@@ -54,4 +32,26 @@ func FuzzFormatTS(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFormatTS(t *testing.T) {
+	for _, tc := range []struct {
+		ns   int64
+		want string
+	}{
+		{0, "0.000000"},
+		{999, "0.000000"},
+		{1000, "0.000001"},
+		{123456789, "0.123456"},
+		{1_000_000_000, "1.000000"},
+		{12_345_678_901, "12.345678"},
+		{-1500, "-0.000001"},
+		{-2_000_001_000, "-2.000001"},
+		{math.MaxInt64, "9223372036.854775"},
+		{math.MinInt64, "-9223372036.854775"},
+	} {
+		if got := FormatTS(tc.ns); got != tc.want {
+			t.Errorf("FormatTS(%d) = %q, want %q", tc.ns, got, tc.want)
+		}
+	}
 }

@@ -5,6 +5,43 @@ import (
 	"testing"
 )
 
+func TestParse(t *testing.T) {
+	c, err := Parse("BOOT_IMAGE=/vmlinuz  nohz-full=1-3 dyndbg=\"file x +p\" quiet \"\" -- isolcpus=2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Param{{"BOOT_IMAGE", "/vmlinuz", true}, {"nohz-full", "1-3", true}, {"dyndbg", "file x +p", true}, {"quiet", "", false}}
+	if len(c.Params) != len(want) {
+		t.Fatalf("params %+v, want %+v", c.Params, want)
+	}
+	for i := range want {
+		if c.Params[i] != want[i] {
+			t.Errorf("param %d: %+v, want %+v", i, c.Params[i], want[i])
+		}
+	}
+	if strings.Join(c.Init, " ") != "isolcpus=2" {
+		t.Errorf("init part %q", c.Init)
+	}
+	if got := c.Get("nohz_full"); len(got) != 1 || got[0].Value != "1-3" {
+		t.Errorf("Get(nohz_full) = %+v", got)
+	}
+	if got := c.Isolation(); got != "nohz-full=1-3" {
+		t.Errorf("Isolation() = %q", got)
+	}
+	if got := c.Params[2].String(); got != `dyndbg="file x +p"` {
+		t.Errorf("String() = %q", got)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`quiet isolcpus="1-3`, `command line: unterminated quote in "isolcpus=\"1-3"`},
+		{"quiet iso\x00lcpus=1 nohz_full=2", `command line: a NUL byte in "iso\x00lcpus=1"`},
+		{strings.Repeat("x", MaxLen+1), "command line of 65537 bytes: longer than any kernel accepts (65536)"},
+	} {
+		if _, err := Parse(tc.in); err == nil || err.Error() != tc.want {
+			t.Errorf("Parse(%.40q): %v, want %s", tc.in, err, tc.want)
+		}
+	}
+}
+
 func TestParseIsolation(t *testing.T) {
 	for _, tc := range []struct {
 		cmdline               string
@@ -139,43 +176,6 @@ func FuzzParseIsolation(f *testing.F) {
 			t.Fatalf("%q on %d CPUs leaves no housekeeping CPU: domain %s nohz_full %s", cmdline, cpus, iso.Domain, iso.NohzFull)
 		}
 	})
-}
-
-func TestParse(t *testing.T) {
-	c, err := Parse("BOOT_IMAGE=/vmlinuz  nohz-full=1-3 dyndbg=\"file x +p\" quiet \"\" -- isolcpus=2\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Param{{"BOOT_IMAGE", "/vmlinuz", true}, {"nohz-full", "1-3", true}, {"dyndbg", "file x +p", true}, {"quiet", "", false}}
-	if len(c.Params) != len(want) {
-		t.Fatalf("params %+v, want %+v", c.Params, want)
-	}
-	for i := range want {
-		if c.Params[i] != want[i] {
-			t.Errorf("param %d: %+v, want %+v", i, c.Params[i], want[i])
-		}
-	}
-	if strings.Join(c.Init, " ") != "isolcpus=2" {
-		t.Errorf("init part %q", c.Init)
-	}
-	if got := c.Get("nohz_full"); len(got) != 1 || got[0].Value != "1-3" {
-		t.Errorf("Get(nohz_full) = %+v", got)
-	}
-	if got := c.Isolation(); got != "nohz-full=1-3" {
-		t.Errorf("Isolation() = %q", got)
-	}
-	if got := c.Params[2].String(); got != `dyndbg="file x +p"` {
-		t.Errorf("String() = %q", got)
-	}
-	for _, tc := range []struct{ in, want string }{
-		{`quiet isolcpus="1-3`, `command line: unterminated quote in "isolcpus=\"1-3"`},
-		{"quiet iso\x00lcpus=1 nohz_full=2", `command line: a NUL byte in "iso\x00lcpus=1"`},
-		{strings.Repeat("x", MaxLen+1), "command line of 65537 bytes: longer than any kernel accepts (65536)"},
-	} {
-		if _, err := Parse(tc.in); err == nil || err.Error() != tc.want {
-			t.Errorf("Parse(%.40q): %v, want %s", tc.in, err, tc.want)
-		}
-	}
 }
 
 func TestParseIsolcpus(t *testing.T) {
