@@ -6,6 +6,7 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -15,7 +16,7 @@ import (
 type builder struct {
 	rep  *Report
 	ev   []ftrace.Event
-	g    *groups
+	g    *kgroups
 	tick int64 // ns per jiffy; the longest a softirq's lines may pause
 
 	release     string // "Linux 6.12.118"
@@ -181,14 +182,14 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 	b.exclude = rep.Model.Has(kernel.ExcludeIsolated)
 
 	// Isolation.
-	cmdline := o.Cmdline
-	if cmdline == "" && m != nil {
-		cmdline = m.Cmdline
+	line := o.Cmdline
+	if line == "" && m != nil {
+		line = m.Cmdline
 	}
-	if cmdline == "" && m == nil {
+	if line == "" && m == nil {
 		rep.Notes = append(rep.Notes, "no \"# machine:\" line: which CPUs are isolated is unknown; give the kernel's isolcpus= and nohz_full= with --cmdline")
 	}
-	iso, err := ftrace.ParseIsolation(cmdline, n)
+	iso, err := cmdline.ParseIsolation(line, n)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the kernel's %q differs from tmigr's %q for this machine: groups are named by their pointers; give its nodes with --node-cpus", hdr.Hierarchy.String(), topo.boot.String()))
 		topo = nil
 	}
-	b.g = newGroups(n, topo)
+	b.g = newKGroups(n, topo)
 	if err := b.g.learn(evs); err != nil {
 		return nil, err
 	}
@@ -618,7 +619,7 @@ func (b *builder) expire(e ftrace.Event, p ftrace.TimerExpireEntry, remote bool)
 	if hadRun && st != nil && x.Kind == Own && st.CPU == h && prev.handler == h && prev.owner >= 0 && prev.owner != h && st.Line > prev.line {
 		x.Steps = append(x.Steps, Step{Kind: StepOwner, Line: prev.line, TS: prev.ts, CPU: prev.owner, Text: fmt.Sprintf(
 			"it came from CPU %d: CPU %d ran it for CPU %d at %s (line %d), and when it was re-armed on CPU %d it was queued there, since a timer is queued on the CPU that arms it",
-			prev.owner, h, prev.owner, fmtTS(prev.ts), prev.line, h)})
+			prev.owner, h, prev.owner, ftrace.FormatTS(prev.ts)+" s", prev.line, h)})
 	}
 	listed := x.Kind == Foreign || b.special.Test(h) ||
 		x.Kind == UnknownOwner && st != nil && st.Base != h

@@ -52,7 +52,7 @@ func (b *builder) ownerSteps(x *Expiry, p ftrace.TimerExpireEntry, ctx *remoteCt
 			}
 			add(Step{Line: st.Line, TS: st.TS, CPU: st.Base, Undetermined: why, Text: fmt.Sprintf(
 				"its last timer_start (%s, line %d) queued it on CPU %d's base, yet it expired in CPU %d's own timer softirq, outside any remote round the recording shows, so whose base held it the trace does not tell",
-				fmtTS(st.TS), st.Line, st.Base, h)})
+				ftrace.FormatTS(st.TS)+" s", st.Line, st.Base, h)})
 			return out
 		case c.lost != 0:
 			x.Owner, x.Kind = -1, UnknownOwner
@@ -117,13 +117,13 @@ func armed(st *Start, own, push bool) string {
 	var b strings.Builder
 	switch {
 	case st.CPU != st.Base && push && st.Flags&ftrace.TimerPinned == 0:
-		fmt.Fprintf(&b, "CPU %d armed it at %s (line %d) and the kernel queued it on CPU %d's base: before 6.9, mod_timer on an idle CPU queues a timer that is not pinned on a busy one (get_nohz_timer_target, push-at-enqueue)", st.CPU, fmtTS(st.TS), st.Line, st.Base)
+		fmt.Fprintf(&b, "CPU %d armed it at %s (line %d) and the kernel queued it on CPU %d's base: before 6.9, mod_timer on an idle CPU queues a timer that is not pinned on a busy one (get_nohz_timer_target, push-at-enqueue)", st.CPU, ftrace.FormatTS(st.TS)+" s", st.Line, st.Base)
 	case st.CPU != st.Base:
-		fmt.Fprintf(&b, "CPU %d queued it on CPU %d's base at %s (line %d; add_timer_on names the CPU)", st.CPU, st.Base, fmtTS(st.TS), st.Line)
+		fmt.Fprintf(&b, "CPU %d queued it on CPU %d's base at %s (line %d; add_timer_on names the CPU)", st.CPU, st.Base, ftrace.FormatTS(st.TS)+" s", st.Line)
 	case own:
-		fmt.Fprintf(&b, "CPU %d armed it itself at %s (line %d)", st.CPU, fmtTS(st.TS), st.Line)
+		fmt.Fprintf(&b, "CPU %d armed it itself at %s (line %d)", st.CPU, ftrace.FormatTS(st.TS)+" s", st.Line)
 	default:
-		fmt.Fprintf(&b, "CPU %d armed it at %s (line %d)", st.CPU, fmtTS(st.TS), st.Line)
+		fmt.Fprintf(&b, "CPU %d armed it at %s (line %d)", st.CPU, ftrace.FormatTS(st.TS)+" s", st.Line)
 	}
 	if st.HardIRQ {
 		b.WriteString(" in hard interrupt context")
@@ -190,10 +190,10 @@ func (b *builder) chain(e ftrace.Event, p ftrace.TmigrHandleRemoteCPU, r *round)
 	}
 	switch tc.idle {
 	case 1:
-		add(Step{Kind: StepIdle, Line: tc.sinceLine, TS: tc.since, CPU: t, Text: fmt.Sprintf("CPU %d was idle since %s", t, fmtTS(tc.since))})
+		add(Step{Kind: StepIdle, Line: tc.sinceLine, TS: tc.since, CPU: t, Text: fmt.Sprintf("CPU %d was idle since %s", t, ftrace.FormatTS(tc.since)+" s")})
 	case 0:
 		add(Step{Kind: StepIdle, Line: tc.sinceLine, TS: tc.since, CPU: t, Undetermined: whyDisagree, Text: fmt.Sprintf(
-			"the trace shows CPU %d active since %s (line %d), though a round expires only an idle CPU's event", t, fmtTS(tc.since), tc.sinceLine)})
+			"the trace shows CPU %d active since %s (line %d), though a round expires only an idle CPU's event", t, ftrace.FormatTS(tc.since)+" s", tc.sinceLine)})
 	default:
 		s := Step{Kind: StepIdle, TS: -1, CPU: t, Undetermined: whyBefore, Text: fmt.Sprintf("CPU %d was idle (the round ran its timers), since before the recording began", t)}
 		switch {
@@ -240,7 +240,7 @@ func (b *builder) chain(e ftrace.Event, p ftrace.TmigrHandleRemoteCPU, r *round)
 	}
 	fg := b.g.name(found.group)
 	rs := Step{Kind: StepRound, Line: r.line, TS: r.ts, CPU: h, Group: fg, Text: fmt.Sprintf(
-		"CPU %d's timer softirq walked the hierarchy at %s (tmigr_handle_remote: %s) and found the event due in %s", h, fmtTS(r.ts), joinAnd(names), fg)}
+		"CPU %d's timer softirq walked the hierarchy at %s (tmigr_handle_remote: %s) and found the event due in %s", h, ftrace.FormatTS(r.ts)+" s", joinAnd(names), fg)}
 	if r.partial {
 		rs.Text += " (the round's start is not in the trace)"
 	}
@@ -351,9 +351,9 @@ func (b *builder) role(h int, g uint64, subj string, bit uint8, cpuLevel bool) S
 
 func sinceText(s since) string {
 	if s.exact {
-		return fmt.Sprintf("since %s (%s)", fmtTS(s.ts), s.why)
+		return fmt.Sprintf("since %s (%s)", ftrace.FormatTS(s.ts)+" s", s.why)
 	}
-	return fmt.Sprintf("since %s or before (%s)", fmtTS(s.ts), s.why)
+	return fmt.Sprintf("since %s or before (%s)", ftrace.FormatTS(s.ts)+" s", s.why)
 }
 
 // selfChain is a round in which the handler expires its own event: the
@@ -503,11 +503,11 @@ func (x *Expiry) headline() string {
 	var head string
 	switch x.Kind {
 	case Foreign:
-		head = fmt.Sprintf("CPU %d ran CPU %d's %s at %s", x.Handler, x.Owner, x.Function, fmtTS(x.TS))
+		head = fmt.Sprintf("CPU %d ran CPU %d's %s at %s", x.Handler, x.Owner, x.Function, ftrace.FormatTS(x.TS)+" s")
 	case Own:
-		head = fmt.Sprintf("CPU %d ran %s at %s, its own timer", x.Handler, x.Function, fmtTS(x.TS))
+		head = fmt.Sprintf("CPU %d ran %s at %s, its own timer", x.Handler, x.Function, ftrace.FormatTS(x.TS)+" s")
 	default:
-		head = fmt.Sprintf("CPU %d ran %s at %s, a timer whose owner the trace does not tell", x.Handler, x.Function, fmtTS(x.TS))
+		head = fmt.Sprintf("CPU %d ran %s at %s, a timer whose owner the trace does not tell", x.Handler, x.Function, ftrace.FormatTS(x.TS)+" s")
 	}
 	return head
 }

@@ -2,12 +2,11 @@ package explain
 
 import (
 	"fmt"
-	"maps"
 	"math/bits"
-	"slices"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
 )
 
@@ -18,24 +17,23 @@ import (
 // events name its level-0 group (parent=), its own walks name the groups
 // of its path level by level (tmigr_group_set_cpu_active/inactive with
 // their parent and childmask, tmigr_handle_remote with its lvl), and
-// tmigr_handle_remote_cpu names the target's level-0 group. groups learns
+// tmigr_handle_remote_cpu names the target's level-0 group. kgroups learns
 // each CPU's path, each CPU's bit in its level-0 group and each group's
 // bit in its parent from them, over the whole recording (the hierarchy
 // only grows, and a pointer never names two groups within a boot).
 //
 // Names ("GRP0:1", the notation of the kernel's own comments) come from
-// the hierarchy package hier builds for the machine: the group at level l
-// of CPU c's path is the l-th of c's path there. The bits of CPUs that
-// never change state (a busy isolated CPU) come from there too. When the
-// kernel's lines contradict that tree (another node layout than the one
-// assumed, say), the tree is dropped and groups are named by their
-// pointers; the bits then come from the lines alone.
-//
-// This is the minimum the explanation needs of what package replay does
-// in groups.go (mapGroups), which replay does not export; exported there,
-// as GroupNames(*Trace, Shape) (map[uint64]hier.GroupID, *Mismatch), it
-// would replace the binding below.
-type groups struct {
+// the tree hier builds for the machine (package groups, the tree and
+// pointer binding the replay uses too): the group at level l of CPU c's
+// path is the l-th of c's path there. The bits of CPUs that never change
+// state (a busy isolated CPU) come from there too. When the kernel's lines
+// contradict that tree (another node layout than the one assumed, say),
+// the tree is dropped and groups are named by their pointers; the bits
+// then come from the lines alone. Unlike the replay, which has a model to
+// hold each line to and stops at the first contradiction, the explanation
+// learns what the lines say first and binds afterwards, so that a tree it
+// cannot use costs names, not the explanation.
+type kgroups struct {
 	topo *topology // nil: no tree (none could be built, or the kernel's differs)
 	// why the tree was dropped, "" when it was not
 	dropped string
@@ -47,26 +45,14 @@ type groups struct {
 	groupBit map[uint64]uint8  // a group's bit in its parent
 	numa     map[uint64]int    // a group's node as printed (numa=)
 	numaLine map[uint64]int
-	toID     map[uint64]hier.GroupID
-	toPtr    map[hier.GroupID]uint64
+	bound    groups.Binding // pointers named after the tree
 }
 
-// topology is the tree hier builds for the machine.
+// topology is the tree hier builds for the machine, with the kernel's boot
+// line for it.
 type topology struct {
-	boot ftrace.Hierarchy // the kernel's boot line for this tree
-	path [][]hier.GroupID // per CPU, level 0 first
-	bit  []uint8          // a CPU's bit in its level-0 group
-	info map[hier.GroupID]*tgroup
-}
-
-type tgroup struct {
-	id     hier.GroupID
-	parent hier.GroupID
-	node   int   // hier.NoNode at and above the crossnode level
-	bit    uint8 // in the parent
-	cpus   cpumask.Mask
-	kids   map[uint8]hier.GroupID // level > 0: child groups by bit
-	cpuOf  map[uint8]int          // level 0: CPUs by bit
+	*groups.Tree
+	boot ftrace.Hierarchy
 }
 
 // maxLevel is the highest group level a line may name: 8192 CPUs in
@@ -74,54 +60,17 @@ type tgroup struct {
 const maxLevel = 15
 
 func newTopology(nodeOf []int) (*topology, error) {
-	h, err := hier.New(hier.Options{NodeOf: nodeOf})
+	t, err := groups.ForNodes(nodeOf)
 	if err != nil {
 		return nil, err
 	}
-	n := len(nodeOf)
-	for c := 0; c < n; c++ {
-		if err := h.Prepare(c); err != nil {
-			return nil, err
-		}
-	}
-	t := &topology{boot: ftrace.Hierarchy{Levels: h.Levels(), ChildrenPerGroup: 8, CrossnodeLevel: h.CrossnodeLevel()},
-		path: make([][]hier.GroupID, n), bit: make([]uint8, n), info: map[hier.GroupID]*tgroup{}}
-	byName := map[string]hier.GroupID{}
-	gis := h.Groups()
-	for _, gi := range gis {
-		byName[gi.Name] = gi.ID
-	}
-	for _, gi := range gis {
-		g := &tgroup{id: gi.ID, parent: hier.NoGroup, node: gi.Node, bit: gi.Groupmask, kids: map[uint8]hier.GroupID{}, cpuOf: map[uint8]int{}}
-		if gi.Parent != "" {
-			g.parent = byName[gi.Parent]
-		}
-		t.info[gi.ID] = g
-	}
-	for _, gi := range gis {
-		if p := t.info[gi.ID].parent; p != hier.NoGroup {
-			t.info[p].kids[gi.Groupmask] = gi.ID
-		}
-	}
-	for c := 0; c < n; c++ {
-		ci := h.CPU(c)
-		if ci.Group == hier.NoGroup {
-			return nil, fmt.Errorf("CPU %d is in no group", c)
-		}
-		t.bit[c] = ci.Groupmask
-		t.info[ci.Group].cpuOf[ci.Groupmask] = c
-		for g := ci.Group; g != hier.NoGroup; g = t.info[g].parent {
-			t.path[c] = append(t.path[c], g)
-			t.info[g].cpus.Set(c)
-		}
-	}
-	return t, nil
+	return &topology{Tree: t, boot: ftrace.Hierarchy{Levels: t.Levels, ChildrenPerGroup: 8, CrossnodeLevel: t.CrossnodeLevel}}, nil
 }
 
-func newGroups(ncpus int, topo *topology) *groups {
-	g := &groups{topo: topo, lvl: map[uint64]int{}, parent: map[uint64]uint64{},
+func newKGroups(ncpus int, topo *topology) *kgroups {
+	g := &kgroups{topo: topo, lvl: map[uint64]int{}, parent: map[uint64]uint64{},
 		path: make([]map[int]uint64, ncpus), cpuBit: make([]uint8, ncpus), groupBit: map[uint64]uint8{},
-		numa: map[uint64]int{}, numaLine: map[uint64]int{}, toID: map[uint64]hier.GroupID{}, toPtr: map[hier.GroupID]uint64{}}
+		numa: map[uint64]int{}, numaLine: map[uint64]int{}}
 	for c := range g.path {
 		g.path[c] = map[int]uint64{}
 	}
@@ -131,7 +80,7 @@ func newGroups(ncpus int, topo *topology) *groups {
 // learn takes in what every line says about the groups. A contradiction
 // among the lines themselves is an error: the recording mixes two boots, or
 // is not what it claims.
-func (g *groups) learn(evs []ftrace.Event) error {
+func (g *kgroups) learn(evs []ftrace.Event) error {
 	for _, e := range evs {
 		if err := g.learnOne(e); err != nil {
 			return &ftrace.LineError{Line: e.Line, Err: err}
@@ -140,7 +89,7 @@ func (g *groups) learn(evs []ftrace.Event) error {
 	return nil
 }
 
-func (g *groups) learnOne(e ftrace.Event) error {
+func (g *kgroups) learnOne(e ftrace.Event) error {
 	switch p := e.Data.(type) {
 	case ftrace.TmigrGroupSetCPUActive:
 		return g.transition(e, ftrace.TmigrGroupAndCPU(p))
@@ -181,7 +130,7 @@ func (g *groups) learnOne(e ftrace.Event) error {
 	return nil
 }
 
-func (g *groups) transition(e ftrace.Event, t ftrace.TmigrGroupAndCPU) error {
+func (g *kgroups) transition(e ftrace.Event, t ftrace.TmigrGroupAndCPU) error {
 	cpu := e.CPU
 	if _, ok := g.numa[t.Group]; !ok {
 		g.numa[t.Group], g.numaLine[t.Group] = t.Numa, e.Line
@@ -211,7 +160,7 @@ func (g *groups) transition(e ftrace.Event, t ftrace.TmigrGroupAndCPU) error {
 	return nil
 }
 
-func (g *groups) onPath(cpu, lvl int, ptr uint64) error {
+func (g *kgroups) onPath(cpu, lvl int, ptr uint64) error {
 	if cpu < 0 || cpu >= len(g.path) {
 		return fmt.Errorf("CPU %d beyond the machine's %d CPUs", cpu, len(g.path))
 	}
@@ -239,7 +188,7 @@ func (g *groups) onPath(cpu, lvl int, ptr uint64) error {
 	return nil
 }
 
-func (g *groups) setLevel(ptr uint64, lvl int) error {
+func (g *kgroups) setLevel(ptr uint64, lvl int) error {
 	if ptr == 0 {
 		return nil
 	}
@@ -250,7 +199,7 @@ func (g *groups) setLevel(ptr uint64, lvl int) error {
 	return nil
 }
 
-func (g *groups) link(child, parent uint64, childLvl int) error {
+func (g *kgroups) link(child, parent uint64, childLvl int) error {
 	if child == 0 || parent == 0 {
 		return nil
 	}
@@ -267,31 +216,39 @@ func (g *groups) link(child, parent uint64, childLvl int) error {
 	return nil
 }
 
-func (g *groups) setCPUBit(cpu int, bit uint8) error {
-	if bit == 0 || bit&(bit-1) != 0 {
-		return fmt.Errorf("CPU %d's bit %x is not one bit", cpu, bit)
-	}
-	if old := g.cpuBit[cpu]; old != 0 && old != bit {
-		return fmt.Errorf("CPU %d's bit in its group is %x here, %x earlier", cpu, bit, old)
+func (g *kgroups) setCPUBit(cpu int, bit uint8) error {
+	old := g.cpuBit[cpu]
+	if err := oneBit(bit, old, old != 0, "group", func() string { return fmt.Sprintf("CPU %d", cpu) }); err != nil {
+		return err
 	}
 	g.cpuBit[cpu] = bit
 	return nil
 }
 
-func (g *groups) setGroupBit(ptr uint64, bit uint8) error {
-	if bit == 0 || bit&(bit-1) != 0 {
-		return fmt.Errorf("group %016x's bit %x is not one bit", ptr, bit)
-	}
-	if old, ok := g.groupBit[ptr]; ok && old != bit {
-		return fmt.Errorf("group %016x's bit in its parent is %x here, %x earlier", ptr, bit, old)
+func (g *kgroups) setGroupBit(ptr uint64, bit uint8) error {
+	old, ok := g.groupBit[ptr]
+	if err := oneBit(bit, old, ok, "parent", func() string { return fmt.Sprintf("group %016x", ptr) }); err != nil {
+		return err
 	}
 	g.groupBit[ptr] = bit
 	return nil
 }
 
+// oneBit checks a member's bit in its group (in): one bit, and the one
+// learned before if known. who names the member, for the error only.
+func oneBit(bit, old uint8, known bool, in string, who func() string) error {
+	if bit == 0 || bit&(bit-1) != 0 {
+		return fmt.Errorf("%s's bit %x is not one bit", who(), bit)
+	}
+	if known && old != bit {
+		return fmt.Errorf("%s's bit in its %s is %x here, %x earlier", who(), in, bit, old)
+	}
+	return nil
+}
+
 // bind names the learned groups after the tree, or drops the tree at the
 // first line that contradicts it.
-func (g *groups) bind() {
+func (g *kgroups) bind() {
 	t := g.topo
 	if t == nil {
 		return
@@ -299,12 +256,11 @@ func (g *groups) bind() {
 	fail := func(format string, args ...any) {
 		g.dropped = fmt.Sprintf(format, args...)
 		g.topo = nil
-		clear(g.toID)
-		clear(g.toPtr)
+		g.bound.Reset()
 	}
 	for c := range g.path {
-		if b := g.cpuBit[c]; b != 0 && b != t.bit[c] {
-			fail("CPU %d has bit %x in its group, %x in the tree tmigr builds for this machine", c, b, t.bit[c])
+		if b := g.cpuBit[c]; b != 0 && b != t.CPUBit[c] {
+			fail("CPU %d has bit %x in its group, %x in the tree tmigr builds for this machine", c, b, t.CPUBit[c])
 			return
 		}
 		for lvl := 0; lvl <= maxLevel; lvl++ {
@@ -312,39 +268,37 @@ func (g *groups) bind() {
 			if !ok {
 				continue
 			}
-			if lvl >= len(t.path[c]) {
-				fail("CPU %d has a level-%d group, the tree tmigr builds has %d levels", c, lvl, len(t.path[c]))
+			if lvl >= len(t.Path[c]) {
+				fail("CPU %d has a level-%d group, the tree tmigr builds has %d levels", c, lvl, len(t.Path[c]))
 				return
 			}
-			id := t.path[c][lvl]
-			if old, ok := g.toID[ptr]; ok && old != id {
-				fail("group %016x is on the paths of CPUs that share no %v in the tree tmigr builds", ptr, old)
+			id := t.Path[c][lvl]
+			if x := g.bound.Bind(ptr, id); x != nil {
+				if x.Was != hier.NoGroup {
+					fail("group %016x is on the paths of CPUs that share no %v in the tree tmigr builds", ptr, x.Was)
+				} else {
+					fail("%v has two pointers, %016x and %016x: the CPUs below it are not grouped as tmigr groups them", id, x.WasPtr, ptr)
+				}
 				return
 			}
-			if old, ok := g.toPtr[id]; ok && old != ptr {
-				fail("%v has two pointers, %016x and %016x: the CPUs below it are not grouped as tmigr groups them", id, old, ptr)
-				return
-			}
-			g.toID[ptr], g.toPtr[id] = id, ptr
 		}
 	}
-	ptrs := slices.Sorted(maps.Keys(g.toID))
-	for _, ptr := range ptrs {
-		id := g.toID[ptr]
-		if b, ok := g.groupBit[ptr]; ok && t.info[id].bit != b {
-			fail("%v has bit %x in its parent, %x in the tree tmigr builds", id, b, t.info[id].bit)
+	for _, ptr := range g.bound.Pointers() {
+		id, _ := g.bound.ID(ptr)
+		if b, ok := g.groupBit[ptr]; ok && t.Info[id].Bit != b {
+			fail("%v has bit %x in its parent, %x in the tree tmigr builds", id, b, t.Info[id].Bit)
 			return
 		}
-		if n, ok := g.numa[ptr]; ok && n != t.info[id].node {
-			fail("line %d: %v is on node %d, on node %d in the tree tmigr builds", g.numaLine[ptr], id, n, t.info[id].node)
+		if n, ok := g.numa[ptr]; ok && n != t.Info[id].Node {
+			fail("line %d: %v is on node %d, on node %d in the tree tmigr builds", g.numaLine[ptr], id, n, t.Info[id].Node)
 			return
 		}
 	}
 }
 
 // name returns a group's name: "GRP0:1" after the tree, else by pointer.
-func (g *groups) name(ptr uint64) string {
-	if id, ok := g.toID[ptr]; ok {
+func (g *kgroups) name(ptr uint64) string {
+	if id, ok := g.bound.ID(ptr); ok {
 		return id.String()
 	}
 	if l, ok := g.lvl[ptr]; ok {
@@ -354,38 +308,37 @@ func (g *groups) name(ptr uint64) string {
 }
 
 // at returns the group at level lvl of cpu's path.
-func (g *groups) at(cpu, lvl int) (uint64, bool) {
+func (g *kgroups) at(cpu, lvl int) (uint64, bool) {
 	if cpu < 0 || cpu >= len(g.path) {
 		return 0, false
 	}
 	if p, ok := g.path[cpu][lvl]; ok {
 		return p, true
 	}
-	if t := g.topo; t != nil && lvl < len(t.path[cpu]) {
-		p, ok := g.toPtr[t.path[cpu][lvl]]
-		return p, ok
+	if t := g.topo; t != nil && lvl < len(t.Path[cpu]) {
+		return g.bound.Ptr(t.Path[cpu][lvl])
 	}
 	return 0, false
 }
 
 // bitOfCPU is cpu's bit in its level-0 group, 0 when unknown.
-func (g *groups) bitOfCPU(cpu int) uint8 {
+func (g *kgroups) bitOfCPU(cpu int) uint8 {
 	if b := g.cpuBit[cpu]; b != 0 {
 		return b
 	}
 	if g.topo != nil {
-		return g.topo.bit[cpu]
+		return g.topo.CPUBit[cpu]
 	}
 	return 0
 }
 
 // bitOfGroup is a group's bit in its parent, 0 when unknown.
-func (g *groups) bitOfGroup(ptr uint64) uint8 {
+func (g *kgroups) bitOfGroup(ptr uint64) uint8 {
 	if b, ok := g.groupBit[ptr]; ok {
 		return b
 	}
-	if id, ok := g.toID[ptr]; ok {
-		return g.topo.info[id].bit
+	if id, ok := g.bound.ID(ptr); ok {
+		return g.topo.Info[id].Bit
 	}
 	return 0
 }
@@ -393,7 +346,7 @@ func (g *groups) bitOfGroup(ptr uint64) uint8 {
 // child names the child of group ptr with the given bit: a CPU at level
 // 0 ("CPU 3"), a group above; ok is false when the trace and the tree do
 // not tell.
-func (g *groups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
+func (g *kgroups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
 	lvl, known := g.lvl[ptr]
 	if !known || bit == 0 {
 		return "", -1, false
@@ -404,8 +357,8 @@ func (g *groups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
 				return fmt.Sprintf("CPU %d", c), c, true
 			}
 		}
-		if id, ok := g.toID[ptr]; ok {
-			if c, ok := g.topo.info[id].cpuOf[bit]; ok {
+		if id, ok := g.bound.ID(ptr); ok {
+			if _, c, ok := g.topo.Child(id, bit); ok && c >= 0 {
 				return fmt.Sprintf("CPU %d", c), c, true
 			}
 		}
@@ -416,8 +369,8 @@ func (g *groups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
 			return g.name(k), -1, true
 		}
 	}
-	if id, ok := g.toID[ptr]; ok {
-		if k, ok := g.topo.info[id].kids[bit]; ok {
+	if id, ok := g.bound.ID(ptr); ok {
+		if k, _, ok := g.topo.Child(id, bit); ok && k != hier.NoGroup {
 			return k.String(), -1, true
 		}
 	}
@@ -425,9 +378,9 @@ func (g *groups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
 }
 
 // cpusOf returns the CPUs below a group, as far as known.
-func (g *groups) cpusOf(ptr uint64) (cpumask.Mask, bool) {
-	if id, ok := g.toID[ptr]; ok {
-		return g.topo.info[id].cpus, true
+func (g *kgroups) cpusOf(ptr uint64) (cpumask.Mask, bool) {
+	if id, ok := g.bound.ID(ptr); ok {
+		return g.topo.Info[id].Below, true
 	}
 	var m cpumask.Mask
 	lvl, ok := g.lvl[ptr]

@@ -43,7 +43,7 @@ func readAll(r *ftrace.Reader) ([]ftrace.Event, ftrace.Header, error) {
 		if len(evs) > 0 && ev.TS < last.TS {
 			return nil, ftrace.Header{}, &ftrace.LineError{Line: ev.Line, Err: fmt.Errorf(
 				"time goes back, from %s at line %d to %s: the events are not in time order (per-CPU buffers concatenated? merge them by time first)",
-				fmtTS(last.TS), last.Line, fmtTS(ev.TS))}
+				ftrace.FormatTS(last.TS)+" s", last.Line, ftrace.FormatTS(ev.TS)+" s")}
 		}
 		last = ev
 		evs = append(evs, ev)
@@ -54,18 +54,10 @@ func readAll(r *ftrace.Reader) ([]ftrace.Event, ftrace.Header, error) {
 	return evs, r.Header(), nil
 }
 
-// fmtTS prints a trace time as the kernel does, seconds with six decimals.
-func fmtTS(ns int64) string {
-	if ns < 0 {
-		return fmt.Sprintf("-%s", fmtTS(-ns))
-	}
-	return fmt.Sprintf("%d.%06d s", ns/1e9, ns%1e9/1e3)
-}
-
 // fmtKtime prints a time of the hierarchy's clock (CLOCK_MONOTONIC, in
 // which events and wakeups are kept). The trace's own clock ("local" by
 // default) may run apart from it: the 6.12.117 recordings' are seconds
 // ahead, so the two are never mixed up in one number.
 func fmtKtime(ns int64) string {
-	return fmtTS(ns) + " (CLOCK_MONOTONIC)"
+	return ftrace.FormatTS(ns) + " s (CLOCK_MONOTONIC)"
 }

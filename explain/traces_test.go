@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 const tracesDir = "../testdata/traces"
@@ -21,7 +22,7 @@ const tracesDir = "../testdata/traces"
 // CPUs of a node, numbered in CPU order) rather than from package hier.
 type oracle struct {
 	m        *ftrace.Machine
-	iso      ftrace.Isolation
+	iso      cmdline.Isolation
 	foreign  []oForeign
 	remoteTo map[int]int // handler -> remote expiries of other CPUs it ran
 }

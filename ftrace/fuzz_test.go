@@ -312,23 +312,3 @@ func FuzzParseMachine(f *testing.F) {
 		}
 	})
 }
-
-func FuzzParseIsolation(f *testing.F) {
-	f.Add("isolcpus=nohz,domain,managed_irq,1-7 nohz_full=1-7", 16)
-	f.Add(`isolcpus=foo,1 "x y" -- nohz_full=2`, 4)
-	f.Fuzz(func(t *testing.T, cmdline string, cpus int) {
-		iso, err := ParseIsolation(cmdline, cpus)
-		if err != nil {
-			return
-		}
-		all := iso.Domain.Or(iso.NohzFull).Or(iso.ManagedIRQ)
-		if all.Last() >= cpus {
-			t.Fatalf("%q on %d CPUs isolates CPU %d", cmdline, cpus, all.Last())
-		}
-		// The kernel always keeps a CPU neither nohz_full nor domain-isolated.
-		either := iso.Domain.Or(iso.NohzFull)
-		if either.Weight() >= cpus {
-			t.Fatalf("%q on %d CPUs leaves no housekeeping CPU: domain %s nohz_full %s", cmdline, cpus, iso.Domain, iso.NohzFull)
-		}
-	})
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 // Header is what the lines around the events say about the recording.
@@ -355,9 +356,9 @@ func (m *Machine) Node(cpu int) int {
 }
 
 // Isolation returns the CPU isolation that the kernel derives from Cmdline
-// on this machine; see ParseIsolation.
-func (m *Machine) Isolation() (Isolation, error) {
-	return ParseIsolation(m.Cmdline, m.CPUs)
+// on this machine; see cmdline.ParseIsolation.
+func (m *Machine) Isolation() (cmdline.Isolation, error) {
+	return cmdline.ParseIsolation(m.Cmdline, m.CPUs)
 }
 
 // cpusPhrase names a set of CPUs for an error message: "CPU 15 is", "CPUs

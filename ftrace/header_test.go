@@ -134,62 +134,6 @@ func TestParseHierarchy(t *testing.T) {
 	}
 }
 
-func TestParseIsolation(t *testing.T) {
-	for _, tc := range []struct {
-		cmdline               string
-		cpus                  int
-		domain, nohz, managed string
-		warnings              []string
-	}{
-		{"", 16, "", "", "", nil},
-		{"isolcpus=1-7,9-15", 16, "1-7,9-15", "", "", nil},
-		{"isolcpus=domain,1-3", 16, "1-3", "", "", nil},
-		{"isolcpus=nohz,1-3", 16, "", "1-3", "", nil},
-		{"isolcpus=managed_irq,1-3", 16, "", "", "1-3", nil},
-		{"isolcpus=nohz,domain,managed_irq,1-3", 16, "1-3", "1-3", "1-3", nil},
-		{"nohz_full=1-11", 12, "", "1-11", "", nil},
-		{"nohz-full=1-11 quiet", 12, "", "1-11", "", nil},
-		{"root=/dev/vda isolcpus=2 isolcpus_x=3", 4, "2", "", "", nil},
-		{"isolcpus=1-3 nohz_full=1-3", 8, "1-3", "1-3", "", nil},
-		{"isolcpus=1-3 nohz_full=2-3", 8, "1-3", "2-3", "", nil},
-		// "N" (the last CPU) is a letter, which the isolcpus flag loop
-		// takes for an unknown flag, as the kernel does.
-		{"isolcpus=N", 8, "", "", "", []string{"isolcpus: Skipped unknown flag N"}},
-		{"isolcpus=domain,N", 8, "", "", "", []string{"isolcpus: Skipped unknown flag N"}},
-		{"nohz_full=N", 8, "", "7", "", nil},
-		{"isolcpus=", 8, "", "", "", nil},
-		{`foo="a b isolcpus=1" isolcpus=2`, 4, "2", "", "", nil},
-		{"isolcpus=1 -- isolcpus=2", 4, "1", "", "", nil},
-		{"isolcpus=foo,1-3", 8, "1-3", "", "", []string{"isolcpus: Skipped unknown flag foo"}},
-		{"isolcpus=f00,1-3", 8, "", "", "", []string{"isolcpus: Invalid flag f00"}},
-		{"isolcpus=nohz", 8, "", "", "", []string{"isolcpus: Skipped unknown flag nohz"}},
-		{"isolcpus=0-15", 16, "1-15", "", "", []string{"Housekeeping: must include one present CPU, using boot CPU:0"}},
-		{"isolcpus=1-99", 16, "", "", "", []string{"Housekeeping: nohz_full= or isolcpus= incorrect CPU range"}},
-		{"isolcpus=nohz,1-3 nohz_full=2-3", 8, "", "1-3", "", []string{"Housekeeping: nohz_full= must match isolcpus="}},
-		{"nohz_full=1-3 isolcpus=0,4-7", 8, "", "1-3", "", []string{"Housekeeping: must include one present CPU neither in nohz_full= nor in isolcpus=domain, ignoring setting 0,4-7"}},
-		// nohz_full over every CPU keeps CPU 0, which then is in neither.
-		{"nohz_full=0-7 isolcpus=1-7", 8, "1-7", "1-7", "", []string{"Housekeeping: must include one present CPU, using boot CPU:0"}},
-	} {
-		iso, err := ParseIsolation(tc.cmdline, tc.cpus)
-		if err != nil {
-			t.Errorf("%q: %v", tc.cmdline, err)
-			continue
-		}
-		if iso.Domain.String() != tc.domain || iso.NohzFull.String() != tc.nohz || iso.ManagedIRQ.String() != tc.managed ||
-			strings.Join(iso.Warnings, "|") != strings.Join(tc.warnings, "|") {
-			t.Errorf("%q on %d CPUs: domain=%q nohz=%q managed=%q warnings=%q; want %q %q %q %q",
-				tc.cmdline, tc.cpus, iso.Domain.String(), iso.NohzFull.String(), iso.ManagedIRQ.String(), iso.Warnings,
-				tc.domain, tc.nohz, tc.managed, tc.warnings)
-		}
-	}
-	if _, err := ParseIsolation(`isolcpus="1-3`, 8); err == nil || err.Error() != `isolation: command line "isolcpus=\"1-3": unterminated quote` {
-		t.Errorf("unterminated quote: %v", err)
-	}
-	if _, err := ParseIsolation("", 0); err == nil {
-		t.Error("a machine of 0 CPUs was accepted")
-	}
-}
-
 func TestParseChanges(t *testing.T) {
 	cs, err := ParseChanges("1s partition 9-15; 1.5 offline 3;2s timer_migration=0; 2500ms online 3; 3s partition none; 3s timer_migration=1", 16)
 	if err != nil {

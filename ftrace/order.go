@@ -64,12 +64,12 @@ func (o *orderCheck) check(ev Event, strict bool) error {
 	o.grow(ev.CPU)
 	if l := o.last[ev.CPU]; l > ev.TS {
 		return fmt.Errorf("time goes backwards on CPU %d: %s after %s on line %d (a broken recording, or recordings spliced together?)",
-			ev.CPU, fmtTS(ev.TS), fmtTS(l), o.line[ev.CPU])
+			ev.CPU, FormatTS(ev.TS), FormatTS(l), o.line[ev.CPU])
 	}
 	if o.any && ev.TS < o.maxTS {
 		if strict {
 			return fmt.Errorf("out of time order: %s on CPU %d is earlier than %s on CPU %d (line %d) — per-CPU files concatenated? (ftrace.Open, and so tmigr, sorts such input)",
-				fmtTS(ev.TS), ev.CPU, fmtTS(o.maxTS), o.maxCPU, o.maxLine)
+				FormatTS(ev.TS), ev.CPU, FormatTS(o.maxTS), o.maxCPU, o.maxLine)
 		}
 		o.disorder = true
 	}
@@ -101,8 +101,6 @@ func (o *orderCheck) cpusSeen() int {
 
 // marker notes a Lost or BufferStarted line of cpu.
 func (o *orderCheck) marker(cpu int) { o.grow(cpu) }
-
-func fmtTS(ns int64) string { return fmt.Sprintf("%d.%06d", ns/1e9, ns%1e9/1e3) }
 
 // sorter holds the whole input, sorted, for Next to return.
 type sorter struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 	"github.com/tmigr/tmigr/migrators"
 )
 
@@ -352,7 +353,7 @@ func (r *Report) isolation(h *Host) int {
 	}
 	var kept []string
 	for _, p := range c.Params {
-		isIso, isNohz := paramEq(p.Name, "isolcpus"), paramEq(p.Name, "nohz_full")
+		isIso, isNohz := p.Is("isolcpus"), p.Is("nohz_full")
 		if !isIso && !isNohz {
 			continue
 		}
@@ -362,8 +363,7 @@ func (r *Report) isolation(h *Host) int {
 		}
 		needsNohzFull := isNohz
 		if isIso {
-			flags, _, _, _ := IsolcpusFlags(p.Value)
-			needsNohzFull = contains(flags, "nohz")
+			needsNohzFull = cmdline.ParseIsolcpus(p.Value).Has("nohz")
 		}
 		if needsNohzFull && noHzFull == 0 {
 			what := "the tick keeps running on " + listPhrase(paramList(p), r.CPUs)
@@ -375,7 +375,7 @@ func (r *Report) isolation(h *Host) int {
 		}
 		kept = append(kept, p.String())
 	}
-	iso, err := ftrace.ParseIsolation(strings.Join(kept, " "), r.CPUs)
+	iso, err := cmdline.ParseIsolation(strings.Join(kept, " "), r.CPUs)
 	if err != nil {
 		// The parameters were re-quoted by Param.String: cannot happen.
 		r.warnf("isolation parameters: %v", err)
@@ -479,7 +479,7 @@ func (r *Report) policy(h *Host) {
 	}
 }
 
-func hasNohzOff(c *Cmdline) bool {
+func hasNohzOff(c *cmdline.Cmdline) bool {
 	ps := c.Get("nohz")
 	return len(ps) > 0 && ps[len(ps)-1].Value == "off"
 }
@@ -561,20 +561,10 @@ func b2i(b bool) int {
 	return 0
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // paramList returns the CPU list of an isolcpus= or nohz_full= parameter.
-func paramList(p Param) string {
-	if paramEq(p.Name, "isolcpus") {
-		_, _, list, _ := IsolcpusFlags(p.Value)
-		return list
+func paramList(p cmdline.Param) string {
+	if p.Is("isolcpus") {
+		return cmdline.ParseIsolcpus(p.Value).List
 	}
 	return p.Value
 }

@@ -45,7 +45,7 @@
 // # What the kernel does with the command line
 //
 // The parameters act as kernel/sched/isolation.c makes them act (package
-// ftrace's ParseIsolation has the rules), and two build options can void
+// kernel/cmdline has the rules), and two build options can void
 // them: without CONFIG_CPU_ISOLATION isolcpus= and nohz_full= do nothing;
 // without CONFIG_NO_HZ_FULL housekeeping_setup refuses any parameter that
 // asks for nohz ("Housekeeping: nohz unsupported. Build with

@@ -9,59 +9,6 @@ import (
 	"github.com/tmigr/tmigr/ftrace"
 )
 
-func FuzzParseCmdline(f *testing.F) {
-	for _, s := range []string{
-		"BOOT_IMAGE=/vmlinuz root=UUID=x ro quiet isolcpus=1-31,33-63,65-95,97-127",
-		`isolcpus=nohz,domain,managed_irq,1-7 nohz_full=1-7 -- --init-arg isolcpus=2`,
-		`dyndbg="file x +p" nohz-full=3 rcu_nocbs irqaffinity=0`,
-		"a\"b c\"d", "\"", "--", " -- ", "\t\n",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		c, err := ParseCmdline(s)
-		if err != nil {
-			return
-		}
-		// Printing the parameters and splitting them again gives them back.
-		var parts []string
-		for _, p := range c.Params {
-			if p.Name == "--" && !p.HasValue {
-				t.Fatalf("%q: \"--\" kept as a parameter", s)
-			}
-			parts = append(parts, p.String())
-		}
-		again, err := ParseCmdline(strings.Join(parts, " "))
-		if err != nil {
-			t.Fatalf("%q: re-split of %q: %v", s, strings.Join(parts, " "), err)
-		}
-		if len(again.Params) != len(c.Params) {
-			t.Fatalf("%q: %d parameters, %d after printing them", s, len(c.Params), len(again.Params))
-		}
-		for i := range again.Params {
-			if again.Params[i] != c.Params[i] {
-				t.Fatalf("%q: parameter %d %+v became %+v", s, i, c.Params[i], again.Params[i])
-			}
-		}
-		// The isolation part parses as the kernel's isolation does.
-		if _, err := ftrace.ParseIsolation(c.Isolation(), 64); err != nil {
-			t.Fatalf("%q: the isolation part %q does not split: %v", s, c.Isolation(), err)
-		}
-		for _, p := range c.Get("isolcpus") {
-			flags, unknown, list, invalid := IsolcpusFlags(p.Value)
-			if !invalid && !strings.HasSuffix(p.Value, list) {
-				t.Fatalf("isolcpus=%q: list %q is not its tail", p.Value, list)
-			}
-			for _, fl := range flags {
-				if fl != "nohz" && fl != "domain" && fl != "managed_irq" {
-					t.Fatalf("isolcpus=%q: flag %q", p.Value, fl)
-				}
-			}
-			_ = unknown
-		}
-	})
-}
-
 func FuzzParsePartition(f *testing.F) {
 	for _, s := range []string{"member\n", "root", "isolated\n", "isolated invalid", "root invalid (Parent is not a partition root)\n", "isolated invalid (", "x"} {
 		f.Add(s)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 // Host is what a snapshot says about the machine, each file parsed. A
@@ -17,7 +18,7 @@ type Host struct {
 	// absent.
 	Release string
 	// Cmdline is proc/cmdline; HasCmdline says whether it was there.
-	Cmdline    Cmdline
+	Cmdline    cmdline.Cmdline
 	HasCmdline bool
 	// TimerMigration is kernel.timer_migration (0 or 1), -1 when the file
 	// is absent (a kernel without CONFIG_SMP or CONFIG_NO_HZ_COMMON).
@@ -106,7 +107,7 @@ func Parse(s *Snapshot) (*Host, error) {
 		}
 	}
 	if t, ok := text(fileCmdline); ok {
-		c, err := ParseCmdline(t)
+		c, err := cmdline.Parse(t)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", fileCmdline, err)
 		}
@@ -289,4 +290,12 @@ func (c *Cgroup) IsolatedPartitions() cpumask.Mask {
 		}
 	}
 	return m
+}
+
+// clip shortens what an error quotes from a file.
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:57] + "..."
+	}
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 // warnings looks for setups that likely do not do what their author
@@ -80,20 +81,21 @@ func (r *Report) warnings(h *Host, noHzFull int) {
 // they look like.
 func (r *Report) isolcpusWarnings(h *Host) {
 	for _, p := range h.Cmdline.Get("isolcpus") {
-		flags, unknown, list, invalid := IsolcpusFlags(p.Value)
-		if invalid {
+		v := cmdline.ParseIsolcpus(p.Value)
+		flags, list := v.Flags, v.List
+		if v.Invalid != "" {
 			r.warnf("%s has an invalid flag: the kernel ignores the whole parameter (\"isolcpus: Invalid flag\")", p)
 			continue
 		}
-		for _, u := range unknown {
+		for _, u := range v.Unknown {
 			r.warnf("%s: the kernel skips the unknown flag %q (known: nohz, domain, managed_irq; each ends in a comma)", p, u)
 		}
-		if len(flags)+len(unknown) > 0 && !contains(flags, "domain") {
+		if len(flags)+len(v.Unknown) > 0 && !v.Has("domain") {
 			r.warnf("%s has flags but not \"domain\": once any flag is given, domain is no longer implied, so %s stay in "+
 				"the scheduler's domains and, on 6.19 and later, in the timer-migration hierarchy; write isolcpus=%sdomain,%s",
 				p, listPhrase(list, r.CPUs), flagPrefix(flags), list)
 		}
-		if !contains(flags, "managed_irq") && list != "" {
+		if !v.Has("managed_irq") && list != "" {
 			r.warnf("%s has no managed_irq flag: managed interrupts (multiqueue NICs, NVMe) may still be routed to %s, "+
 				"and the timers their handlers arm are queued there; add managed_irq, to the flags", p, listPhrase(list, r.CPUs))
 		}

@@ -27,7 +27,7 @@ func (m Model) Isolation(domain, nohzFull, partition cpumask.Mask, timekeeper in
 
 // Timekeeper returns the nohz timekeeper of a machine whose boot CPU is 0:
 // under nohz_full the boot CPU keeps the duty (tick_nohz_full_setup makes it
-// housekeeping if nohz_full= named it: ftrace.ParseIsolation has already
+// housekeeping if nohz_full= named it: cmdline.ParseIsolation has already
 // given it back), otherwise there is none that matters to the hierarchy
 // (-1).
 func Timekeeper(nohzFull cpumask.Mask) int {

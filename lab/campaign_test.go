@@ -14,6 +14,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -120,7 +121,7 @@ func checkDraw(t *testing.T, l DrawLimits, s Spec, seen map[string]bool) {
 	case d.periodic() && (d.Period < minPeriodDraw || d.Period > maxPeriodDraw):
 		t.Errorf("%s: period %v outside %v..%v", cmd, d.Period, minPeriodDraw, maxPeriodDraw)
 	}
-	iso, err := ftrace.ParseIsolation(d.Cmdline, d.CPUs)
+	iso, err := cmdline.ParseIsolation(d.Cmdline, d.CPUs)
 	if err != nil || len(iso.Warnings) > 0 {
 		t.Errorf("%s: isolation %v %v", cmd, err, iso.Warnings)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 // Flavour is the kind of Debian kernel a guest boots.
@@ -347,7 +348,7 @@ func (s *Spec) validate() error {
 	if err := s.validateAt(); err != nil {
 		return err
 	}
-	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
+	iso, err := cmdline.ParseIsolation(s.Cmdline, s.CPUs)
 	if err != nil {
 		return fmt.Errorf("cmdline: %v", err)
 	}
@@ -408,9 +409,8 @@ func checkCmdline(c string) error {
 			return errors.New("cmdline: \"--\" would hand the rest of the line to init")
 		}
 		name, _, _ := strings.Cut(p, "=")
-		name = strings.ReplaceAll(name, "-", "_")
 		for _, o := range ownedParams {
-			if name == o {
+			if cmdline.NameEq(name, o) {
 				return fmt.Errorf("cmdline: %q is set by the recorder itself", p)
 			}
 		}
@@ -439,7 +439,7 @@ func isUpstreamVersion(v string) bool {
 func (s *Spec) housekeeping() cpumask.Mask {
 	all := cpumask.Range(0, s.CPUs-1)
 	free := all.AndNot(s.Busy).AndNot(s.Sleepers).AndNot(s.RTSleepers).AndNot(s.timerLoadCPUs())
-	if iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs); err == nil {
+	if iso, err := cmdline.ParseIsolation(s.Cmdline, s.CPUs); err == nil {
 		if hk := free.AndNot(iso.Domain).AndNot(iso.NohzFull); !hk.Empty() {
 			return hk
 		}

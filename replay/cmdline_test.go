@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 // --cmdline gives a trace without a machine line its isolation, and must
@@ -15,7 +16,7 @@ func TestCmdlineOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
+	got, _ := cmdline.ParseIsolation(s.Cmdline, s.CPUs)
 	if got.Domain.String() != "1-3" || got.NohzFull.String() != "2-3" {
 		t.Errorf("isolation %s / %s from %q", got.Domain, got.NohzFull, s.Cmdline)
 	}

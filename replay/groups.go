@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
 )
 
@@ -11,22 +12,22 @@ import (
 //
 // The kernel prints groups as hashed pointers, stable within one boot. Every
 // walk climbs the path of one CPU, so a line about the group of level l in
-// an operation of CPU c names the l-th group of c's path in our topology:
-// the level-0 group of a CPU from the parent field of its per-CPU events,
-// the upper groups from the walks (group_set_cpu_* lines and their parent
-// fields, update_events with their child, handle_remote lines). A pointer
-// that would name two groups, a group named by two pointers, or a level,
-// node or child bit the kernel printed differently from our topology is a
-// contradiction: the kernel built another tree than ours. The first one is
-// reported as a mismatch of the topology check and the tmigr check stops,
-// since nothing after it could be compared.
+// an operation of CPU c names the l-th group of c's path in our topology
+// (package groups): the level-0 group of a CPU from the parent field of its
+// per-CPU events, the upper groups from the walks (group_set_cpu_* lines
+// and their parent fields, update_events with their child, handle_remote
+// lines). A pointer that would name two groups, a group named by two
+// pointers (a groups.Conflict), or a level, node or child bit the kernel
+// printed differently from our topology is a contradiction: the kernel
+// built another tree than ours. The first one is reported as a mismatch of
+// the topology check and the tmigr check stops, since nothing after it
+// could be compared.
 
 // groupMap maps the kernel's group pointers to our groups.
 type groupMap struct {
-	topo  *topology
-	toID  map[uint64]hier.GroupID
-	toPtr map[hier.GroupID]uint64
-	err   *Mismatch // the first contradiction
+	topo *groups.Tree
+	b    groups.Binding
+	err  *Mismatch // the first contradiction
 }
 
 func (m *groupMap) bind(line int, ptr uint64, id hier.GroupID, what string) {
@@ -39,15 +40,13 @@ func (m *groupMap) bind(line int, ptr uint64, id hier.GroupID, what string) {
 		}
 		return
 	}
-	if old, ok := m.toID[ptr]; ok && old != id {
-		m.fail(line, fmt.Sprintf("%s=%016x, which named %v before", what, ptr, old), fmt.Sprintf("%s %v", what, id))
-		return
+	if c := m.b.Bind(ptr, id); c != nil {
+		if c.Was != hier.NoGroup {
+			m.fail(line, fmt.Sprintf("%s=%016x, which named %v before", what, ptr, c.Was), fmt.Sprintf("%s %v", what, id))
+		} else {
+			m.fail(line, fmt.Sprintf("%s=%016x, but %v was %016x before", what, ptr, id, c.WasPtr), fmt.Sprintf("%s %v", what, id))
+		}
 	}
-	if old, ok := m.toPtr[id]; ok && old != ptr {
-		m.fail(line, fmt.Sprintf("%s=%016x, but %v was %016x before", what, ptr, id, old), fmt.Sprintf("%s %v", what, id))
-		return
-	}
-	m.toID[ptr], m.toPtr[id] = id, ptr
 }
 
 func (m *groupMap) fail(line int, kernel, model string) {
@@ -68,17 +67,16 @@ func (m *groupMap) id(ptr uint64) (hier.GroupID, bool) {
 	if ptr == 0 {
 		return hier.NoGroup, true
 	}
-	id, ok := m.toID[ptr]
-	return id, ok
+	return m.b.ID(ptr)
 }
 
 // mapGroups binds every group pointer of the trace's operations.
-func mapGroups(t *Trace, topo *topology, ops []*op) *groupMap {
-	m := &groupMap{topo: topo, toID: map[uint64]hier.GroupID{}, toPtr: map[hier.GroupID]uint64{}}
+func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
+	m := &groupMap{topo: topo}
 	ev := t.Events
 	cpuOK := func(line, cpu int) bool {
-		if cpu < 0 || cpu >= topo.ncpus {
-			m.fail(line, fmt.Sprintf("cpu=%d", cpu), fmt.Sprintf("%d CPUs", topo.ncpus))
+		if cpu < 0 || cpu >= topo.NCPUs {
+			m.fail(line, fmt.Sprintf("cpu=%d", cpu), fmt.Sprintf("%d CPUs", topo.NCPUs))
 			return false
 		}
 		return true
@@ -86,31 +84,31 @@ func mapGroups(t *Trace, topo *topology, ops []*op) *groupMap {
 	// groupLine binds a group printed at level lvl on cpu's path, with its
 	// parent and node.
 	groupLine := func(e ftrace.Event, cpu int, g ftrace.TmigrGroupAndCPU) {
-		id := topo.at(cpu, g.Lvl)
+		id := topo.At(cpu, g.Lvl)
 		if id == hier.NoGroup {
-			m.fail(e.Line, fmt.Sprintf("group at lvl=%d on the path of CPU %d", g.Lvl, cpu), fmt.Sprintf("%d levels above CPU %d", len(topo.path[cpu]), cpu))
+			m.fail(e.Line, fmt.Sprintf("group at lvl=%d on the path of CPU %d", g.Lvl, cpu), fmt.Sprintf("%d levels above CPU %d", len(topo.Path[cpu]), cpu))
 			return
 		}
-		n := topo.info[id]
+		n := topo.Info[id]
 		m.bind(e.Line, g.Group, id, "group")
-		m.bind(e.Line, g.Parent, n.parent, "parent")
-		m.check(e.Line, "numa", g.Numa, n.node)
+		m.bind(e.Line, g.Parent, n.Parent, "parent")
+		m.check(e.Line, "numa", g.Numa, n.Node)
 		var bit uint8
 		if g.Lvl == 0 {
-			bit = topo.cpuBit[cpu]
+			bit = topo.CPUBit[cpu]
 		} else {
-			bit = topo.info[topo.at(cpu, g.Lvl-1)].bit
+			bit = topo.Info[topo.At(cpu, g.Lvl-1)].Bit
 		}
 		m.check(e.Line, "childmask", int(g.Childmask), int(bit))
 	}
 	updateLine := func(e ftrace.Event, cpu int, u ftrace.TmigrUpdateEvents) {
-		id := topo.at(cpu, u.GroupLvl)
+		id := topo.At(cpu, u.GroupLvl)
 		if id == hier.NoGroup {
-			m.fail(e.Line, fmt.Sprintf("group at group_lvl=%d on the path of CPU %d", u.GroupLvl, cpu), fmt.Sprintf("%d levels above CPU %d", len(topo.path[cpu]), cpu))
+			m.fail(e.Line, fmt.Sprintf("group at group_lvl=%d on the path of CPU %d", u.GroupLvl, cpu), fmt.Sprintf("%d levels above CPU %d", len(topo.Path[cpu]), cpu))
 			return
 		}
 		m.bind(e.Line, u.Group, id, "group")
-		m.bind(e.Line, u.Child, topo.at(cpu, u.GroupLvl-1), "child")
+		m.bind(e.Line, u.Child, topo.At(cpu, u.GroupLvl-1), "child")
 	}
 	// A trace from boot shows the groups being created, GRPl:i being the
 	// i-th of level l, and connected.
@@ -120,37 +118,37 @@ func mapGroups(t *Trace, topo *topology, ops []*op) *groupMap {
 		case ftrace.TmigrGroupSet:
 			id := hier.GroupID{Level: p.Lvl, Index: created[p.Lvl]}
 			created[p.Lvl]++
-			n := topo.info[id]
+			n := topo.Info[id]
 			if n == nil {
 				m.fail(e.Line, fmt.Sprintf("group_set lvl=%d, group %d of its level", p.Lvl, id.Index+1), "no such group")
 				return m
 			}
 			m.bind(e.Line, p.Group, id, "group")
-			m.check(e.Line, "numa", p.Numa, n.node)
+			m.check(e.Line, "numa", p.Numa, n.Node)
 		case ftrace.TmigrConnectCPUParent:
 			if !cpuOK(e.Line, p.CPU) {
 				return m
 			}
-			id := topo.cpuG[p.CPU]
+			id := topo.CPUGroup[p.CPU]
 			m.bind(e.Line, p.Parent, id, "parent")
 			m.check(e.Line, "lvl", p.Lvl, id.Level)
-			m.check(e.Line, "numa", p.Numa, topo.info[id].node)
-			m.check(e.Line, "groupmask", int(p.Groupmask), int(topo.cpuBit[p.CPU]))
+			m.check(e.Line, "numa", p.Numa, topo.Info[id].Node)
+			m.check(e.Line, "groupmask", int(p.Groupmask), int(topo.CPUBit[p.CPU]))
 		case ftrace.TmigrConnectChildParent:
 			id, ok := m.id(p.Group)
 			if !ok {
 				m.fail(e.Line, fmt.Sprintf("group=%016x connected before it was created", p.Group), "every group created first")
 				return m
 			}
-			n := topo.info[id]
-			if n == nil || n.parent == hier.NoGroup {
+			n := topo.Info[id]
+			if n == nil || n.Parent == hier.NoGroup {
 				m.fail(e.Line, fmt.Sprintf("parent=%016x", p.Parent), fmt.Sprintf("%v has no parent", id))
 				return m
 			}
-			m.bind(e.Line, p.Parent, n.parent, "parent")
-			m.check(e.Line, "lvl", p.Lvl, n.parent.Level)
-			m.check(e.Line, "numa", p.Numa, topo.info[n.parent].node)
-			m.check(e.Line, "groupmask", int(p.Groupmask), int(n.bit))
+			m.bind(e.Line, p.Parent, n.Parent, "parent")
+			m.check(e.Line, "lvl", p.Lvl, n.Parent.Level)
+			m.check(e.Line, "numa", p.Numa, topo.Info[n.Parent].Node)
+			m.check(e.Line, "groupmask", int(p.Groupmask), int(n.Bit))
 		}
 		if m.err != nil {
 			return m
@@ -182,23 +180,23 @@ func mapGroups(t *Trace, topo *topology, ops []*op) *groupMap {
 				}
 			case ftrace.TmigrHandleRemote:
 				walker = o.cpu
-				id := topo.at(o.cpu, p.Lvl)
+				id := topo.At(o.cpu, p.Lvl)
 				if id == hier.NoGroup {
-					m.fail(e.Line, fmt.Sprintf("lvl=%d", p.Lvl), fmt.Sprintf("%d levels above CPU %d", len(topo.path[o.cpu]), o.cpu))
+					m.fail(e.Line, fmt.Sprintf("lvl=%d", p.Lvl), fmt.Sprintf("%d levels above CPU %d", len(topo.Path[o.cpu]), o.cpu))
 					break
 				}
 				m.bind(e.Line, p.Group, id, "group")
 			case ftrace.TmigrHandleRemoteCPU:
 				if cpuOK(e.Line, p.CPU) {
 					walker = p.CPU
-					m.bind(e.Line, p.Parent, topo.cpuG[p.CPU], "parent")
+					m.bind(e.Line, p.Parent, topo.CPUGroup[p.CPU], "parent")
 				}
 			default:
 				if cg, ok := ftrace.CPUGroupOf(p); ok && cpuOK(e.Line, cg.CPU) {
 					if cg.CPU != o.cpu {
 						m.fail(e.Line, fmt.Sprintf("%s for cpu=%d printed by CPU %d", p.Name(), cg.CPU, o.cpu), "an entry point runs on the CPU it names")
 					}
-					m.bind(e.Line, cg.Parent, topo.cpuG[cg.CPU], "parent")
+					m.bind(e.Line, cg.Parent, topo.CPUGroup[cg.CPU], "parent")
 				}
 			}
 		}

@@ -42,7 +42,7 @@ func (r *replayer) runHotplug(o *op) {
 				_ = r.m.h.SetAvailable(c, false)
 			}
 		})
-		for _, g := range r.topo.path[c] {
+		for _, g := range r.topo.Path[c] {
 			r.gk[g] = first(r.gk[g], why)
 		}
 		r.setEvUnknown(c, why)
@@ -76,7 +76,7 @@ func (r *replayer) runHotplug(o *op) {
 		// The late initcall of the 2025 kernels withdraws the isolated
 		// CPUs one by one; once all are out, the static key is on.
 		out := true
-		for x := 0; x < r.topo.ncpus; x++ {
+		for x := 0; x < r.topo.NCPUs; x++ {
 			if r.iso.IsIsolated(x) && r.m.h.CPU(x).Available {
 				out = false
 			}
@@ -111,7 +111,7 @@ func (r *replayer) availability(cpu int, up bool, ev ftrace.Event) {
 	}
 	if r.boot && !r.keyOn && !up {
 		if r.exclude && r.iso.IsIsolated(cpu) {
-			out := r.km.Excluded(r.iso, cpumask.Range(0, r.topo.ncpus-1))
+			out := r.km.Excluded(r.iso, cpumask.Range(0, r.topo.NCPUs-1))
 			r.decide(ev.Line, "availability", "", out.Test(cpu), "", "")
 			return
 		}

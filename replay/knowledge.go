@@ -14,7 +14,7 @@ func (r *replayer) setEvUnknown(cpu int, why string) {
 	if r.ek[cpu] == "" {
 		r.ek[cpu] = why
 	}
-	for _, g := range r.topo.path[cpu] {
+	for _, g := range r.topo.Path[cpu] {
 		if r.gev[g] == "" {
 			r.gev[g] = why
 		}
@@ -24,13 +24,13 @@ func (r *replayer) setEvUnknown(cpu int, why string) {
 // qIdle is why the events queued in an idle group g may differ from the
 // kernel's: the first unknown event of its children.
 func (r *replayer) qIdle(g hier.GroupID) string {
-	n := r.topo.info[g]
-	for _, c := range n.cpus {
+	n := r.topo.Info[g]
+	for _, c := range n.CPUs {
 		if r.ek[c] != "" {
 			return r.ek[c]
 		}
 	}
-	for _, k := range n.kids {
+	for _, k := range n.Kids {
 		if r.gev[k] != "" {
 			return r.gev[k]
 		}
@@ -42,18 +42,18 @@ func (r *replayer) qIdle(g hier.GroupID) string {
 // events of active children are ignored and do not count, where g's state
 // is known.
 func (r *replayer) qReason(g hier.GroupID, s gstate) string {
-	n := r.topo.info[g]
+	n := r.topo.Info[g]
 	activeKnown := r.gk[g] == "" || r.gk[g] == whyMigrator
-	for _, c := range n.cpus {
-		if activeKnown && s.active&r.topo.cpuBit[c] != 0 {
+	for _, c := range n.CPUs {
+		if activeKnown && s.active&r.topo.CPUBit[c] != 0 {
 			continue
 		}
 		if r.ek[c] != "" {
 			return r.ek[c]
 		}
 	}
-	for _, k := range n.kids {
-		if activeKnown && s.active&r.topo.info[k].bit != 0 {
+	for _, k := range n.Kids {
+		if activeKnown && s.active&r.topo.Info[k].Bit != 0 {
 			continue
 		}
 		if r.gev[k] != "" {
@@ -77,7 +77,7 @@ func (r *replayer) volatile() {
 	mark := func(c int, why string) {
 		r.setEvUnknown(c, why)
 		r.wk[c] = why
-		for _, g := range r.topo.path[c] {
+		for _, g := range r.topo.Path[c] {
 			r.gk[g] = why
 		}
 	}

@@ -31,7 +31,7 @@ func (r *replayer) groupLine(i int) kgroup {
 	if r.gm != nil {
 		id, _ = r.gm.id(g.Group)
 	} else {
-		id = r.topo.at(ev.CPU, g.Lvl)
+		id = r.topo.At(ev.CPU, g.Lvl)
 	}
 	return kgroup{line: ev.Line, id: id, lvl: g.Lvl, activate: act,
 		after: gstate{g.Active, g.Migrator}, childmask: uint8(g.Childmask)}

@@ -8,6 +8,7 @@ import (
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 // Shape describes the machine a trace was recorded on, as far as the
@@ -110,11 +111,11 @@ func shapeOf(t *Trace, o Options) (Shape, error) {
 // machine line keeps the isolation parameters alone, and isolcpus=nohz,1-3
 // is nohz_full=1-3's kind).
 func sameIsolation(trace, given string, cpus int) error {
-	a, err := ftrace.ParseIsolation(trace, cpus)
+	a, err := cmdline.ParseIsolation(trace, cpus)
 	if err != nil {
 		return fmt.Errorf("the machine line's command line: %v", err)
 	}
-	b, err := ftrace.ParseIsolation(given, cpus)
+	b, err := cmdline.ParseIsolation(given, cpus)
 	if err != nil {
 		return fmt.Errorf("--cmdline: %v", err)
 	}
@@ -174,7 +175,7 @@ func (s *Shape) model() (kernel.Model, error) {
 // (the CPUs of isolated cpuset partitions in effect), as the model's
 // hierarchy reads it.
 func (s *Shape) isolation(km kernel.Model, partition cpumask.Mask) (hier.Isolation, error) {
-	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
+	iso, err := cmdline.ParseIsolation(s.Cmdline, s.CPUs)
 	if err != nil {
 		return hier.Isolation{}, fmt.Errorf("command line: %v", err)
 	}

@@ -43,7 +43,7 @@ const whyMembership = "hierarchy membership"
 // findMembers gathers the evidence of each CPU's membership from the start
 // of the recording up to its first availability event.
 func (r *replayer) findMembers() []membership {
-	n := r.topo.ncpus
+	n := r.topo.NCPUs
 	ms := make([]membership, n)
 	stop := make([]bool, n) // its first availability event was reached
 	for c := range ms {
@@ -72,20 +72,20 @@ func (r *replayer) findMembers() []membership {
 			if gl.id == hier.NoGroup {
 				break
 			}
-			n := r.topo.info[gl.id]
-			for _, c := range n.cpus {
-				if gl.after.active&r.topo.cpuBit[c] != 0 {
+			n := r.topo.Info[gl.id]
+			for _, c := range n.CPUs {
+				if gl.after.active&r.topo.CPUBit[c] != 0 {
 					in(c, i, fmt.Sprintf("its bit in %s", fmtGroup(gl.id, gl.after)))
 				} else if !stop[c] && ms[c].out < 0 {
 					ms[c].out = i
 				}
 			}
 			// A child group shown idle has no active CPU below it.
-			for _, k := range n.kids {
-				if gl.after.active&r.topo.info[k].bit != 0 {
+			for _, k := range n.Kids {
+				if gl.after.active&r.topo.Info[k].Bit != 0 {
 					continue
 				}
-				for _, c := range r.topo.cpusBelow(k) {
+				for _, c := range r.topo.CPUsBelow(k) {
 					if !stop[c] && ms[c].out < 0 {
 						ms[c].out = i
 					}
@@ -105,7 +105,7 @@ func (r *replayer) findMembers() []membership {
 // model's own choice where the trace agrees or shows nothing, the kernel's
 // where it disagrees.
 func (r *replayer) checkMembers(ms []membership) []bool {
-	avail := make([]bool, r.topo.ncpus)
+	avail := make([]bool, r.topo.NCPUs)
 	for c := range avail {
 		modelIn := r.m.h.CPU(c).Available
 		busy := r.busy.Test(c) && !r.nohzFull.Test(c)

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 
+	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
 )
 
@@ -97,7 +98,7 @@ type model struct {
 	opts hier.Options
 	h    *hier.Hierarchy
 	rec  *recorder
-	topo *topology
+	topo *groups.Tree
 	boot bool
 }
 
@@ -117,7 +118,7 @@ func newModel(opts hier.Options, rec *recorder, boot bool) (*model, error) {
 		return nil, err
 	}
 	if m.h.Levels() > 0 {
-		t, err := newTopology(m.h)
+		t, err := groups.NewTree(m.h)
 		if err != nil {
 			return nil, err
 		}
@@ -208,20 +209,20 @@ func (m *model) seed(st map[hier.GroupID]gstate, evts []seedEvt, avail []bool) e
 		if s.active == 0 {
 			return nil
 		}
-		n := m.topo.info[g]
+		n := m.topo.Info[g]
 		for pass := 0; pass < 2; pass++ {
 			// The migrator's branch first, then the other active ones.
-			if len(n.cpus) > 0 {
-				for _, c := range n.cpus {
-					b := m.topo.cpuBit[c]
+			if len(n.CPUs) > 0 {
+				for _, c := range n.CPUs {
+					b := m.topo.CPUBit[c]
 					if s.active&b != 0 && (b == s.migrator) == (pass == 0) {
 						m.h.Activate(c)
 					}
 				}
 				continue
 			}
-			for _, k := range n.kids {
-				b := m.topo.info[k].bit
+			for _, k := range n.Kids {
+				b := m.topo.Info[k].Bit
 				if s.active&b != 0 && (b == s.migrator) == (pass == 0) {
 					if err := realize(k); err != nil {
 						return err
@@ -231,7 +232,7 @@ func (m *model) seed(st map[hier.GroupID]gstate, evts []seedEvt, avail []bool) e
 		}
 		return nil
 	}
-	if err := realize(m.topo.top); err != nil {
+	if err := realize(m.topo.Top); err != nil {
 		return err
 	}
 	for _, e := range evts {

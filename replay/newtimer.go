@@ -18,14 +18,14 @@ func (r *replayer) runNewTimer(o *op) {
 		// The kernel calls it only on an idle CPU: its deactivation is
 		// missing from the trace (the model's CPU follows the CPU's own
 		// operations, so this is no model error).
-		why := first(r.gk[r.topo.cpuG[c]], whyMissing)
+		why := first(r.gk[r.topo.CPUGroup[c]], whyMissing)
 		st := r.m.states()
-		g0 := r.topo.cpuG[c]
+		g0 := r.topo.CPUGroup[c]
 		s := st[g0]
-		s.active &^= r.topo.cpuBit[c]
+		s.active &^= r.topo.CPUBit[c]
 		if s.active == 0 {
 			s.migrator = hier.MigratorNone
-		} else if s.migrator == r.topo.cpuBit[c] {
+		} else if s.migrator == r.topo.CPUBit[c] {
 			s.migrator = lowest(s.active)
 			r.gk[g0] = why
 		}
@@ -37,7 +37,7 @@ func (r *replayer) runNewTimer(o *op) {
 	// The walk, if any, goes up to the first active group.
 	pathWhy := resynced
 	top := true
-	for _, g := range r.topo.path[c] {
+	for _, g := range r.topo.Path[c] {
 		pathWhy = first(pathWhy, r.gk[g])
 		if st[g].active != 0 {
 			top = false
@@ -67,7 +67,7 @@ func (r *replayer) runNewTimer(o *op) {
 	if walked || o.walked {
 		why = first(why, pathWhy)
 		if top {
-			why = first(why, r.qIdle(r.topo.top))
+			why = first(why, r.qIdle(r.topo.Top))
 		}
 	} else {
 		why = first(why, wWhy)

@@ -19,7 +19,7 @@ func (r *replayer) runPartial(o *op, why string) {
 	}
 	r.setEvUnknown(o.cpu, why)
 	r.wk[o.cpu] = why
-	for _, g := range r.topo.path[o.cpu] {
+	for _, g := range r.topo.Path[o.cpu] {
 		r.gk[g] = first(r.gk[g], why)
 	}
 	if len(want) > 0 {

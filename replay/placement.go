@@ -7,6 +7,7 @@ import (
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/kernel"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 // The placement check: on which CPU a timer is queued when it is armed.
@@ -74,7 +75,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	if err != nil {
 		return c, err
 	}
-	iso, err := ftrace.ParseIsolation(s.Cmdline, s.CPUs)
+	iso, err := cmdline.ParseIsolation(s.Cmdline, s.CPUs)
 	if err != nil {
 		return c, fmt.Errorf("command line: %v", err)
 	}

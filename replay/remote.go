@@ -44,10 +44,10 @@ type round struct {
 // was not due at that round (see notDueYet). Its value may still be the
 // group's next expiry, which the handler keeps as its wakeup.
 func (r *replayer) q0Reason(g hier.GroupID, s gstate, idx int, rd *round) string {
-	n := r.topo.info[g]
+	n := r.topo.Info[g]
 	activeKnown := r.gk[g] == ""
-	for _, c := range n.cpus {
-		if activeKnown && s.active&r.topo.cpuBit[c] != 0 {
+	for _, c := range n.CPUs {
+		if activeKnown && s.active&r.topo.CPUBit[c] != 0 {
 			continue
 		}
 		if r.ek[c] == whyEvent && activeKnown && r.notDueYet(c, idx) {
@@ -118,7 +118,7 @@ func (r *replayer) findWitnesses() {
 			if len(o.levels) < 2 {
 				continue // did not show that it handled its group
 			}
-			for _, x := range r.topo.info[r.topo.cpuG[o.cpu]].cpus {
+			for _, x := range r.topo.Info[r.topo.CPUGroup[o.cpu]].CPUs {
 				if x != o.cpu && !targets[x] {
 					r.witness[x] = append(r.witness[x], j)
 				}
@@ -142,17 +142,17 @@ func (r *replayer) roundDeps(h int, rd *round, idx int) string {
 		st[gi.ID] = gstate{gi.Active, gi.Migrator}
 		queues[gi.ID] = gi.Events
 	}
-	g0 := r.topo.cpuG[h]
+	g0 := r.topo.CPUGroup[h]
 	why := r.gk[g0]
-	if m := st[g0].migrator; m != r.topo.cpuBit[h] && m != hier.MigratorNone {
+	if m := st[g0].migrator; m != r.topo.CPUBit[h] && m != hier.MigratorNone {
 		why = first(why, r.wk[h])
 	}
-	bit := r.topo.cpuBit[h]
-	for k, g := range r.topo.path[h] {
+	bit := r.topo.CPUBit[h]
+	for k, g := range r.topo.Path[h] {
 		if k > 0 {
-			bit = r.topo.info[r.topo.path[h][k-1]].bit
+			bit = r.topo.Info[r.topo.Path[h][k-1]].Bit
 		}
-		if r.gk[g] == whyMigrator && r.topo.info[g].parent == hier.NoGroup && r.qReason(g, st[g]) == "" && !live(queues[g]) {
+		if r.gk[g] == whyMigrator && r.topo.Info[g].Parent == hier.NoGroup && r.qReason(g, st[g]) == "" && !live(queues[g]) {
 			// Whichever active child is the top's migrator, the visit
 			// finds nothing to expire and goes no further.
 			continue
@@ -271,9 +271,9 @@ func (r *replayer) runRemote(idx int, o *op) {
 	// A walk after a remote expiry that reaches an idle top updates the
 	// top's queue but prints nothing (and does not report it): if what it
 	// propagated was unknown, so is the event it left there.
-	if top := r.topo.top; r.m.states()[top].active == 0 {
+	if top := r.topo.Top; r.m.states()[top].active == 0 {
 		for _, x := range rd.walked {
-			if p := r.topo.path[x]; len(p) >= 2 {
+			if p := r.topo.Path[x]; len(p) >= 2 {
 				ch := p[len(p)-2]
 				r.gev[ch] = first(r.gev[ch], r.qIdle(ch))
 			}
@@ -428,7 +428,7 @@ func (r *replayer) refetched(o *op, k int) (int64, bool) {
 		}
 		switch p := r.ev[i].Data.(type) {
 		case ftrace.TmigrUpdateEvents:
-			if id, ok := r.gm.id(p.Group); p.Child == 0 && ok && id == r.topo.cpuG[target] {
+			if id, ok := r.gm.id(p.Group); p.Child == 0 && ok && id == r.topo.CPUGroup[target] {
 				return p.NextEvt, true
 			}
 		case ftrace.TmigrHandleRemoteCPU, ftrace.TmigrHandleRemote:
@@ -632,7 +632,7 @@ func (r *replayer) wroteSince(cpu, j int) bool {
 // handles (tmigr_handle_remote_up), its wakeup unchanged if it takes the
 // fast exit, KTIME_MAX if it handles no group.
 func (r *replayer) predictRound(cpu int) (int64, bool) {
-	path := r.topo.path[cpu]
+	path := r.topo.Path[cpu]
 	if len(path) == 0 {
 		return 0, false
 	}
@@ -640,7 +640,7 @@ func (r *replayer) predictRound(cpu int) (int64, bool) {
 	for _, gi := range r.m.h.Groups() {
 		st[gi.ID] = gi
 	}
-	bit := r.topo.cpuBit[cpu]
+	bit := r.topo.CPUBit[cpu]
 	if m := st[path[0]].Migrator; m != bit && m != hier.MigratorNone {
 		if w := r.m.h.CPU(cpu).Wakeup; w == hier.KtimeMax {
 			return w, true
@@ -650,7 +650,7 @@ func (r *replayer) predictRound(cpu int) (int64, bool) {
 	first := int64(hier.KtimeMax)
 	for k, g := range path {
 		if k > 0 {
-			bit = r.topo.info[path[k-1]].bit
+			bit = r.topo.Info[path[k-1]].Bit
 		}
 		if m := st[g].Migrator; m != bit && m != hier.MigratorNone {
 			break

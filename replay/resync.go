@@ -48,7 +48,7 @@ func (r *replayer) snapshot() snapshot {
 			}
 		}
 	}
-	for c := 0; c < r.topo.ncpus; c++ {
+	for c := 0; c < r.topo.NCPUs; c++ {
 		ci := r.m.h.CPU(c)
 		s.cpus = append(s.cpus, ci)
 		s.idle = append(s.idle, ci.Idle)
@@ -77,19 +77,19 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 	}
 	ranks := map[hier.GroupID]int{}
 	kidsOf := map[hier.GroupID]uint8{}
-	for _, g := range r.topo.groups {
+	for _, g := range r.topo.Groups {
 		ranks[g] = rank(g)
 		// Only children that exist (and, at level 0, CPUs that are
 		// available) can be active.
-		n := r.topo.info[g]
+		n := r.topo.Info[g]
 		var kids uint8
-		for _, c := range n.cpus {
+		for _, c := range n.CPUs {
 			if r.m.h.CPU(c).Available {
-				kids |= r.topo.cpuBit[c]
+				kids |= r.topo.CPUBit[c]
 			}
 		}
-		for _, k := range n.kids {
-			kids |= r.topo.info[k].bit
+		for _, k := range n.Kids {
+			kids |= r.topo.Info[k].Bit
 		}
 		kidsOf[g] = kids
 		s := st[g]
@@ -108,10 +108,10 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 	}
 	// Top-down: a better known parent decides whether its children are
 	// active.
-	for i := len(r.topo.groups) - 1; i >= 0; i-- {
-		g := r.topo.groups[i]
-		for _, k := range r.topo.info[g].kids {
-			says := st[g].active&r.topo.info[k].bit != 0
+	for i := len(r.topo.Groups) - 1; i >= 0; i-- {
+		g := r.topo.Groups[i]
+		for _, k := range r.topo.Info[g].Kids {
+			says := st[g].active&r.topo.Info[k].Bit != 0
 			if says == (st[k].active != 0) || ranks[g] <= ranks[k] {
 				continue
 			}
@@ -127,22 +127,22 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 		}
 	}
 	// Bottom-up: the parent follows its children.
-	for _, g := range r.topo.groups {
-		n := r.topo.info[g]
-		if n.parent == hier.NoGroup {
+	for _, g := range r.topo.Groups {
+		n := r.topo.Info[g]
+		if n.Parent == hier.NoGroup {
 			continue
 		}
 		want := st[g].active != 0
-		ps := st[n.parent]
-		if (ps.active&n.bit != 0) == want {
+		ps := st[n.Parent]
+		if (ps.active&n.Bit != 0) == want {
 			continue
 		}
 		if want {
-			ps.active |= n.bit
+			ps.active |= n.Bit
 		} else {
-			ps.active &^= n.bit
+			ps.active &^= n.Bit
 		}
-		changed(n.parent, ps, ranks[n.parent])
+		changed(n.Parent, ps, ranks[n.Parent])
 	}
 }
 
@@ -187,8 +187,8 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) bool {
 	}
 	r.complete(st, keep, why)
 	var evts []seedEvt
-	for c := 0; c < r.topo.ncpus; c++ {
-		idle := st[r.topo.cpuG[c]].active&r.topo.cpuBit[c] == 0
+	for c := 0; c < r.topo.NCPUs; c++ {
+		idle := st[r.topo.CPUGroup[c]].active&r.topo.CPUBit[c] == 0
 		switch {
 		case idle && !old.idle[c]:
 			r.setEvUnknown(c, why)
@@ -197,7 +197,7 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) bool {
 		}
 	}
 	for _, e := range old.evts {
-		if st[r.topo.cpuG[e.cpu]].active&r.topo.cpuBit[e.cpu] == 0 {
+		if st[r.topo.CPUGroup[e.cpu]].active&r.topo.CPUBit[e.cpu] == 0 {
 			evts = append(evts, e)
 		}
 	}
@@ -220,7 +220,7 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) bool {
 		}
 	}
 	nw := r.snapshot()
-	for _, g := range r.topo.groups {
+	for _, g := range r.topo.Groups {
 		if old.gevt[g] != nw.gevt[g] && r.gev[g] == "" {
 			r.gev[g] = why
 		}

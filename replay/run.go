@@ -48,7 +48,7 @@ func (r *replayer) exec(i int) {
 		// event, its wakeup and the groups on its path.
 		r.setEvUnknown(o.cpu, whyLost)
 		r.wk[o.cpu] = whyLost
-		for _, g := range r.topo.path[o.cpu] {
+		for _, g := range r.topo.Path[o.cpu] {
 			r.gk[g] = first(r.gk[g], whyLost)
 		}
 	}

@@ -24,9 +24,9 @@ import (
 // finds the contradiction resynchronises the model.
 func (r *replayer) findOpaque() {
 	const unknown, idle, active = 0, 1, 2
-	state := make([]int, r.topo.ncpus)
-	own := make([]bool, r.topo.ncpus)
-	changed := make([]bool, r.topo.ncpus)
+	state := make([]int, r.topo.NCPUs)
+	own := make([]bool, r.topo.NCPUs)
+	changed := make([]bool, r.topo.NCPUs)
 	saw := func(c, s int) {
 		if c < 0 || c >= len(state) {
 			return
@@ -48,7 +48,7 @@ func (r *replayer) findOpaque() {
 	// A CPU that goes idle in the hierarchy while running a task stops
 	// its tick while busy (nohz_full, whether or not the command line says
 	// so): a task running on it is no evidence.
-	taskIdle := make([]bool, r.topo.ncpus)
+	taskIdle := make([]bool, r.topo.NCPUs)
 	for _, ev := range r.ev {
 		switch ev.Data.(type) {
 		case ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:
@@ -90,9 +90,9 @@ func (r *replayer) findOpaque() {
 			// The CPU's own transition takes effect at this CAS (its
 			// tmigr_cpu_active line comes before it, tmigr_cpu_idle
 			// after), the others' bits are evidence.
-			for _, c := range r.topo.info[r.topo.cpuG[ev.CPU]].cpus {
+			for _, c := range r.topo.Info[r.topo.CPUGroup[ev.CPU]].CPUs {
 				s := idle
-				if g.Active&r.topo.cpuBit[c] != 0 {
+				if g.Active&r.topo.CPUBit[c] != 0 {
 					s = active
 				}
 				if c == ev.CPU {
@@ -116,7 +116,7 @@ func (r *replayer) findOpaque() {
 // or a new timer was idle. Everything else is unknown.
 func (r *replayer) seedStart() error {
 	st := map[hier.GroupID]gstate{}
-	for _, g := range r.topo.groups {
+	for _, g := range r.topo.Groups {
 		st[g] = gstate{0, hier.MigratorNone}
 		r.gk[g] = whyBefore
 		r.gev[g] = whyEvent
@@ -125,7 +125,7 @@ func (r *replayer) seedStart() error {
 		r.ek[c], r.wk[c] = whyEvent, whyWakeup
 	}
 	known := map[hier.GroupID]bool{}
-	cpuState := make([]int, r.topo.ncpus) // 0 unknown, 1 idle, 2 active
+	cpuState := make([]int, r.topo.NCPUs) // 0 unknown, 1 idle, 2 active
 	for _, o := range r.ops {
 		if cpuState[o.cpu] == 0 {
 			switch o.kind {
@@ -155,15 +155,15 @@ func (r *replayer) seedStart() error {
 		}
 	}
 	constant := r.constantCPUs(cpuState)
-	for _, g := range r.topo.groups {
-		n := r.topo.info[g]
-		if known[g] || len(n.cpus) == 0 {
+	for _, g := range r.topo.Groups {
+		n := r.topo.Info[g]
+		if known[g] || len(n.CPUs) == 0 {
 			continue
 		}
 		s := gstate{0, hier.MigratorNone}
-		for _, c := range n.cpus {
+		for _, c := range n.CPUs {
 			if cpuState[c] == 2 {
-				s.active |= r.topo.cpuBit[c]
+				s.active |= r.topo.CPUBit[c]
 			}
 		}
 		s.migrator = lowest(s.active)
@@ -172,7 +172,7 @@ func (r *replayer) seedStart() error {
 	r.complete(st, known, whyBefore)
 	r.constantGroups(st, known, constant)
 	for c := range r.ek {
-		if st[r.topo.cpuG[c]].active&r.topo.cpuBit[c] != 0 || !r.avail0[c] {
+		if st[r.topo.CPUGroup[c]].active&r.topo.CPUBit[c] != 0 || !r.avail0[c] {
 			// An active CPU's event is ignored; one out of the hierarchy
 			// has none there.
 			r.ek[c] = ""
@@ -187,14 +187,14 @@ func (r *replayer) seedStart() error {
 		if l && r.avail0[c] {
 			r.setEvUnknown(c, whyLost)
 			r.wk[c] = whyLost
-			for _, g := range r.topo.path[c] {
+			for _, g := range r.topo.Path[c] {
 				r.gk[g] = first(r.gk[g], whyLost)
 			}
 		}
 	}
 	// A group without an available CPU below it is idle and has no
 	// event: known, whatever the recording shows of it.
-	for _, g := range r.topo.groups {
+	for _, g := range r.topo.Groups {
 		if r.emptyGroup(g) {
 			r.gk[g], r.gev[g] = "", ""
 		}
@@ -206,13 +206,13 @@ func (r *replayer) seedStart() error {
 // emptyGroup reports whether no CPU below g was available when the
 // recording began.
 func (r *replayer) emptyGroup(g hier.GroupID) bool {
-	n := r.topo.info[g]
-	for _, c := range n.cpus {
+	n := r.topo.Info[g]
+	for _, c := range n.CPUs {
 		if r.avail0[c] {
 			return false
 		}
 	}
-	for _, k := range n.kids {
+	for _, k := range n.Kids {
 		if !r.emptyGroup(k) {
 			return false
 		}
@@ -227,7 +227,7 @@ func (r *replayer) emptyGroup(g hier.GroupID) bool {
 // active (busy, or a task runs on them, and not nohz_full, whose tick
 // stops under a task). It sets their state in cpuState (1 idle, 2 active).
 func (r *replayer) constantCPUs(cpuState []int) []bool {
-	n := r.topo.ncpus
+	n := r.topo.NCPUs
 	moves, idle, task := make([]bool, n), make([]bool, n), make([]bool, n)
 	for _, o := range r.ops {
 		switch o.kind {
@@ -276,18 +276,18 @@ const whyMigrator = "migrator from before the recording"
 // active mask is then known, and so is their migrator when at most one
 // child is active; with more, the migrator is unknown (whyMigrator).
 func (r *replayer) constantGroups(st map[hier.GroupID]gstate, known map[hier.GroupID]bool, constant []bool) {
-	for _, g := range r.topo.groups {
+	for _, g := range r.topo.Groups {
 		if known[g] {
 			continue
 		}
-		n := r.topo.info[g]
+		n := r.topo.Info[g]
 		ok := true
-		for _, c := range n.cpus {
+		for _, c := range n.CPUs {
 			if r.avail0[c] && !constant[c] {
 				ok = false
 			}
 		}
-		for _, k := range n.kids {
+		for _, k := range n.Kids {
 			if r.gk[k] != "" && r.gk[k] != whyMigrator {
 				ok = false
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/kernel"
 )
@@ -96,7 +97,7 @@ type replayer struct {
 	line       int // the trace line of the operation being replayed
 
 	ev   []ftrace.Event
-	topo *topology
+	topo *groups.Tree
 	gm   *groupMap
 	ops  []*op
 	done []bool
@@ -228,7 +229,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	if r.boot {
 		// Everything is known: no group is active, no CPU has an event or
 		// a wakeup, and the groups' first transitions start from that.
-		for _, g := range r.topo.groups {
+		for _, g := range r.topo.Groups {
 			r.seen[g] = true
 		}
 		return r, nil

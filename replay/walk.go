@@ -56,7 +56,7 @@ func (r *replayer) runWalk(o *op) {
 	// counts), else KTIME_MAX.
 	why := lastWhy
 	if handback(o, r, mg, ml) {
-		why = first(why, r.qIdle(r.topo.top))
+		why = first(why, r.qIdle(r.topo.Top))
 	}
 	r.check(r.ev[o.last()].Line, "tmigr_cpu_idle", why, fmtNS(o.wakeup), fmtNS(ret))
 	r.wk[c] = ""
@@ -123,8 +123,8 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 // pathWhy returns, per level of cpu's path, why the states a walk reads up
 // to that level may differ from the kernel's.
 func (r *replayer) pathWhy(cpu int, why string) []string {
-	out := make([]string, len(r.topo.path[cpu]))
-	for k, g := range r.topo.path[cpu] {
+	out := make([]string, len(r.topo.Path[cpu]))
+	for k, g := range r.topo.Path[cpu] {
 		why = first(why, r.gk[g])
 		out[k] = why
 	}
@@ -138,22 +138,22 @@ func (r *replayer) pathWhy(cpu int, why string) []string {
 func handback(o *op, r *replayer, mg []mline, ml []mline) bool {
 	for _, u := range o.updates {
 		p := r.ev[u].Data.(ftrace.TmigrUpdateEvents)
-		if id, ok := r.gm.id(p.Group); ok && id == r.topo.top && p.GroupActive == 0 {
+		if id, ok := r.gm.id(p.Group); ok && id == r.topo.Top && p.GroupActive == 0 {
 			return true
 		}
 	}
 	for _, l := range only(ml, hier.EvUpdateEvents) {
-		if l.group == r.topo.top && l.active == 0 {
+		if l.group == r.topo.Top && l.active == 0 {
 			return true
 		}
 	}
 	if n := len(o.groups); n > 0 {
 		gl := r.groupLine(o.groups[n-1])
-		if gl.id == r.topo.top && gl.after.migrator == hier.MigratorNone {
+		if gl.id == r.topo.Top && gl.after.migrator == hier.MigratorNone {
 			return true
 		}
 	}
-	if n := len(mg); n > 0 && mg[n-1].group == r.topo.top && mg[n-1].migrator == hier.MigratorNone {
+	if n := len(mg); n > 0 && mg[n-1].group == r.topo.Top && mg[n-1].migrator == hier.MigratorNone {
 		return true
 	}
 	return false

@@ -81,7 +81,7 @@ func fromEvents(hdr ftrace.Header, events []ftrace.Event, warnSorted bool) (*Tim
 	}
 	if !sorted && warnSorted {
 		tl.Warnings = append([]string{fmt.Sprintf("line %d: the trace is out of time order from here (%s at %s s): its events were sorted by timestamp",
-			first.Line, eventName(first), seconds(first.TS))}, tl.Warnings...)
+			first.Line, eventName(first), ftrace.FormatTS(first.TS))}, tl.Warnings...)
 	}
 	return tl, nil
 }
@@ -317,7 +317,7 @@ func (b *builder) event(ev ftrace.Event) error {
 	}
 	if ev.TS < b.last {
 		return fmt.Errorf("line %d: %s at %s s comes after an event at %s s: the trace is out of time order",
-			ev.Line, eventName(ev), seconds(ev.TS), seconds(b.last))
+			ev.Line, eventName(ev), ftrace.FormatTS(ev.TS), ftrace.FormatTS(b.last))
 	}
 	b.last = ev.TS
 	b.tl.Events++
@@ -397,10 +397,10 @@ func (b *builder) event(ev ftrace.Event) error {
 		}
 	case ftrace.Lost:
 		b.lost(h, ts, p.Count, ev.Line)
-		b.warnf("lost", "line %d: CPU %d lost %s at %s s: what it did there is not shown", ev.Line, h, lostCount(p.Count), seconds(ts))
+		b.warnf("lost", "line %d: CPU %d lost %s at %s s: what it did there is not shown", ev.Line, h, lostCount(p.Count), ftrace.FormatTS(ts))
 	case ftrace.BufferStarted:
 		b.lost(h, ts, 0, ev.Line)
-		b.warnf("buffer", "line %d: CPU %d's buffer starts at %s s: its earlier events were overwritten", ev.Line, h, seconds(ts))
+		b.warnf("buffer", "line %d: CPU %d's buffer starts at %s s: its earlier events were overwritten", ev.Line, h, ftrace.FormatTS(ts))
 	}
 	b.flushRoles(ts)
 	return err
@@ -424,15 +424,6 @@ func eventName(ev ftrace.Event) string {
 		return "buffer-started marker"
 	}
 	return "event"
-}
-
-// seconds prints ns as the trace prints its timestamps.
-func seconds(ns int64) string {
-	neg := ""
-	if ns < 0 {
-		neg, ns = "-", -ns
-	}
-	return fmt.Sprintf("%s%d.%06d", neg, ns/1e9, ns%1e9/1e3)
 }
 
 // cpuRef is the part of the per-CPU tmigr events the timeline reads.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/report"
 )
 
@@ -156,7 +157,7 @@ func buildPage(tl *Timeline, x Extras) *page {
 	}
 	p.Facts = facts(tl)
 	if x.Window != All {
-		p.Window = fmt.Sprintf("%s to %s s", seconds(x.Window.From), seconds(x.Window.To))
+		p.Window = fmt.Sprintf("%s to %s s", ftrace.FormatTS(x.Window.From), ftrace.FormatTS(x.Window.To))
 		if x.WindowNote != "" {
 			p.Window += ": " + x.WindowNote
 		}
@@ -191,7 +192,7 @@ func facts(tl *Timeline) []string {
 		f = append(f, fmt.Sprintf("%d CPUs (the trace has no \"# machine:\" line)", len(tl.CPUs)))
 	}
 	f = append(f, fmt.Sprintf("trace from %s to %s s (%s s), %d events, %d timer expiries",
-		seconds(tl.Start), seconds(tl.End), seconds(tl.End-tl.Start), tl.Events, len(tl.Expiries)))
+		ftrace.FormatTS(tl.Start), ftrace.FormatTS(tl.End), ftrace.FormatTS(tl.End-tl.Start), tl.Events, len(tl.Expiries)))
 	if tl.FromMachine {
 		f = append(f, "hierarchy: the groups the kernel builds for this machine")
 	} else if len(tl.Groups) > 0 {
@@ -553,7 +554,7 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 		for k, s := range segs {
 			cls := "mig none"
 			label := tl.MigratorText(gi, s.m)
-			title := fmt.Sprintf("%s: migrator %s from %s to %s s", g.Name, label, seconds(s.m.Start), seconds(s.m.End))
+			title := fmt.Sprintf("%s: migrator %s from %s to %s s", g.Name, label, ftrace.FormatTS(s.m.Start), ftrace.FormatTS(s.m.End))
 			if s.m.Child >= 0 {
 				cls = "mig"
 				if s.m.CPU >= 0 && s.m.CPU < len(tl.CPUs) {
@@ -566,7 +567,7 @@ func drawLanes(tl *Timeline) (svgPic, string) {
 					cls += " alt"
 				}
 			} else {
-				title = fmt.Sprintf("%s: no migrator (no active child) from %s to %s s", g.Name, seconds(s.m.Start), seconds(s.m.End))
+				title = fmt.Sprintf("%s: no migrator (no active child) from %s to %s s", g.Name, ftrace.FormatTS(s.m.Start), ftrace.FormatTS(s.m.End))
 			}
 			wd := max(s.x1-s.x0, 0.6)
 			pic.Rects = append(pic.Rects, rect{X: s.x0, Y: y + 1, W: wd, H: barH, Class: cls, Title: title})

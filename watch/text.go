@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tmigr/tmigr/ftrace"
 )
 
 // WriteText prints a period as `tmigr top` does: a header line, then a
@@ -20,8 +22,8 @@ func (p Period) WriteText(w io.Writer, title string) error {
 	if p.Lost > 0 {
 		lost = fmt.Sprintf(", %d lost", p.Lost)
 	}
-	if _, err := fmt.Fprintf(w, "%s  %.6f-%.6f s (%.3f s)  %d events%s  foreign on isolated: %d\n",
-		title, float64(p.Start)/1e9, float64(p.End)/1e9, secs, p.Events, lost, p.ForeignOnIsolated); err != nil {
+	if _, err := fmt.Fprintf(w, "%s  %s-%s s (%.3f s)  %d events%s  foreign on isolated: %d\n",
+		title, ftrace.FormatTS(p.Start), ftrace.FormatTS(p.End), secs, p.Events, lost, p.ForeignOnIsolated); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -181,7 +181,7 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if hitWhy == "" {
-		hitWhy = fmt.Sprintf("CPU %d ran another CPU's timer at %.6f s (the trace saved does not hold enough to explain it)", hit.CPU, float64(hit.TS)/1e9)
+		hitWhy = fmt.Sprintf("CPU %d ran another CPU's timer at %s s (the trace saved does not hold enough to explain it)", hit.CPU, ftrace.FormatTS(hit.TS))
 	}
 	fmt.Fprintf(stdout, "tmigr top: foreign timer on an isolated CPU: %s\n", hitWhy)
 	fmt.Fprintf(stdout, "tmigr top: the trace around it: %s (tmigr explain %s)\n", *save, *save)

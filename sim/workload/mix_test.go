@@ -13,6 +13,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/kernel/cmdline"
 )
 
 // The derivation of the default housekeeping mix from the kernel
@@ -82,7 +83,7 @@ func readArms(t *testing.T, file string) armStats {
 			if m == nil {
 				t.Fatalf("%s: no machine line", file)
 			}
-			iso, err := ftrace.ParseIsolation(m.Cmdline, m.CPUs)
+			iso, err := cmdline.ParseIsolation(m.Cmdline, m.CPUs)
 			if err != nil {
 				t.Fatal(err)
 			}

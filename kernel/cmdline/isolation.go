@@ -1,8 +1,7 @@
-package ftrace
+package cmdline
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/tmigr/tmigr/cpumask"
 )
@@ -46,23 +45,26 @@ const (
 // CPU that is neither nohz_full nor domain-isolated, else the later one is
 // ignored); a list that covers every CPU gives CPU 0, the boot CPU, back to
 // housekeeping. Parameter names match with '-' and '_' alike; "--" ends the
-// kernel's part. The error is for a command line that cannot be split (an
-// unterminated quote); everything the kernel would only warn about is in
-// Warnings.
+// kernel's part. The error is for a machine size out of range or a command
+// line that cannot be split (see Parse); everything the kernel would only
+// warn about is in Warnings.
 func ParseIsolation(cmdline string, cpus int) (Isolation, error) {
 	if cpus < 1 || cpus > cpumask.MaxCPUs {
 		return Isolation{}, fmt.Errorf("isolation: machine size %d outside 1..%d", cpus, cpumask.MaxCPUs)
 	}
-	params, err := splitCmdline(cmdline)
+	c, err := Parse(cmdline)
 	if err != nil {
-		return Isolation{}, err
+		return Isolation{}, fmt.Errorf("isolation: %w", err)
 	}
 	st := hkState{cpus: cpus, all: cpumask.Range(0, cpus-1)}
-	for _, p := range params {
-		if v, ok := cutParam(p, "nohz_full="); ok {
-			st.setup(v, hkKernelNoise)
-		} else if v, ok := cutParam(p, "isolcpus="); ok {
-			st.isolcpus(v)
+	for _, p := range c.Params {
+		if !p.HasValue {
+			continue
+		}
+		if p.Is("nohz_full") {
+			st.setup(p.Value, hkKernelNoise)
+		} else if p.Is("isolcpus") {
+			st.isolcpus(p.Value)
 		}
 	}
 	var iso Isolation
@@ -88,42 +90,34 @@ func (st *hkState) warn(format string, args ...any) {
 	st.warnings = append(st.warnings, fmt.Sprintf(format, args...))
 }
 
-// isolcpus parses the flags in front of the list: "nohz,", "domain,",
-// "managed_irq,"; an unknown flag of letters and underscores is skipped, one
-// with other characters voids the parameter. No flag means domain.
+// isolcpus is housekeeping_isolcpus_setup: the flags in front of the
+// list ("nohz,", "domain,", "managed_irq,"); an unknown flag is skipped, an
+// invalid one voids the parameter. No flag means domain.
 func (st *hkState) isolcpus(s string) {
+	v := ParseIsolcpus(s)
+	for _, u := range v.Unknown {
+		st.warn("isolcpus: Skipped unknown flag %s", u)
+	}
+	if v.Invalid != "" {
+		st.warn("isolcpus: Invalid flag %s", v.Invalid)
+		return
+	}
 	flags := 0
-	for s != "" && isAlpha(s[0]) {
-		var ok bool
-		if s, ok = strings.CutPrefix(s, "nohz,"); ok {
+	for _, f := range v.Flags {
+		switch f {
+		case "nohz":
 			flags |= hkKernelNoise
-			continue
-		}
-		if s, ok = strings.CutPrefix(s, "domain,"); ok {
+		case "domain":
 			flags |= hkDomain
-			continue
-		}
-		if s, ok = strings.CutPrefix(s, "managed_irq,"); ok {
+		case "managed_irq":
 			flags |= hkManagedIRQ
-			continue
 		}
-		flag, rest, _ := strings.Cut(s, ",")
-		for i := 0; i < len(flag); i++ {
-			if !isAlpha(flag[i]) && flag[i] != '_' {
-				st.warn("isolcpus: Invalid flag %s", flag)
-				return
-			}
-		}
-		st.warn("isolcpus: Skipped unknown flag %s", flag)
-		s = rest
 	}
 	if flags == 0 {
 		flags = hkDomain
 	}
-	st.setup(s, flags)
+	st.setup(v.List, flags)
 }
-
-func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // setup is housekeeping_setup: isolate the CPUs of list from the types in
 // flags.
@@ -178,57 +172,4 @@ func (st *hkState) setup(list string, flags int) {
 		}
 	}
 	st.flags |= flags
-}
-
-// splitCmdline splits a kernel command line into parameters as the kernel's
-// next_arg does: at blanks outside double quotes, with the quotes removed,
-// stopping at "--".
-func splitCmdline(s string) ([]string, error) {
-	var out []string
-	for {
-		s = strings.TrimLeft(s, " \t\n")
-		if s == "" {
-			return out, nil
-		}
-		var b strings.Builder
-		inQuote := false
-		i := 0
-		for ; i < len(s); i++ {
-			c := s[i]
-			if c == '"' {
-				inQuote = !inQuote
-				continue
-			}
-			if !inQuote && (c == ' ' || c == '\t' || c == '\n') {
-				break
-			}
-			b.WriteByte(c)
-		}
-		if inQuote {
-			return nil, fmt.Errorf("isolation: command line %q: unterminated quote", clip(s))
-		}
-		if b.String() == "--" {
-			return out, nil
-		}
-		out = append(out, b.String())
-		s = s[i:]
-	}
-}
-
-// cutParam matches param against "name=" as the kernel's parameqn does ('-'
-// and '_' alike) and returns the value.
-func cutParam(param, name string) (string, bool) {
-	if len(param) < len(name) {
-		return "", false
-	}
-	for i := 0; i < len(name); i++ {
-		a, b := param[i], name[i]
-		if a == '-' {
-			a = '_'
-		}
-		if a != b {
-			return "", false
-		}
-	}
-	return param[len(name):], true
 }

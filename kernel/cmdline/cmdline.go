@@ -1,4 +1,12 @@
-package host
+// Package cmdline reads a Linux kernel command line: how the kernel splits
+// it into parameters (next_arg), how it matches their names (parameq), how
+// isolcpus= reads its flags, and the CPU isolation the boot-time
+// parameters set up (kernel/sched/isolation.c). It is the one reader of
+// the command line for every driver: the host inspection reads
+// /proc/cmdline with it, a recording's "# machine:" line keeps its
+// isolation part, and the replay, the explanation and the lab derive the
+// isolated CPUs from it.
+package cmdline
 
 import (
 	"fmt"
@@ -30,6 +38,10 @@ func (p Param) String() string {
 	return s
 }
 
+// Is says whether the parameter is name, matched as the kernel's parameq
+// matches: '-' and '_' alike.
+func (p Param) Is(name string) bool { return NameEq(p.Name, name) }
+
 // quoteArg wraps s in double quotes if it holds a blank. It cannot hold a
 // quote: splitting removed them, and the kernel has no escapes.
 func quoteArg(s string) string {
@@ -39,23 +51,21 @@ func quoteArg(s string) string {
 	return s
 }
 
-// maxCmdline bounds the command line we accept: the kernel's
+// MaxLen bounds the command line Parse accepts: the kernel's
 // COMMAND_LINE_SIZE is 2048 to 4096 on the common architectures, a few
 // more allow 64 KiB.
-const maxCmdline = 64 << 10
+const MaxLen = 64 << 10
 
-// ParseCmdline splits a kernel command line. The only error is a line
-// that cannot be split: one too long to be a command line, with a NUL byte,
-// or with an unterminated double quote (the kernel would take the rest of
-// the line as one value; we refuse it instead of guessing).
-func ParseCmdline(s string) (Cmdline, error) {
+// Parse splits a kernel command line. The only error is a line that cannot
+// be split: one too long to be a command line, with a NUL byte, or with an
+// unterminated double quote (the kernel would take the rest of the line as
+// one value; we refuse it instead of guessing). The error names the
+// parameter at fault.
+func Parse(s string) (Cmdline, error) {
+	if len(s) > MaxLen {
+		return Cmdline{}, fmt.Errorf("command line of %d bytes: longer than any kernel accepts (%d)", len(s), MaxLen)
+	}
 	c := Cmdline{Raw: strings.TrimRight(s, "\n")}
-	if len(s) > maxCmdline {
-		return Cmdline{}, fmt.Errorf("command line of %d bytes: longer than any kernel accepts", len(s))
-	}
-	if strings.IndexByte(s, 0) >= 0 {
-		return Cmdline{}, fmt.Errorf("command line holds a NUL byte")
-	}
 	rest := c.Raw
 	kernelPart := true
 	for {
@@ -81,6 +91,9 @@ func ParseCmdline(s string) (Cmdline, error) {
 			return Cmdline{}, fmt.Errorf("command line: unterminated quote in %q", clip(rest))
 		}
 		tok := b.String()
+		if strings.IndexByte(tok, 0) >= 0 {
+			return Cmdline{}, fmt.Errorf("command line: a NUL byte in %q", clip(rest[:i]))
+		}
 		rest = rest[i:]
 		if tok == "" {
 			continue // "" alone: nothing the kernel acts on
@@ -103,14 +116,16 @@ func ParseCmdline(s string) (Cmdline, error) {
 func (c *Cmdline) Get(name string) []Param {
 	var out []Param
 	for _, p := range c.Params {
-		if paramEq(p.Name, name) {
+		if p.Is(name) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-func paramEq(a, b string) bool {
+// NameEq compares two parameter names as the kernel's parameq does: '-'
+// and '_' alike.
+func NameEq(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -130,8 +145,8 @@ func paramEq(a, b string) bool {
 }
 
 // isolationParams are the parameters that shape CPU isolation and timer
-// placement; the "# machine:" line keeps these and drops the rest (root=,
-// console=, ...).
+// placement; a recording's "# machine:" line keeps these and drops the
+// rest (root=, console=, ...).
 var isolationParams = []string{"isolcpus", "nohz_full", "nohz", "rcu_nocbs", "irqaffinity", "maxcpus", "nr_cpus"}
 
 // Isolation returns the isolation parameters as a command line of their
@@ -140,7 +155,7 @@ func (c *Cmdline) Isolation() string {
 	var parts []string
 	for _, p := range c.Params {
 		for _, n := range isolationParams {
-			if paramEq(p.Name, n) {
+			if p.Is(n) {
 				parts = append(parts, p.String())
 				break
 			}
@@ -149,33 +164,57 @@ func (c *Cmdline) Isolation() string {
 	return strings.Join(parts, " ")
 }
 
-// IsolcpusFlags splits an isolcpus= value into its flags and CPU list as
-// housekeeping_isolcpus_setup does: a run of "word," prefixes made of
-// letters (and underscores, which only unknown flags may have), then the
-// list. Known flags are nohz, domain and managed_irq; unknown ones are
-// skipped by the kernel ("isolcpus: Skipped unknown flag"). invalid is set
-// when a flag holds another character: the kernel then ignores the whole
-// parameter ("isolcpus: Invalid flag").
-func IsolcpusFlags(v string) (flags, unknown []string, list string, invalid bool) {
+// Isolcpus is an isolcpus= value read as housekeeping_isolcpus_setup reads
+// it: a run of "word," prefixes made of letters (and underscores, which
+// only unknown flags may have), then the CPU list.
+type Isolcpus struct {
+	// Flags are the known flags (nohz, domain, managed_irq), in order.
+	// Each must end in a comma: "isolcpus=domain" is the unknown flag
+	// "domain" and an empty list, as the kernel reads it.
+	Flags []string
+	// Unknown are the flags the kernel skips ("isolcpus: Skipped unknown
+	// flag").
+	Unknown []string
+	// Invalid is the first flag with a character other than a letter or
+	// an underscore: the kernel then ignores the whole parameter
+	// ("isolcpus: Invalid flag"). "" when there is none.
+	Invalid string
+	// List is the CPU list after the flags ("" when Invalid is set).
+	List string
+}
+
+// ParseIsolcpus reads the value of an isolcpus= parameter.
+func ParseIsolcpus(v string) Isolcpus {
+	var r Isolcpus
 	s := v
 	for s != "" && isAlpha(s[0]) {
-		// A known flag must end in a comma ("isolcpus=domain" is the
-		// unknown flag "domain" and an empty list, as the kernel reads it).
 		word, rest, comma := strings.Cut(s, ",")
 		if comma && (word == "nohz" || word == "domain" || word == "managed_irq") {
-			flags = append(flags, word)
+			r.Flags = append(r.Flags, word)
 			s = rest
 			continue
 		}
 		for i := 0; i < len(word); i++ {
 			if !isAlpha(word[i]) && word[i] != '_' {
-				return flags, unknown, "", true
+				r.Invalid = word
+				return r
 			}
 		}
-		unknown = append(unknown, word)
+		r.Unknown = append(r.Unknown, word)
 		s = rest
 	}
-	return flags, unknown, s, false
+	r.List = s
+	return r
+}
+
+// Has says whether the known flag f was given.
+func (v Isolcpus) Has(f string) bool {
+	for _, x := range v.Flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
 }
 
 func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
