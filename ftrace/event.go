@@ -12,7 +12,7 @@ type Event struct {
 	Flags   Flags  // the latency flags ("d..2."); "" when the trace has none
 	TS      int64  // nanoseconds of the trace clock (secs*1e9 + usecs*1e3)
 	Name    string // the tracepoint ("timer_start"); "" for a marker line
-	Payload string // the text after "name: ", as printed
+	Payload string // the text after "name: ", as printed (a trace.dat record's: as the kernel prints it)
 	Data    Payload
 }
 
