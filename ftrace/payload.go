@@ -101,12 +101,11 @@ func (e *FieldError) Error() string {
 	}
 }
 
-// dec pulls typed fields out of one payload. The first failure sticks in err
-// and makes later getters return zero values, so a decoder is a single
-// composite literal followed by one error check.
+// dec pulls the fields of one payload text, for the codec (dec.fill). The
+// first failure sticks in err and makes later getters return nothing.
 //
 // The kernel prints the fields in a fixed order, which is the order the
-// decoders ask for them; so dec first reads them straight off the payload
+// table lists them in; so dec first reads them straight off the payload
 // with a cursor, and only when the next field is not the one asked for (a
 // newer kernel added one, or the text is malformed) splits the whole
 // payload into a table and looks fields up there. Either way the result is
