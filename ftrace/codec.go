@@ -60,8 +60,8 @@ type column struct {
 	// the record's field named key.
 	src source
 
-	// Resolved from the Go type once (resolve).
-	idx, idx2, flagIdx []int
+	// Resolved from the Go type once (resolve): the Go fields' indexes.
+	idx, idx2, flagIdx int
 	kind               reflect.Kind
 }
 
@@ -137,7 +137,7 @@ func (f *column) resolve(typ reflect.Type) error {
 	if !ok {
 		return fmt.Errorf("no Go field %s for %q", name, f.key)
 	}
-	f.idx, f.kind = sf.Index, sf.Type.Kind()
+	f.idx, f.kind = sf.Index[0], sf.Type.Kind()
 	found := false
 	for _, k := range goKinds[f.conv] {
 		found = found || k == f.kind
@@ -150,7 +150,7 @@ func (f *column) resolve(typ reflect.Type) error {
 		if !ok || us.Type.Kind() != reflect.Int64 {
 			return fmt.Errorf("no int64 Go field %sUsec", f.gof)
 		}
-		f.idx2 = us.Index
+		f.idx2 = us.Index[0]
 	}
 	if f.hi == 0 {
 		switch f.kind {
@@ -169,7 +169,7 @@ func (f *column) resolve(typ reflect.Type) error {
 		if !ok || fl.Type.Kind() != reflect.Bool {
 			return fmt.Errorf("no bool Go field %s", f.flag)
 		}
-		f.flagIdx = fl.Index
+		f.flagIdx = fl.Index[0]
 	}
 	return nil
 }
@@ -303,7 +303,7 @@ func (f *column) text(v val) string {
 
 // get reads the field's value out of a payload.
 func (f *column) get(p reflect.Value) val {
-	fv := p.FieldByIndex(f.idx)
+	fv := p.Field(f.idx)
 	switch f.kind {
 	case reflect.String:
 		return val{s: fv.String()}
@@ -315,7 +315,7 @@ func (f *column) get(p reflect.Value) val {
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		v := val{n: uint64(fv.Int())}
 		if f.conv == convSecUsec {
-			v.usec = p.FieldByIndex(f.idx2).Int()
+			v.usec = p.Field(f.idx2).Int()
 		}
 		return v
 	}
@@ -324,7 +324,7 @@ func (f *column) get(p reflect.Value) val {
 
 // set stores a checked value into the payload being built.
 func (f *column) set(p reflect.Value, v val) {
-	fv := p.FieldByIndex(f.idx)
+	fv := p.Field(f.idx)
 	switch f.kind {
 	case reflect.String:
 		fv.SetString(v.s)
@@ -333,7 +333,7 @@ func (f *column) set(p reflect.Value, v val) {
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		fv.SetInt(int64(v.n))
 		if f.conv == convSecUsec {
-			p.FieldByIndex(f.idx2).SetInt(v.usec)
+			p.Field(f.idx2).SetInt(v.usec)
 		}
 	default:
 		fv.SetUint(v.n)
@@ -346,7 +346,7 @@ func (d *dec) fill(t *tracepoint, p reflect.Value) {
 		f := &t.columns[i]
 		if f.flag != "" {
 			has := d.has(f.key)
-			p.FieldByIndex(f.flagIdx).SetBool(has != f.absent)
+			p.Field(f.flagIdx).SetBool(has != f.absent)
 			if !has {
 				continue
 			}
@@ -375,7 +375,7 @@ func (t *tracepoint) appendText(b []byte, p reflect.Value) ([]byte, error) {
 	for i := range t.columns {
 		f := &t.columns[i]
 		v := f.get(p)
-		if f.flag != "" && p.FieldByIndex(f.flagIdx).Bool() == f.absent {
+		if f.flag != "" && p.Field(f.flagIdx).Bool() == f.absent {
 			if v != (val{}) {
 				how := "is set but " + f.flag + " is "
 				if f.absent {

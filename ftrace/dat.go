@@ -253,7 +253,7 @@ func (r *recordFiller) fill(t *tracepoint, p reflect.Value) {
 		c := &t.columns[i]
 		if c.flag != "" {
 			has := r.b.a[i] != nil
-			p.FieldByIndex(c.flagIdx).SetBool(has != c.absent)
+			p.Field(c.flagIdx).SetBool(has != c.absent)
 			if !has {
 				continue
 			}

@@ -58,7 +58,7 @@ func genRow(t *rapid.T, tp *tracepoint) Payload {
 		c := &tp.columns[i]
 		if c.flag != "" {
 			has := rapid.Bool().Draw(t, c.flag)
-			p.FieldByIndex(c.flagIdx).SetBool(has != c.absent)
+			p.Field(c.flagIdx).SetBool(has != c.absent)
 			if !has {
 				continue
 			}
@@ -109,7 +109,7 @@ func TestTableRejects(t *testing.T) {
 					d.set(p, val{s: "f"})
 				}
 				if d := &tp.columns[j]; d.flag != "" {
-					p.FieldByIndex(d.flagIdx).SetBool(!d.absent)
+					p.Field(d.flagIdx).SetBool(!d.absent)
 				}
 			}
 			c.set(p, bad)
