@@ -4,19 +4,20 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // The codec: one tracepoint's row of the table (table.go) says, field by
 // field, what TP_printk prints and which Go field holds it; the functions
-// here read and print any row, from the text (decodeText, appendText) and
-// from a trace.dat record (decodeRecord, in dat.go). A value goes through
-// three steps whichever way it travels:
+// here read and print any row: from the text (dec.fill), to the text
+// (appendText), from a trace.dat record (recordFiller.fill, in dat.go). A
+// value goes through the same steps whichever way it travels:
 //
-//	text   --parse-->  val  --set--> Go field      (reading text)
-//	record --fromRecord-->  val  --check, set-->   (reading a trace.dat)
-//	Go field --get--> val --check, format--> text  (printing)
+//	text     --parse, check-->          val --set--> Go field
+//	record   --recordFiller.value, check--> val --set--> Go field
+//	Go field --get--> val --check, format--> text
 //
 // parse takes exactly what the conversion prints; check refuses a value the
 // kernel could not have printed (a CPU beyond TIMER_CPUMASK, a negative u64
@@ -108,7 +109,9 @@ func recordAs[T Payload](t *tracepoint, r *recordFiller) Payload {
 // it panics when the package loads, so no test runs without finding it.
 func row[T Payload](columns ...column) *tracepoint {
 	var zero T
-	t := &tracepoint{name: zero.Name(), typ: reflect.TypeFor[T](), columns: columns}
+	// A copy: rows that share a list of columns resolve them each for
+	// its own type.
+	t := &tracepoint{name: zero.Name(), typ: reflect.TypeFor[T](), columns: slices.Clone(columns)}
 	for i := range t.columns {
 		if err := t.columns[i].resolve(t.typ); err != nil {
 			panic(fmt.Sprintf("ftrace: the table's %s: %v", t.name, err))
@@ -138,11 +141,7 @@ func (f *column) resolve(typ reflect.Type) error {
 		return fmt.Errorf("no Go field %s for %q", name, f.key)
 	}
 	f.idx, f.kind = sf.Index[0], sf.Type.Kind()
-	found := false
-	for _, k := range goKinds[f.conv] {
-		found = found || k == f.kind
-	}
-	if !found {
+	if !slices.Contains(goKinds[f.conv], f.kind) {
 		return fmt.Errorf("field %s is a %s, which its conversion does not fill", name, f.kind)
 	}
 	if f.conv == convSecUsec {

@@ -186,3 +186,24 @@ func TestTableMatchesKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestTableMistakes: a row naming a Go field its type lacks, or one its
+// conversion cannot fill, is refused when the table is built.
+func TestTableMistakes(t *testing.T) {
+	typ := reflect.TypeFor[TimerStart]()
+	for _, c := range []column{
+		{key: "timer", conv: convPtr, gof: "Nope"},
+		{key: "timer", conv: convSym, gof: "Timer"},
+		{key: "cpu", conv: convInt, gof: "Flags"},
+		{key: "bucket_expiry", conv: convULong, gof: "BucketExpiry", flag: "CPU"},
+		{key: "it_value", conv: convSecUsec, gof: "Expires"},
+	} {
+		if err := c.resolve(typ); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+	c := column{key: "timer", conv: convPtr, gof: "Timer"}
+	if err := c.resolve(typ); err != nil || c.hi != math.MaxUint64 {
+		t.Errorf("a good column: %v, hi %#x", err, c.hi)
+	}
+}
