@@ -186,18 +186,18 @@ func (f *column) parse(s string) (val, string) {
 		v.s = s
 	case convHex:
 		v.n, why = parseHex(s, f.hi)
-	case convInt:
+	case convInt, convLong:
+		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+		if f.conv == convInt {
+			lo, hi = math.MinInt32, math.MaxInt32
+		}
 		var i int64
-		i, why = parseInt(s, math.MinInt32, math.MaxInt32)
+		i, why = parseInt(s, lo, hi)
 		v.n = uint64(i)
 	case convUint:
 		v.n, why = parseUint(s, f.hi)
 	case convULong, convS64:
 		v.n, why = parseUint(s, math.MaxUint64)
-	case convLong:
-		var i int64
-		i, why = parseInt(s, math.MinInt64, math.MaxInt64)
-		v.n = uint64(i)
 	case convKtime:
 		if v.n, why = parseUint(s, uint64(KtimeMax)); why == "is out of range" {
 			why = "exceeds KTIME_MAX"
