@@ -53,3 +53,20 @@ func BenchmarkWriteLargest(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPayloads decodes every payload case's text and prints it again.
+func BenchmarkPayloads(b *testing.B) {
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		for _, tc := range payloadCases {
+			p, err := DecodePayload(tc.want.Name(), tc.text)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if buf, err = AppendPayload(buf[:0], p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -11,20 +12,20 @@ import (
 )
 
 // datSource turns the records of a trace.dat buffer into events: each
-// record's event is printed as the kernel prints it into the trace file
-// (tracedat.Format.Print) and decoded from that text by the decoders the
-// text readers use, so a trace.dat and the text of the same recording give
-// the same events. Events of tracepoints this package does not decode are
-// counted and skipped without being printed.
+// record's fields are read at the offsets the file's format of its event
+// gives, into the payload type of the tracepoint's row of the table, with
+// the checks the text's decoding makes; so a trace.dat and the text of the
+// same recording give the same events. Events of tracepoints this package
+// does not decode are counted and skipped.
 type datSource struct {
 	f          *tracedat.File
 	rs         *tracedat.Records
 	n          int   // records read
 	pending    Event // an event held back behind the Lost marker before it
 	hasPending bool
-	lazy       bool   // bit 0x02 of the flags is NEED_RESCHED_LAZY (6.13+), not IRQS_NOSUPPORT
-	buf        []byte // scratch for the payload text
-	known      map[int]bool
+	lazy       bool             // bit 0x02 of the flags is NEED_RESCHED_LAZY (6.13+), not IRQS_NOSUPPORT
+	bound      map[int]*binding // by event ID; nil for a tracepoint not decoded
+	buf        []byte           // scratch for the payload text
 	flags      map[uint16]Flags // the latency flags of (common_flags, preempt count), printed once
 }
 
@@ -49,7 +50,7 @@ func openDat(f *tracedat.File, src Source) (*Reader, error) {
 	r.hdr.CPUs = f.CPUs
 	r.hdr.Nanoseconds = true
 	r.digits = 9
-	r.dat = &datSource{f: f, rs: rs, lazy: kernelAtLeast(f.Uname, 6, 13), known: map[int]bool{}, flags: map[uint16]Flags{}}
+	r.dat = &datSource{f: f, rs: rs, lazy: kernelAtLeast(f.Uname, 6, 13), bound: map[int]*binding{}, flags: map[uint16]Flags{}}
 	src.Format = FormatTraceDat
 	src.DatVersion = f.Version
 	src.Compression = f.Compression
@@ -137,10 +138,14 @@ func (d *datSource) event(r *Reader, rec tracedat.Record) (Event, bool, error) {
 	if err != nil {
 		return Event{}, false, r.fatal(fmt.Errorf("%s: %w", rec.Where(), err))
 	}
-	known, seen := d.known[c.Type]
+	b, seen := d.bound[c.Type]
 	if !seen {
-		known = decoderFor(e.Name) != nil
-		d.known[c.Type] = known
+		if t := byName[e.Name]; t != nil {
+			if b, err = bind(t, e); err != nil {
+				return Event{}, false, r.fatal(fmt.Errorf("%s: %w", rec.Where(), err))
+			}
+		}
+		d.bound[c.Type] = b
 	}
 	if rec.TS > 1<<63-1 {
 		return Event{}, false, r.lineErr(fmt.Errorf("%s: time %d ns out of range", rec.Where(), rec.TS))
@@ -159,16 +164,160 @@ func (d *datSource) event(r *Reader, rec tracedat.Record) (Event, bool, error) {
 		TS:    int64(rec.TS),
 		Name:  e.Name,
 	}
-	if !known {
-		// Not printed: only counted, by accept.
-		return r.accept(ev, 9, true)
+	if b != nil {
+		fill := recordFiller{b: b, f: d.f, data: rec.Data}
+		ev.Data = b.t.fromRecord(b.t, &fill)
+		if fill.err != nil {
+			return Event{}, false, r.lineErr(fmt.Errorf("%s: %w", rec.Where(), fill.err))
+		}
+		// The text the kernel would have printed, as Event.Payload is for
+		// every other form: it cannot fail on a payload that passed the
+		// checks of decoding.
+		if d.buf, err = AppendPayload(d.buf[:0], ev.Data); err != nil {
+			return Event{}, false, r.lineErr(fmt.Errorf("%s: %w", rec.Where(), err))
+		}
+		ev.Payload = string(d.buf)
 	}
-	d.buf, err = e.Print(d.buf[:0], rec.Data)
-	if err != nil {
-		return Event{}, false, r.lineErr(fmt.Errorf("%s: %w", rec.Where(), err))
-	}
-	ev.Payload = string(d.buf)
+	// An event without Data is only counted, by accept.
 	return r.accept(ev, 9, true)
+}
+
+// source is where a trace.dat record holds a column's value: the record's
+// field named like the column, or one or two fields the event's print fmt
+// computes it from.
+type source struct {
+	op   sourceOp
+	a, b string // the record's fields; a == "": the one named like the column
+	arg  uint64
+}
+
+type sourceOp uint8
+
+const (
+	fromField   sourceOp = iota // a
+	fromDiff                    // a - b: timer_start's (long)REC->expires - REC->now
+	fromMask                    // a & arg: REC->flags & TIMER_CPUMASK
+	fromShift                   // a >> arg: REC->flags >> TIMER_ARRAYSHIFT
+	fromSecNsec                 // a seconds, b/1000 microseconds: REC->value_nsec / NSEC_PER_USEC
+)
+
+func named(a string) source                { return source{a: a} }
+func difference(a, b string) source        { return source{op: fromDiff, a: a, b: b} }
+func masked(a string, mask uint64) source  { return source{op: fromMask, a: a, arg: mask} }
+func shifted(a string, bits uint64) source { return source{op: fromShift, a: a, arg: bits} }
+func secNsec(sec, nsec string) source      { return source{op: fromSecNsec, a: sec, b: nsec} }
+
+// binding is a tracepoint's row resolved against one file's format of the
+// event: the record fields of each column (nil for an optional column the
+// format lacks).
+type binding struct {
+	t    *tracepoint
+	e    *tracedat.Format
+	a, b []*tracedat.Field // by column
+}
+
+func bind(t *tracepoint, e *tracedat.Format) (*binding, error) {
+	b := &binding{t: t, e: e, a: make([]*tracedat.Field, len(t.columns)), b: make([]*tracedat.Field, len(t.columns))}
+	for i := range t.columns {
+		c := &t.columns[i]
+		name := c.src.a
+		if name == "" {
+			name = c.key
+		}
+		b.a[i] = e.Field(name)
+		if c.src.b != "" {
+			b.b[i] = e.Field(c.src.b)
+		}
+		switch {
+		case b.a[i] == nil && c.flag != "":
+			// A field this kernel does not print.
+		case b.a[i] == nil:
+			return nil, fmt.Errorf("%s: the format has no field %q (a layout of the event this reader does not know)", t.name, name)
+		case c.src.b != "" && b.b[i] == nil:
+			return nil, fmt.Errorf("%s: the format has no field %q (a layout of the event this reader does not know)", t.name, c.src.b)
+		}
+	}
+	return b, nil
+}
+
+// recordFiller fills a payload from one record's data.
+type recordFiller struct {
+	b    *binding
+	f    *tracedat.File
+	data []byte
+	err  error
+}
+
+func (r *recordFiller) fill(t *tracepoint, p reflect.Value) {
+	for i := range t.columns {
+		c := &t.columns[i]
+		if c.flag != "" {
+			has := r.b.a[i] != nil
+			p.Field(c.flagIdx).SetBool(has != c.absent)
+			if !has {
+				continue
+			}
+		}
+		v, err := r.value(c, i)
+		if err != nil {
+			r.err = err
+			return
+		}
+		if why := c.check(v); why != "" {
+			r.err = &FieldError{Event: t.name, Field: c.key, Value: c.text(v), Reason: why}
+			return
+		}
+		c.set(p, v)
+	}
+}
+
+// value reads column c (the i'th) of the record as its print fmt
+// computes it and its conversion prints it.
+func (r *recordFiller) value(c *column, i int) (val, error) {
+	e := r.b.e
+	n, err := e.Uint(r.data, r.b.a[i])
+	if err != nil {
+		return val{}, err
+	}
+	var m uint64
+	if r.b.b[i] != nil {
+		if m, err = e.Uint(r.data, r.b.b[i]); err != nil {
+			return val{}, err
+		}
+	}
+	switch c.src.op {
+	case fromDiff:
+		n -= m
+	case fromMask:
+		n &= c.src.arg
+	case fromShift:
+		n >>= c.src.arg
+	case fromSecNsec:
+		return val{n: n, usec: int64(m) / 1000}, nil
+	}
+	switch c.conv {
+	case convSym:
+		return val{s: symbolText(r.f, n)}, nil
+	case convInt:
+		return val{n: uint64(int64(int32(n)))}, nil // %d of an int
+	case convUint, convHex:
+		return val{n: uint64(uint32(n))}, nil // %u, %x of an unsigned int
+	}
+	return val{n: n}, nil
+}
+
+// symbolText is what %ps prints for addr: the symbol's name, with its
+// module in brackets for a module's, or the address in hex when the file's
+// kallsyms have no symbol there.
+func symbolText(f *tracedat.File, addr uint64) string {
+	name, mod, _, ok := f.Symbol(addr)
+	switch {
+	case !ok:
+		return "0x" + strconv.FormatUint(addr, 16)
+	case mod != "":
+		return name + " [" + mod + "]"
+	}
+	return name
 }
 
 // latencyFlags prints the record's common_flags and preempt count as the

@@ -54,8 +54,11 @@
 // text as above; trace-cmd report's text, whose own forms report.go lists
 // (buffer-name prefixes, -l columns, nanoseconds, "[N EVENTS DROPPED]",
 // the hrtimer plugin's payloads, "0x" pointers); or trace-cmd's binary
-// trace.dat, versions 6 and 7, read by package tracedat and decoded through
-// the same payload decoders, so that it gives the events of its text. Any of
+// trace.dat, versions 6 and 7, read by package tracedat, whose records'
+// fields are read at the offsets of the file's own event formats into the
+// same payload types, with the same checks, so that it gives the events of
+// its text. One table (table.go) says for every tracepoint which fields it
+// has, how the kernel prints each and which record field holds it. Any of
 // them may be gzip-compressed; "-" is standard input. The Source says what
 // was found.
 //

@@ -12,7 +12,7 @@ type Event struct {
 	Flags   Flags  // the latency flags ("d..2."); "" when the trace has none
 	TS      int64  // nanoseconds of the trace clock (secs*1e9 + usecs*1e3)
 	Name    string // the tracepoint ("timer_start"); "" for a marker line
-	Payload string // the text after "name: ", as printed
+	Payload string // the text after "name: ", as printed (a trace.dat record's: as the kernel prints it)
 	Data    Payload
 }
 
@@ -117,9 +117,9 @@ func (Lost) Name() string { return "" }
 // Name is "" for a marker line.
 func (BufferStarted) Name() string { return "" }
 
-// AppendPayload appends the part of the marker line after "CPU:N ":
+// appendTo appends the part of the marker line after "CPU:N ":
 // "[LOST 12 EVENTS]".
-func (l Lost) AppendPayload(b []byte) ([]byte, error) {
+func (l Lost) appendTo(b []byte) ([]byte, error) {
 	if l.Count < -1 {
 		return b, &FieldError{Event: "LOST", Field: "count", Value: strconv.FormatInt(l.Count, 10), Reason: "is negative"}
 	}
@@ -129,9 +129,4 @@ func (l Lost) AppendPayload(b []byte) ([]byte, error) {
 	b = append(b, "[LOST "...)
 	b = strconv.AppendInt(b, l.Count, 10)
 	return append(b, " EVENTS]"...), nil
-}
-
-// AppendPayload appends "buffer started".
-func (BufferStarted) AppendPayload(b []byte) ([]byte, error) {
-	return append(b, "buffer started"...), nil
 }

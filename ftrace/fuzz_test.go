@@ -150,7 +150,7 @@ func buildPayload(kind int, v [5]uint64, sym string, valid bool) Payload {
 // p, and must print the same text again. ok is false when the writer (rightly,
 // with a *FieldError) refused p.
 func checkPayloadRoundTrip(t interface{ Fatalf(string, ...any) }, p Payload) (ok bool) {
-	text, err := p.AppendPayload(nil)
+	text, err := AppendPayload(nil, p)
 	if err != nil {
 		var fe *FieldError
 		if !errors.As(err, &fe) {
@@ -165,7 +165,7 @@ func checkPayloadRoundTrip(t interface{ Fatalf(string, ...any) }, p Payload) (ok
 	if got != p {
 		t.Fatalf("%T printed as %q\ndecoded %+v\nwant    %+v", p, text, got, p)
 	}
-	again, err := got.AppendPayload(nil)
+	again, err := AppendPayload(nil, got)
 	if err != nil || !bytes.Equal(again, text) {
 		t.Fatalf("%q printed again as %q (%v)", text, again, err)
 	}

@@ -422,7 +422,11 @@ func (c Change) String() string {
 		}
 		return t + " partition " + c.CPUs.String()
 	case ChangeTimerMigration:
-		return fmt.Sprintf("%s timer_migration=%d", t, boolInt(c.On))
+		on := 0
+		if c.On {
+			on = 1
+		}
+		return fmt.Sprintf("%s timer_migration=%d", t, on)
 	}
 	return fmt.Sprintf("%s change-kind-%d", t, c.Kind)
 }

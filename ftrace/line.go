@@ -252,7 +252,7 @@ func AppendEvent(b []byte, ev Event, nano bool) ([]byte, error) {
 		b = strconv.AppendInt(b, int64(ev.CPU), 10)
 		b = append(b, ' ')
 		var err error
-		if b, err = p.AppendPayload(b); err != nil {
+		if b, err = p.appendTo(b); err != nil {
 			return b[:start], err
 		}
 		return append(b, '\n'), nil
@@ -319,7 +319,7 @@ func AppendEvent(b []byte, ev Event, nano bool) ([]byte, error) {
 	b = append(b, ": "...)
 	if ev.Data != nil {
 		var err error
-		if b, err = ev.Data.AppendPayload(b); err != nil {
+		if b, err = AppendPayload(b, ev.Data); err != nil {
 			return b[:start], err
 		}
 	} else {

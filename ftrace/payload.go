@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -22,15 +23,13 @@ const KtimeMax int64 = math.MaxInt64
 //	case ftrace.TmigrCPUIdle:
 //		// p.CPU, p.NextEvt, p.Wakeup ...
 //	}
+//
+// AppendPayload prints one; the table in table.go says how, for every
+// type but the marker lines and TracingMark.
 type Payload interface {
 	// Name is the tracepoint's name as the kernel prints it ("timer_start"),
 	// "" for a marker line.
 	Name() string
-	// AppendPayload appends the text the tracepoint's TP_printk prints, byte
-	// for byte, or fails on a value the kernel could not have printed (a
-	// negative jiffies count, a CPU beyond the timer's CPU field, a function
-	// name with a blank at its end, ...).
-	AppendPayload(b []byte) ([]byte, error)
 }
 
 // ErrUnknownEvent is returned by DecodePayload for a tracepoint this package
@@ -54,8 +53,31 @@ func DecodePayload(name, payload string) (Payload, error) {
 
 // FormatPayload returns the TP_printk text of p.
 func FormatPayload(p Payload) (string, error) {
-	b, err := p.AppendPayload(nil)
+	b, err := AppendPayload(nil, p)
 	return string(b), err
+}
+
+// AppendPayload appends the text the tracepoint's TP_printk prints for p,
+// byte for byte, or fails, appending nothing, on a value the kernel could
+// not have printed (a negative u64 time, a CPU beyond the timer's CPU
+// field, a function name with a blank at its end, ...). For a marker line
+// it appends the part after "CPU:N ".
+func AppendPayload(b []byte, p Payload) ([]byte, error) {
+	switch p := p.(type) {
+	case Lost:
+		return p.appendTo(b)
+	case BufferStarted:
+		return append(b, "buffer started"...), nil
+	case TracingMark:
+		return p.appendTo(b)
+	case nil:
+		return b, errors.New("ftrace: no payload")
+	}
+	t := byType[reflect.TypeOf(p)]
+	if t == nil {
+		return b, fmt.Errorf("ftrace: %T is not a payload of this package", p)
+	}
+	return t.appendText(b, reflect.ValueOf(p))
 }
 
 // FieldError is a payload field that is missing or holds text that the
@@ -79,12 +101,11 @@ func (e *FieldError) Error() string {
 	}
 }
 
-// dec pulls typed fields out of one payload. The first failure sticks in err
-// and makes later getters return zero values, so a decoder is a single
-// composite literal followed by one error check.
+// dec pulls the fields of one payload text, for the codec (dec.fill). The
+// first failure sticks in err and makes later getters return nothing.
 //
 // The kernel prints the fields in a fixed order, which is the order the
-// decoders ask for them; so dec first reads them straight off the payload
+// table lists them in; so dec first reads them straight off the payload
 // with a cursor, and only when the next field is not the one asked for (a
 // newer kernel added one, or the text is malformed) splits the whole
 // payload into a table and looks fields up there. Either way the result is
@@ -214,121 +235,6 @@ func (d *dec) at(key string) (val string, end int, ok bool) {
 	return p[vs:j], j, true
 }
 
-// ptr reads %p.
-func (d *dec) ptr(key string) uint64 {
-	s, ok := d.get(key)
-	if !ok {
-		return 0
-	}
-	v, why := parsePtr(s)
-	if why != "" {
-		d.fail(key, s, why)
-	}
-	return v
-}
-
-// hex reads %x / %0x of a C type whose largest value is hi.
-func (d *dec) hex(key string, hi uint64) uint64 {
-	s, ok := d.get(key)
-	if !ok {
-		return 0
-	}
-	v, why := parseHex(s, hi)
-	if why != "" {
-		d.fail(key, s, why)
-	}
-	return v
-}
-
-// d32 reads %d of a 32-bit value (int, or an unsigned int printed with %d).
-func (d *dec) d32(key string) int {
-	s, ok := d.get(key)
-	if !ok {
-		return 0
-	}
-	v, why := parseInt(s, math.MinInt32, math.MaxInt32)
-	if why != "" {
-		d.fail(key, s, why)
-	}
-	return int(v)
-}
-
-// u32 reads %u of an unsigned int no larger than hi.
-func (d *dec) u32(key string, hi uint64) int {
-	s, ok := d.get(key)
-	if !ok {
-		return 0
-	}
-	v, why := parseUint(s, hi)
-	if why != "" {
-		d.fail(key, s, why)
-	}
-	return int(v)
-}
-
-// u64 reads %lu / %llu.
-func (d *dec) u64(key string) uint64 {
-	s, ok := d.get(key)
-	if !ok {
-		return 0
-	}
-	v, why := parseUint(s, math.MaxUint64)
-	if why != "" {
-		d.fail(key, s, why)
-	}
-	return v
-}
-
-// i64 reads %ld / %lld.
-func (d *dec) i64(key string) int64 {
-	s, ok := d.get(key)
-	if !ok {
-		return 0
-	}
-	v, why := parseInt(s, math.MinInt64, math.MaxInt64)
-	if why != "" {
-		d.fail(key, s, why)
-	}
-	return v
-}
-
-// ktime reads %llu of a u64 nanosecond time, which the kernel keeps at or
-// below KTIME_MAX.
-func (d *dec) ktime(key string) int64 {
-	s, ok := d.get(key)
-	if !ok {
-		return 0
-	}
-	v, why := parseUint(s, uint64(KtimeMax))
-	if why == "is out of range" {
-		why = "exceeds KTIME_MAX"
-	}
-	if why != "" {
-		d.fail(key, s, why)
-	}
-	return int64(v)
-}
-
-// s64 reads %llu of an s64 cast to unsigned long long (hrtimer times): the
-// bits are kept, so a negative time round-trips.
-func (d *dec) s64(key string) int64 {
-	return int64(d.u64(key))
-}
-
-// sym reads %ps: a symbol name, "name [module]" for a module symbol, or
-// "0x..." when the kernel has no name for the address.
-func (d *dec) sym(key string) string {
-	s, ok := d.get(key)
-	if !ok {
-		return ""
-	}
-	if why := checkSymbol(s); why != "" {
-		d.fail(key, s, why)
-		return ""
-	}
-	return s
-}
-
 // checkSymbol reports why s cannot be what %ps prints, or "".
 func checkSymbol(s string) string {
 	if s == "" {
@@ -346,120 +252,6 @@ func checkSymbol(s string) string {
 		}
 	}
 	return ""
-}
-
-// enc prints typed fields in TP_printk layout: "k=v" separated by blanks.
-type enc struct {
-	event string
-	b     []byte
-	start int
-	err   error
-}
-
-func newEnc(event string, b []byte) enc { return enc{event: event, b: b, start: len(b)} }
-
-func (e *enc) key(k string) {
-	if len(e.b) > e.start {
-		e.b = append(e.b, ' ')
-	}
-	e.b = append(e.b, k...)
-	e.b = append(e.b, '=')
-}
-
-func (e *enc) fail(k, val, why string) {
-	if e.err == nil {
-		e.err = &FieldError{Event: e.event, Field: k, Value: val, Reason: why}
-	}
-}
-
-func (e *enc) ptr(k string, v uint64) {
-	e.key(k)
-	e.b = appendPtr(e.b, v)
-}
-
-func (e *enc) hex(k string, v, hi uint64) {
-	if v > hi {
-		e.fail(k, strconv.FormatUint(v, 16), "is out of range")
-	}
-	e.key(k)
-	e.b = strconv.AppendUint(e.b, v, 16)
-}
-
-func (e *enc) d32(k string, v int) {
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		e.fail(k, strconv.Itoa(v), "is out of range")
-	}
-	e.key(k)
-	e.b = strconv.AppendInt(e.b, int64(v), 10)
-}
-
-func (e *enc) u32(k string, v int, hi uint64) {
-	if v < 0 || uint64(v) > hi {
-		e.fail(k, strconv.Itoa(v), "is out of range")
-	}
-	e.key(k)
-	e.b = strconv.AppendInt(e.b, int64(v), 10)
-}
-
-func (e *enc) u64(k string, v uint64) {
-	e.key(k)
-	e.b = strconv.AppendUint(e.b, v, 10)
-}
-
-func (e *enc) ktime(k string, v int64) {
-	if v < 0 {
-		e.fail(k, strconv.FormatInt(v, 10), "is negative (a u64 time)")
-	}
-	e.key(k)
-	e.b = strconv.AppendInt(e.b, v, 10)
-}
-
-func (e *enc) s64(k string, v int64) { e.u64(k, uint64(v)) }
-
-func (e *enc) sym(k, s string) {
-	if why := checkSymbol(s); why != "" {
-		e.fail(k, s, why)
-	}
-	e.key(k)
-	e.b = append(e.b, s...)
-}
-
-func (e *enc) done() ([]byte, error) {
-	if e.err != nil {
-		return e.b[:e.start], e.err
-	}
-	return e.b, nil
-}
-
-// Symbolic values. __print_symbolic prints the name of a value from a fixed
-// table and "0x%lx" for a value the table lacks; __print_flags prints the
-// names of the set bits joined by "|".
-
-type symbol struct {
-	val  uint64
-	name string
-}
-
-func appendSymbolic(b []byte, v uint64, table []symbol) []byte {
-	for _, s := range table {
-		if s.val == v {
-			return append(b, s.name...)
-		}
-	}
-	b = append(b, "0x"...)
-	return strconv.AppendUint(b, v, 16)
-}
-
-func parseSymbolic(s string, table []symbol, hi uint64) (uint64, string) {
-	for _, sym := range table {
-		if sym.name == s {
-			return sym.val, ""
-		}
-	}
-	if len(s) > 2 && s[0] == '0' && s[1] == 'x' {
-		return parseHex(s[2:], hi)
-	}
-	return 0, "is not a known name"
 }
 
 // TimerFlags is the flag part of a timer_list's flags word, with the kernel's
@@ -602,10 +394,10 @@ type TracingMark struct {
 // Name is "tracing_mark_write".
 func (TracingMark) Name() string { return "tracing_mark_write" }
 
-// AppendPayload appends the text; a text with a line break (the kernel
-// splits none into its line) or one that starts or ends with blanks (a
-// line's payload is read without them) cannot be read back as printed.
-func (t TracingMark) AppendPayload(b []byte) ([]byte, error) {
+// appendTo appends the text; a text with a line break (the kernel splits
+// none into its line) or one that starts or ends with blanks (a line's
+// payload is read without them) cannot be read back as printed.
+func (t TracingMark) appendTo(b []byte) ([]byte, error) {
 	if i := strings.IndexAny(t.Text, "\n\r"); i >= 0 {
 		return b, &FieldError{Event: t.Name(), Value: t.Text, Reason: "holds a line break"}
 	}
@@ -613,10 +405,4 @@ func (t TracingMark) AppendPayload(b []byte) ([]byte, error) {
 		return b, &FieldError{Event: t.Name(), Value: t.Text, Reason: "starts or ends with blanks"}
 	}
 	return append(b, t.Text...), nil
-}
-
-// decTracingMark takes the payload as it is: the marker's text is free.
-func decTracingMark(d *dec) Payload {
-	d.pos = len(d.payload)
-	return TracingMark{Text: d.payload}
 }

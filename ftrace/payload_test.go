@@ -244,7 +244,7 @@ func TestFormatRejects(t *testing.T) {
 		{ItimerState{ValueUsec: -1}, `itimer_state: field "it_value": "0.-1" has negative microseconds`},
 		{Lost{Count: -2}, `LOST: field "count": "-2" is negative`},
 	} {
-		b, err := tc.p.AppendPayload([]byte("keep"))
+		b, err := AppendPayload([]byte("keep"), tc.p)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%+v: got %v, want %s", tc.p, err, tc.want)
 		}

@@ -416,9 +416,8 @@ func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
 		}
 	}
 	r.lastTS = ev.TS
-	var p Payload
-	known := false
-	if tp {
+	p, known := ev.Data, ev.Data != nil // a trace.dat's record, decoded already
+	if tp && !known {
 		if r.format != FormatTraceDat {
 			ev.Payload = normalizeReport(ev.Payload)
 		}

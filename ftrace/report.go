@@ -188,38 +188,6 @@ func cutFunctionOffset(p string) string {
 
 func isHexDigit(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' }
 
-// decHrtimerStartNoMode decodes hrtimer_start without a mode: trace-cmd's
-// hrtimer plugin prints none (and kernels before 4.16 had none).
-func decHrtimerStartNoMode(d *dec) Payload {
-	t := HrtimerStart{
-		Hrtimer:     d.ptr("hrtimer"),
-		Function:    d.sym("function"),
-		Expires:     d.s64("expires"),
-		SoftExpires: d.s64("softexpires"),
-		NoMode:      true,
-	}
-	if d.has("was_armed") {
-		t.HasWasArmed = true
-		t.WasArmed = d.flag("was_armed")
-	}
-	return t
-}
-
-// hasField reports whether a payload holds "key=" as a field.
-func hasField(payload, key string) bool {
-	for i := 0; ; {
-		j := strings.Index(payload[i:], key+"=")
-		if j < 0 {
-			return false
-		}
-		at := i + j
-		if at == 0 || payload[at-1] == ' ' || payload[at-1] == '[' {
-			return true
-		}
-		i = at + 1
-	}
-}
-
 // rawCount explains a timestamp that is a bare number: trace-cmd report
 // prints the clock's raw count ("%12d:") for a clock that does not count
 // nanoseconds.

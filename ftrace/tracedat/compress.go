@@ -5,8 +5,9 @@ import (
 	"compress/zlib"
 	"fmt"
 	"io"
+	"sync"
 
-	"github.com/tmigr/tmigr/ftrace/tracedat/internal/zstd"
+	"github.com/klauspost/compress/zstd"
 )
 
 // codec decompresses the blocks and chunks of a version 7 file.
@@ -55,6 +56,31 @@ func (zlibCodec) decompress(src []byte, n int) ([]byte, error) {
 
 type zstdCodec struct{}
 
+// zstdDecoder is one decoder for every file: DecodeAll may be called from
+// several goroutines at once, and with a concurrency of 1 the decoder starts
+// no goroutines of its own. Its memory bound is the largest block or chunk
+// this package accepts, so no frame, whatever size it claims, makes it
+// allocate more.
+var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+	return zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(max(MaxChunk, MaxSection)),
+		zstd.WithDecoderMaxWindow(max(MaxChunk, MaxSection)))
+})
+
 func (zstdCodec) decompress(src []byte, n int) ([]byte, error) {
-	return zstd.Decode(src, n)
+	d, err := zstdDecoder()
+	if err != nil {
+		return nil, err
+	}
+	// A first buffer of at most 1 MiB that grows as data comes: a size
+	// from the file allocates nothing the data does not fill.
+	out, err := d.DecodeAll(src, make([]byte, 0, min(n, 1<<20)))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("data decompresses to %d bytes, its header says %d", len(out), n)
+	}
+	return out, nil
 }

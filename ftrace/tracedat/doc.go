@@ -57,10 +57,8 @@
 //
 // Each record's data starts with the common fields (common_type, the event
 // ID; common_flags; common_preempt_count; common_pid). The event's format
-// gives every field's offset, size and signedness; Print evaluates its
-// "print fmt" — the TP_printk format string and its C argument expressions
-// — as the kernel would print the event into /sys/kernel/tracing/trace:
-// %p as the raw address in 16 hex digits (what tracefs prints with the
-// hash-ptr option off), %ps as the kernel symbol ("name [module]" for a
-// module's), __print_symbolic and __print_flags as the kernel's helpers.
+// gives every field's offset, size and signedness: Format.Uint and
+// Format.String read one field of a record, and Common the common ones.
+// What the fields mean, and how the kernel prints them, is the reader's
+// business (package ftrace reads the timer events' fields by name).
 package tracedat

@@ -24,9 +24,7 @@ type Format struct {
 	Fields       []Field // the common fields first, as listed
 	PrintFmt     string  // the text after "print fmt: "
 
-	f     *File
-	print *printFmt // parsed on first use
-	perr  error
+	f *File
 }
 
 // Field is one field of an event record.

@@ -37,7 +37,7 @@ func TestZlib(t *testing.T) {
 }
 
 // FuzzTraceDat: any bytes, read as a trace.dat to the end with every
-// event printed, give records or an *Error, never a panic, a hang or a
+// field of every record read, give records or an *Error, never a panic, a hang or a
 // giant allocation.
 func FuzzTraceDat(f *testing.F) {
 	b := newBuilder(2)
@@ -72,25 +72,25 @@ func FuzzTraceDat(f *testing.F) {
 	})
 }
 
-// FuzzPrintFmt: any print fmt evaluates to text or an error.
-func FuzzPrintFmt(f *testing.F) {
-	for _, s := range []string{
-		`"a=%lu b=%lu", REC->a, REC->b`,
-		`"%s", __print_flags(REC->flags & (0x00100000 | 0x00400000), "|", { 0x00100000, "P" }, { 0x00200000, "I" })`,
-		`"%s", __print_symbolic(REC->small, { 1, "ONE" }, { 200, "TWO" })`,
-		`"%p %ps %pS %*d %.3s", REC->fn, REC->fn, REC->fn, 4, REC->neg, REC->comm`,
-		`"%d", REC->a > REC->b ? (int)REC->t : ~REC->neg % 3 << 2`,
-	} {
-		f.Add(s)
-	}
-	fl := &File{order: binary.LittleEndian, KernelLongSize: 8, syms: parseKallsyms([]byte("ffffffff81000000 T first\n"))}
-	f.Fuzz(func(t *testing.T, pf string) {
-		ev, err := ParseFormat("test", strings.Replace(exprFormat, `"x"`, strings.ReplaceAll(pf, "\n", " "), 1))
+// FuzzFormat: any format text parses or is an error, and every field of a
+// format that parses reads from a record, or is an error, without a panic.
+func FuzzFormat(f *testing.F) {
+	f.Add(exprFormat, exprRecord())
+	f.Add(strings.Replace(exprFormat, "offset:52;", "offset:70;", 1), exprRecord()[:30])
+	fl := &File{order: binary.LittleEndian, KernelLongSize: 8}
+	f.Fuzz(func(t *testing.T, text string, rec []byte) {
+		ev, err := ParseFormat("test", text)
 		if err != nil {
 			return
 		}
 		ev.f = fl
-		ev.Print(nil, exprRecord())
-		ev.Print(nil, exprRecord()[:20])
+		for i := range ev.Fields {
+			fd := &ev.Fields[i]
+			if fd.Array > 0 || fd.Dynamic {
+				ev.String(rec, fd)
+			} else {
+				ev.Uint(rec, fd)
+			}
+		}
 	})
 }

@@ -117,16 +117,6 @@ func (t symtab) lookup(addr uint64) (name, module string, off uint64, ok bool) {
 	return t[i].name, t[i].module, addr - t[i].addr, true
 }
 
-// size is the distance from the symbol addr lies in to the next symbol, 0
-// when unknown.
-func (t symtab) size(addr uint64) uint64 {
-	i, _ := slices.BinarySearchFunc(t, addr+1, symAt)
-	if i == 0 || i >= len(t) {
-		return 0
-	}
-	return t[i].addr - t[i-1].addr
-}
-
 // parseCmdlines reads saved_cmdlines: "1234 bash" a line.
 func parseCmdlines(b []byte) map[int32]string {
 	m := map[int32]string{}
