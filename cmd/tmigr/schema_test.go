@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding"
 	"encoding/json"
 	"flag"
@@ -128,6 +129,13 @@ func generateSchema(o jsonOutput) ([]byte, error) {
 			s.OneOf = append(s.OneOf, &jsonschema.Schema{Ref: one.Ref})
 		}
 	}
+	if len(o.types) == 1 {
+		markNullable(s, reflect.TypeOf(o.types[0]), s.Definitions, map[*jsonschema.Schema]bool{})
+	} else {
+		for i, v := range o.types {
+			markNullable(s.OneOf[i], reflect.TypeOf(v), s.Definitions, map[*jsonschema.Schema]bool{})
+		}
+	}
 	if len(unknown) > 0 {
 		return nil, fmt.Errorf("%s: no schema for %s, which marshal themselves: add them to selfMarshaled", o.name, strings.Join(unknown, ", "))
 	}
@@ -150,6 +158,80 @@ func generateSchema(o jsonOutput) ([]byte, error) {
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	return append(b, '\n'), err
+}
+
+// markNullable lets null be the value of every pointer field without
+// omitempty in the schema s of t, as encoding/json writes a nil one: the
+// outputs say "not known" so (explain's time of a step, host's worst
+// latency when nothing was simulated). A nil slice or map, also written
+// null, is not allowed: an output has [] or {} there, or omits it.
+func markNullable(s *jsonschema.Schema, t reflect.Type, defs jsonschema.Definitions, seen map[*jsonschema.Schema]bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if s == nil {
+		return
+	}
+	if s.Ref != "" {
+		s = defs[strings.TrimPrefix(s.Ref, "#/$defs/")]
+		if s == nil {
+			return // another file's
+		}
+	}
+	if seen[s] {
+		return
+	}
+	seen[s] = true
+	if _, ok := selfMarshaled[t]; ok || t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		markNullable(s.Items, t.Elem(), defs, seen)
+	case reflect.Map:
+		if s.AdditionalProperties != nil {
+			markNullable(s.AdditionalProperties, t.Elem(), defs, seen)
+		}
+		for _, p := range s.PatternProperties {
+			markNullable(p, t.Elem(), defs, seen)
+		}
+	case reflect.Struct:
+		markFields(s, t, defs, seen)
+	}
+}
+
+// markFields is markNullable over the fields of struct t, whose schema is
+// s, the fields of its embedded structs included.
+func markFields(s *jsonschema.Schema, t reflect.Type, defs jsonschema.Definitions, seen map[*jsonschema.Schema]bool) {
+	if s.Properties == nil {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("json"), ",")
+		if tag[0] == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if f.Anonymous && tag[0] == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				markFields(s, ft, defs, seen) // inlined
+				continue
+			}
+		}
+		name := cmp.Or(tag[0], f.Name)
+		p, ok := s.Properties.Get(name)
+		if !ok {
+			continue
+		}
+		markNullable(p, f.Type, defs, seen)
+		if f.Type.Kind() == reflect.Pointer && !slices.Contains(tag[1:], "omitempty") && !slices.Contains(tag[1:], "omitzero") {
+			s.Properties.Set(name, &jsonschema.Schema{OneOf: []*jsonschema.Schema{p, {Type: "null"}}})
+		}
+	}
 }
 
 // TestSchemasCurrent fails when a committed schema is not the one its Go
@@ -286,6 +368,24 @@ func TestCheckSchemaRefuses(t *testing.T) {
 		}
 		if s.Validate(v) == nil {
 			t.Errorf("%s: valid", bad)
+		}
+	}
+	// A sweep's run line holds a sim run: its schema is followed there.
+	sw, _ := committedSchema(t, "sim-sweep")
+	for _, c := range []struct {
+		line  string
+		valid bool
+	}{
+		{`{"schema_version": 1, "index": 0, "of": 1, "seed": 1, "params": {}, "run": {}}`, false},
+		{`{"schema_version": 1, "summary": {"params": {"policy": "pull"}, "runs": 1, "cpus": []}}`, true},
+		{`{"schema_version": 1, "summary": {"params": {"policy": 1}, "runs": 1, "cpus": []}}`, false},
+	} {
+		v, err := validator.UnmarshalJSON(strings.NewReader(c.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sw.Validate(v); (err == nil) != c.valid {
+			t.Errorf("%s: %v, want valid %v", c.line, err, c.valid)
 		}
 	}
 	var out bytes.Buffer
