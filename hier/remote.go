@@ -70,54 +70,6 @@ func (h *Hierarchy) BeginRemote(r *Remote, cpu int, now int64, basej uint64) {
 	r.w = walk{childmask: t.groupmask, firstexp: KtimeMax, now: now, basej: basej, cpu: cpu}
 }
 
-// QuietRemote reports whether cpu's tmigr_handle_remote (BeginRemote and
-// the walk's Next), begun at any time up to now, expires nothing and
-// writes nothing outside cpu's own per-CPU state and the groups only its
-// walk handles (their next expiry, and the ignored events it drops from
-// their queues): cpu does not walk at all (not available, or not the
-// migrator of its group), or it is active, and every group on its walk
-// has cpu's branch as its migrator and no event due by now (the walk
-// then only refreshes each group's next expiry and stores cpu's wakeup).
-// Each group has one migrator, so no other active CPU's walk handles
-// those groups. Such a walk still sends the Tracer an EvHandleRemote per
-// group. It is false wherever it cannot tell. It only reads, without the
-// locks: call it where nothing changes the hierarchy meanwhile. The
-// simulator runs the timer softirqs of CPUs it holds quiet side by side.
-func (h *Hierarchy) QuietRemote(cpu int, now int64) bool {
-	t := h.tmc(cpu)
-	if notAvailable(t) {
-		return true
-	}
-	g, childmask := t.tmgroup.Load(), t.groupmask
-	if m := g.loadState().migrator(); m != childmask {
-		// A non-migrator's walk stops at once (a stale wakeup is only
-		// reset); a group without a migrator is left to the serial path.
-		return m != MigratorNone
-	}
-	if t.idle.Load() {
-		return false
-	}
-	for g != nil {
-		switch m := g.loadState().migrator(); {
-		case m == MigratorNone:
-			return false
-		case m != childmask:
-			return true
-		}
-		if g.nextExpiry.Load() <= now {
-			return false
-		}
-		for i := 0; i < g.events.n; i++ {
-			if e := g.events.e[i]; !e.ignore.Load() && e.expires <= now {
-				return false
-			}
-		}
-		child := g
-		g, childmask = child.parent.Load(), child.groupmask
-	}
-	return true
-}
-
 // Next returns the next CPU whose global timers the walk expires, claimed
 // (tmigr_handle_remote_cpu: marked remote, its wakeup reset), or -1 when
 // the walk is over. Each target must be reported with Done before Next is

@@ -198,10 +198,12 @@ func shellQuote(s string) string {
 
 // CheckTotals are the decisions of one check.
 type CheckTotals struct {
-	Checked             int            `json:"checked"`
-	Matched             int            `json:"matched"`
-	Undetermined        int            `json:"undetermined"`
-	UndeterminedReasons map[string]int `json:"undetermined_reasons"`
+	Checked      int `json:"checked"`
+	Matched      int `json:"matched"`
+	Undetermined int `json:"undetermined"`
+	// UndeterminedReasons counts the undetermined decisions by reason;
+	// absent when there are none.
+	UndeterminedReasons map[string]int `json:"undetermined_reasons,omitempty"`
 	Mismatched          int            `json:"mismatched"`
 }
 

@@ -98,7 +98,9 @@ type Run struct {
 	DurationS float64  `json:"duration_s"`
 	Seed      uint64   `json:"seed"`
 	Events    uint64   `json:"events"`
-	WallS     float64  `json:"wall_s"`
+	// WallS is the run's wall time, the one field a sweep's lines leave
+	// out (so that they are a function of the configuration alone).
+	WallS float64 `json:"wall_s,omitempty"`
 	// Partial marks a run stopped before its end (an interrupt): it
 	// reports the measurement up to where it stopped.
 	Partial  bool  `json:"partial,omitempty"`

@@ -23,9 +23,6 @@ type Exec struct {
 	// Task is the task whose step this is, nil in interrupt context.
 	Task *Task
 	irq  bool
-	// par: a local timer's callback run side by side with other CPUs'
-	// softirqs (parallel.go): only c's own timers may be touched.
-	par bool
 }
 
 // Machine returns the machine.
@@ -47,39 +44,22 @@ func (x *Exec) Jiffies() uint64 {
 
 // Mod arms t to expire at tick expires, from this CPU (mod_timer).
 func (x *Exec) Mod(t *Timer, expires uint64) {
-	if x.par {
-		x.m.modLocal(x, t, expires)
-		return
-	}
 	x.m.mod(x.CPU, t, expires, x.Now)
 }
 
 // AddOn arms t on CPU cpu (add_timer_on: the timer is pinned there).
 func (x *Exec) AddOn(t *Timer, cpu int, expires uint64) {
-	x.notPar("AddOn")
 	x.m.addOn(t, cpu, expires, x.Now)
 }
 
 // Del cancels t and reports whether it was pending.
 func (x *Exec) Del(t *Timer) bool {
-	if x.par && t.w.CPU() != x.CPU {
-		x.notPar("Del of another CPU's timer")
-	}
 	return x.m.set.Del(&t.w)
 }
 
 // Wake wakes task from the code running now.
 func (x *Exec) Wake(t *Task) {
-	x.notPar("Wake")
 	x.m.wake(t, x.Now, &x.m.cpus[x.CPU])
-}
-
-// notPar panics in a local timer's callback (InitLocalTimer) run beside
-// other CPUs' softirqs: what it was about to do may touch another CPU.
-func (x *Exec) notPar(what string) {
-	if x.par {
-		panic("sim: " + what + " from the callback of a timer set up with InitLocalTimer")
-	}
 }
 
 // Timer is a timer-wheel timer of the simulated kernel (struct
@@ -106,24 +86,6 @@ func (m *Machine) NewTimer(name string, flags uint32, fn func(x *Exec, t *Timer)
 // a workload with thousands of timers keeps each in the struct its
 // callback reads, one cache miss fewer per expiry.
 func (m *Machine) InitTimer(t *Timer, name string, flags uint32, fn func(x *Exec, t *Timer)) {
-	m.nonLocal++
-	m.initTimer(t, name, flags, fn)
-}
-
-// InitLocalTimer is InitTimer for a timer whose callback, when the CPU
-// the timer is queued on runs it (not a remote expiry), touches nothing
-// but the timer's own data and data of that CPU alone (its own
-// statistics), and arms nothing but the timer itself, with Exec.Mod (Del
-// of the timer too): no AddOn, no Wake, no other timer, no call of the
-// Machine's that changes it. Such callbacks may run on one of the run's
-// helper goroutines (Config.Threads), at the same time as other CPUs'
-// (parallel.go). Any timer set up with InitTimer instead keeps every
-// softirq of the run on the machine's goroutine.
-func (m *Machine) InitLocalTimer(t *Timer, name string, flags uint32, fn func(x *Exec, t *Timer)) {
-	m.initTimer(t, name, flags, fn)
-}
-
-func (m *Machine) initTimer(t *Timer, name string, flags uint32, fn func(x *Exec, t *Timer)) {
 	*t = Timer{Name: name, fn: fn}
 	cpu.Setup(&t.w, flags)
 	t.w.Data = t
@@ -152,20 +114,6 @@ func (m *Machine) mod(c int, t *Timer, expires uint64, now int64) {
 	jif := m.tg.Jiffies(now)
 	if _, k := m.set.Mod(c, &t.w, expires, jif, 0); k >= 0 {
 		m.kick(k, now)
-	}
-}
-
-// modLocal is mod for a local timer's callback on a helper goroutine
-// (Exec.par): the timer runs on x.CPU's base and stays there (a running
-// timer is not moved), so the only CPU Set.Mod can name to wake is x.CPU,
-// which kick leaves alone in its own interrupt.
-func (m *Machine) modLocal(x *Exec, t *Timer, expires uint64) {
-	if t.w.CPU() != x.CPU {
-		x.notPar("Mod of another CPU's timer")
-	}
-	jif := m.tg.Jiffies(x.Now)
-	if _, k := m.set.Mod(x.CPU, &t.w, expires, jif, 0); k >= 0 && k != x.CPU {
-		x.notPar("Mod that wakes another CPU")
 	}
 }
 

@@ -68,8 +68,7 @@ type Config struct {
 	Actions []Action
 
 	// Threads is the number of goroutines that run the quiet ticks of a
-	// tick instant side by side (see sweep), and the local softirqs of
-	// its late pass (InitLocalTimer): 0 for the CPUs available
+	// tick instant side by side (see sweep): 0 for the CPUs available
 	// (GOMAXPROCS, at most 4), 1 for the caller's goroutine only; at most
 	// one per 256 CPUs, and an instant with fewer than 512 ticks runs on
 	// the caller's goroutine. It changes the speed only: a seed's output

@@ -343,7 +343,7 @@ func (m *Machine) kick(k int, t int64) {
 }
 
 // runTimer runs an expired wheel timer's function on CPU handler, in x
-// (the machine's m.x, or a local softirq's own context on a helper).
+// (the machine's m.x).
 func (m *Machine) runTimer(x *Exec, handler int, t *wheel.Timer) {
 	owner := t.CPU()
 	c := &m.cpus[handler]

@@ -115,9 +115,7 @@ type remoteCount struct {
 // through the methods of Machine and Exec; everything runs on one
 // goroutine, in the order of the event queue, except the quiet ticks of a
 // tick instant, which run side by side on Config.Threads goroutines
-// (parallel.go) and call nothing of a workload's but OnGap, and the
-// local softirqs of the instant's late pass, which call the callbacks of
-// timers set up with InitLocalTimer.
+// (parallel.go) and call nothing of a workload's but OnGap.
 type Machine struct {
 	cfg    Config
 	costs  Costs
@@ -167,18 +165,6 @@ type Machine struct {
 	// is its list of the timers due.
 	touched uint64
 	touchTs []*wheel.Timer
-	// nonLocal counts the timers set up with InitTimer (not
-	// InitLocalTimer): with any, every softirq runs on the machine's
-	// goroutine. seg is the late pass's segment of local softirqs not yet
-	// run (parallel.go). For the tests: softShared counts the segments
-	// shared with the helpers, softLocal the local softirqs, softSerial
-	// the softirqs of open ticks the late pass kept on the machine's
-	// goroutine where it could have shared.
-	nonLocal   int
-	seg        []*lateTick
-	softShared uint64
-	softLocal  uint64
-	softSerial uint64
 }
 
 // New builds the machine of cfg and boots it: every CPU comes online (and

@@ -28,8 +28,7 @@ import (
 //     chunkCPUs CPUs in turn;
 //  2. the late pass, on the machine's goroutine, in CPU order: the ticks
 //     the quiet pass left open (their softirq, then the end of their
-//     interrupt) and the ticks of the CPUs that were not quiet (whole);
-//     the local softirqs among them run side by side as well (below).
+//     interrupt) and the ticks of the CPUs that were not quiet (whole).
 //
 // Both passes happen at the same instant g; a tick of the late pass sees
 // what the earlier late ticks did, as one tick after another did before.
@@ -37,62 +36,11 @@ import (
 // then the quiet pass runs on the machine's goroutine), and each CPU draws
 // from its own stream, so a seed's output does not depend on Threads.
 
-// # The late pass's softirqs on several cores
-//
-// On one goroutine the late pass runs its ticks in CPU order, and that
-// order is what a seed's output stands for: each late tick sees
-// everything the late ticks of lower CPUs did at this instant and
-// nothing of the higher ones'. Most of them are open ticks whose softirq
-// expires a housekeeping timer or two of the CPU's own; those are run
-// side by side where that cannot change anything.
-//
-// A local softirq is the softirq of an open tick of CPU c, in a run
-// eligible for them (helpers, not PREEMPT_RT, no trace log nor test
-// watcher of the hierarchy, and every timer of the run set up with
-// InitLocalTimer: a callback that, run by the timer's own CPU, touches
-// nothing but the timer's own data and that CPU's and re-arms nothing but
-// the timer itself with Exec.Mod), such that, when the late pass reaches
-// c in CPU order, c is still quiet and its remote walk is quiet at the
-// time the softirq starts (hier.QuietRemote: c is no migrator, or no
-// group it would handle has an event due). Its entry cost is drawn from
-// c's stream at that point rather than in timerSoftirq: only c's own code
-// draws from c's stream, and none of c's runs in between, so it is the
-// same draw.
-//
-// What a local softirq reads and writes: c's cpuState (its interrupt, its
-// stream, its measuring task's gap, its counters), c's timer bases, pass
-// and next expiries, the timers due there and what their callbacks touch
-// (their own data; the housekeeping's counters of handler c, which are
-// per handler), their re-arms (on c's base: a running timer is not moved,
-// so Set.Mod names no CPU to wake but c, which kick ignores in c's own
-// interrupt), and, for a migrator, the groups its walk handles (each has
-// one migrator child, so no other active CPU's walk goes there), with the
-// ignored events it drops from their queues (which no other softirq
-// reads), and c's own wakeup. It only reads what none of them writes (the configuration,
-// m.now, the window, the groups' migrators). It pushes no event, wakes no
-// task, and its endIRQ is irqDone alone (nothing was woken: the run queue
-// stays empty, and a running task on a CPU that is not nohz_full leaves
-// the tick as it is). So two local softirqs touch nothing in common and
-// commute, and a run of them, consecutive in CPU order, gives the same
-// state in any order or at once.
-//
-// The late pass therefore walks its ticks in CPU order as before, but a
-// local softirq only joins the segment, the run of local softirqs not yet
-// run; any other tick (a whole tick, a CPU no longer quiet, a walk that
-// may pull, or every tick of a run that is not eligible) first runs the
-// segment to its end, then runs itself on the machine's goroutine. Every
-// such tick thus sees the local softirqs of the lower CPUs done and none
-// of the higher ones', as in CPU order; and each softirq is classified
-// after every earlier tick that is not local has run, with its inputs as
-// they are when it runs (a segment's softirqs change nothing another's
-// classification reads). A segment of softShareMin softirqs or more runs
-// on the helpers too, softChunk at a time, each chunk touched
-// (touchSeg) and run by the goroutine that took it; a smaller one runs on
-// the machine's goroutine, with the same result.
-//
-// A callback that breaks its promise is caught where it could race: its
-// Exec is marked par, and AddOn, Wake, a Mod or Del of another CPU's
-// timer, or a Mod that names another CPU to wake, panic.
+// The late pass stays on the machine's goroutine: a softirq runs timer
+// callbacks, which may arm timers on any CPU and wake tasks, and a
+// migrator's remote walk changes the hierarchy, so each late tick must
+// see what the lower CPUs' did at this instant; only the core's ordinary
+// API is used, and only from that goroutine.
 
 // parMinTicking is the fewest ticks at an instant worth sharing with
 // other goroutines: below it the quiet pass runs on the machine's goroutine
@@ -106,14 +54,6 @@ const parMinTicking = 512
 // preempts (a shared machine) holds up the others little, large enough
 // that taking one costs nothing next to its ticks.
 const chunkCPUs = 128
-
-// softChunk is the number of local softirqs a goroutine takes at a time
-// from a segment, and softShareMin the fewest softirqs in a segment worth
-// sharing (fewer run on the machine's goroutine; the result is the same).
-const (
-	softChunk    = 8
-	softShareMin = 16
-)
 
 // helperSpin is how long a helper, done with a quiet pass, waits for the
 // next spinning before it parks: on a big busy machine the next pass
@@ -135,12 +75,9 @@ type chunk struct {
 // lateTick is a tick of the late pass: open (the quiet pass started it and
 // its tick core raised the timer softirq; x is its interrupt) or whole.
 type lateTick struct {
-	cpu   int32
-	open  bool
-	drawn bool // the late pass drew its softirq's entry cost
-	x     Exec
-	// touched keeps what touchSeg read (nothing reads it).
-	touched uint64
+	cpu  int32
+	open bool
+	x    Exec
 }
 
 // sweeper runs a machine's quiet passes on its goroutine and its helpers.
@@ -154,7 +91,6 @@ type lateTick struct {
 type sweeper struct {
 	chunks  []chunk
 	g       int64  // the instant of the pass in progress
-	soft    bool   // the pass in progress runs softirqs of m.seg, not a quiet pass
 	pass    uint64 // passes shared with the helpers
 	claim   atomic.Uint64
 	left    atomic.Int64 // chunks of the pass not yet done
@@ -257,13 +193,8 @@ func (m *Machine) takeChunks(s *sweeper, p uint64, low bool) {
 		if !s.claim.CompareAndSwap(v, w) {
 			continue
 		}
-		// Pass p cannot end, nor s.g, s.soft or m.seg change, before
-		// this chunk is done.
-		if s.soft {
-			m.softChunk(m.seg[i*softChunk : min((i+1)*softChunk, len(m.seg))])
-		} else {
-			m.quietPass(&s.chunks[i], s.g)
-		}
+		// Pass p cannot end, nor s.g change, before this chunk is done.
+		m.quietPass(&s.chunks[i], s.g)
 		s.left.Add(-1)
 	}
 }
@@ -274,56 +205,27 @@ func (m *Machine) sweep(g int64) {
 	m.now = g
 	s := m.sw
 	if len(s.helpers) > 0 && m.nTicking >= parMinTicking {
-		s.g, s.soft = g, false
+		s.g = g
 		m.share(s, len(s.chunks))
 	} else {
 		for i := range s.chunks {
 			m.quietPass(&s.chunks[i], g)
 		}
 	}
-	// Local softirqs only where the helpers can take them, and only in
-	// runs whose every timer is local.
-	// (The hierarchy's tracer does nothing with a quiet walk's events
-	// unless it logs them or a test watches.)
-	par := len(s.helpers) > 0 && m.nonLocal == 0 && !m.cfg.PreemptRT && m.tracer.log == nil && m.tracer.seen == nil
-	if !m.cfg.PreemptRT && !par {
-		// (The local softirqs are touched chunk by chunk, by whichever
-		// goroutine runs them: touchSeg.)
+	if !m.cfg.PreemptRT {
 		m.touchSoftirqs(s)
 	}
-	h := m.set.Hierarchy()
 	for i := range s.chunks {
 		p := &s.chunks[i]
 		m.nEvents += p.events
 		for j := range p.late {
 			l := &p.late[j]
 			c := &m.cpus[l.cpu]
-			if par && l.open && c.quiet() {
-				// The softirq's entry cost, drawn here rather than in
-				// timerSoftirq (c's stream is drawn from by c's code
-				// alone: the same draw), so that the hierarchy is asked
-				// about the time the softirq starts at.
-				l.x.Spend(c.draw(&m.samp.SoftirqEntry))
-				l.drawn = true
-				if h != nil && !h.QuietRemote(c.id, l.x.Now) {
-					m.softSerial++
-					goto serial
-				}
-				m.softLocal++
-				m.seg = append(m.seg, l)
-				continue
-			}
-		serial:
-			m.runSeg(s)
 			if l.open {
 				m.irqX = l.x
 				x := &m.irqX
 				m.x, m.inIRQ = x, c
-				if l.drawn {
-					m.runSoftirq(x, c)
-				} else {
-					m.timerSoftirq(x, c)
-				}
+				m.timerSoftirq(x, c)
 				m.endIRQ(x)
 				m.checkCPU(c)
 			} else if m.ticking.Test(c.id) && c.tickFrom <= g {
@@ -335,10 +237,9 @@ func (m *Machine) sweep(g int64) {
 			}
 		}
 	}
-	m.runSeg(s)
 }
 
-// share runs a pass of n chunks on the machine's goroutine and the
+// share runs a quiet pass of n chunks on the machine's goroutine and the
 // helpers, and returns when every chunk is done.
 func (m *Machine) share(s *sweeper, n int) {
 	s.pass++
@@ -355,81 +256,6 @@ func (m *Machine) share(s *sweeper, n int) {
 			runtime.Gosched()
 		}
 	}
-}
-
-// runSeg runs the softirqs of m.seg, the late pass's segment of local
-// softirqs, side by side when there are enough of them, and empties it.
-func (m *Machine) runSeg(s *sweeper) {
-	if len(m.seg) == 0 {
-		return
-	}
-	if len(m.seg) >= softShareMin {
-		s.soft = true
-		m.share(s, (len(m.seg)+softChunk-1)/softChunk)
-		m.softShared++
-	} else {
-		m.softChunk(m.seg)
-	}
-	clear(m.seg)
-	m.seg = m.seg[:0]
-}
-
-// softChunk runs the local softirqs of seg (see localSoftirq).
-func (m *Machine) softChunk(seg []*lateTick) {
-	if len(seg) > 1 {
-		m.touchSeg(seg)
-	}
-	for _, l := range seg {
-		m.localSoftirq(l)
-	}
-}
-
-// touchSeg is touchSoftirqs for the local softirqs of seg, before they
-// run on the same goroutine: their CPUs' bases and timers are changed by
-// nothing else meanwhile. What it read is kept in seg[0].
-func (m *Machine) touchSeg(seg []*lateTick) {
-	j := m.tg.Jiffies(m.now)
-	var v uint64
-	for _, l := range seg {
-		v += m.set.TouchHead(int(l.cpu), j)
-	}
-	var buf [2 * softChunk]*wheel.Timer
-	n := 0
-	for _, l := range seg {
-		k, w := m.set.Touch(int(l.cpu), j, buf[n:])
-		n, v = n+k, v+w
-	}
-	for _, t := range buf[:n] {
-		if _, ok := t.Data.(*Timer); ok {
-			v++
-		}
-	}
-	for _, t := range buf[:n] {
-		if st, ok := t.Data.(*Timer); ok && st.fn != nil {
-			v++
-		}
-	}
-	seg[0].touched = v
-}
-
-// localSoftirq is the rest of the open tick l, whose softirq is local:
-// what timerSoftirq and endIRQ do for it, on whatever goroutine, touching
-// nothing but l's CPU and its timers. l.x stays its context (m.x and
-// m.inIRQ are the machine goroutine's, and are not set): the callbacks
-// get it, marked par.
-func (m *Machine) localSoftirq(l *lateTick) {
-	c := &m.cpus[l.cpu]
-	x := &l.x
-	x.par = true
-	p := c.tk.TimerSoftirq(x.Now)
-	for t := p.Next(); t != nil; t = p.Next() {
-		m.runTimer(x, c.id, t)
-	}
-	// endIRQ: no softirq is handed to ktimers (not PREEMPT_RT), and the
-	// CPU stays quiet (the callbacks wake nothing): its reschedule and
-	// reconsiderTick have nothing to do, checkCPU neither (a checked run
-	// has no helpers).
-	m.irqDone(c, x.Now)
 }
 
 // quiet says whether c's tick can run in the quiet pass: whatever its tick

@@ -135,9 +135,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		reps = append(reps, r)
 	}
 	if *asJSON {
-		out := struct {
-			Files []explain.JSON `json:"files"`
-		}{}
+		out := explainOutput{SchemaVersion: schemaVersion, Files: []explain.JSON{}}
 		for _, r := range reps {
 			j := r.JSON()
 			if !only.Empty() {

@@ -38,6 +38,7 @@ func explainJSON(t *testing.T, args ...string) explainOut {
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	checkSchema(t, "explain", out)
 	var j explainOut
 	if err := json.Unmarshal([]byte(out), &j); err != nil {
 		t.Fatalf("%v\n%s", err, out)

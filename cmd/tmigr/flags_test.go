@@ -92,6 +92,7 @@ func TestFlagsAfterOperands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	checkSchema(t, "replay", before)
 	code, after, errs := runCmd("replay", trace, "--json")
 	if code != 0 || after != before {
 		t.Fatalf("replay FILE --json: exit %d, %s; output differs: %v", code, errs, after != before)

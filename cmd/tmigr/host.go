@@ -134,7 +134,7 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 		return fail(2, err)
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(rep.JSON(), "", "  ")
+		b, err := json.MarshalIndent(hostOutput{schemaVersion, rep.JSON()}, "", "  ")
 		if err != nil {
 			return fail(1, err)
 		}

@@ -46,6 +46,7 @@ func hostRun(t *testing.T, args ...string) (hostJSON, string) {
 	if code != 0 {
 		t.Fatalf("tmigr host %q: exit %d: %s", args, code, errs)
 	}
+	checkSchema(t, "host", out)
 	var j hostJSON
 	if err := json.Unmarshal([]byte(out), &j); err != nil {
 		t.Fatalf("tmigr host %q: %v\n%s", args, err, out)

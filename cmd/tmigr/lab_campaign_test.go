@@ -90,6 +90,7 @@ func TestLabCampaignRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkSchema(t, "lab-campaign", string(b))
 	var s lab.Summary
 	if err := json.Unmarshal(b, &s); err != nil || s.SchemaVersion != lab.CampaignSchema || s.Seed != 5 || len(s.Results) != 3 {
 		t.Errorf("summary: %v %+v", err, s)

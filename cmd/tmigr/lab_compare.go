@@ -102,9 +102,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		out = append(out, c)
 	}
 	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(struct {
-			Files []*conformance.Comparison `json:"files"`
-		}{out}); err != nil {
+		if err := json.NewEncoder(stdout).Encode(labCompareOutput{schemaVersion, out}); err != nil {
 			fmt.Fprintf(stderr, "tmigr lab compare: %v\n", err)
 			return 2
 		}

@@ -26,6 +26,7 @@ func TestLabCompareCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--json: exit %d: %s", code, stderr)
 	}
+	checkSchema(t, "lab-compare", stdout)
 	var out struct {
 		Files []struct {
 			File   string

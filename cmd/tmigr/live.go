@@ -88,15 +88,16 @@ func (lf *liveFlags) machine() (live.Machine, error) {
 // result is what every experiment returns.
 type result interface{ WriteText(io.Writer) error }
 
-// emit prints an experiment's result, or its error.
-func (lf *liveFlags) emit(res result, err error) int {
+// emit prints an experiment's result, or its error; asJSON is the
+// result as its --json output.
+func (lf *liveFlags) emit(res result, asJSON func() any, err error) int {
 	if err != nil {
 		return lf.fail(err)
 	}
 	if *lf.json {
 		enc := json.NewEncoder(lf.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := enc.Encode(asJSON()); err != nil {
 			return lf.fail(err)
 		}
 		return 0
@@ -160,7 +161,7 @@ A p99 is the 1% tail: with the default 5000 timers of each kind, their
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := live.Lateness(ctx, o)
-	return lf.emit(res, err)
+	return lf.emit(res, func() any { return liveLatenessOutput{schemaVersion, res} }, err)
 }
 
 func liveIsolation(args []string, stdout, stderr io.Writer) int {
@@ -180,7 +181,7 @@ runs none (the real-thread twin of seed 000). Uses the first two CPUs.`, stdout,
 		return lf.fail(err)
 	}
 	res, err := live.Isolation(live.IsolationOptions{Machine: m, Duration: *dur})
-	return lf.emit(res, err)
+	return lf.emit(res, func() any { return liveIsolationOutput{schemaVersion, res} }, err)
 }
 
 func liveIdle(args []string, stdout, stderr io.Writer) int {
@@ -200,7 +201,7 @@ near 100%, haltpoll between with a wake-up close to poll's.`, stdout, stderr)
 		return lf.fail(err)
 	}
 	res, err := live.Idle(live.IdleOptions{Machine: m, Workers: *workers, Duration: *dur})
-	return lf.emit(res, err)
+	return lf.emit(res, func() any { return liveIdleOutput{schemaVersion, res} }, err)
 }
 
 func liveSoftHard(args []string, stdout, stderr io.Writer) int {
@@ -220,7 +221,7 @@ periodic timer's latency for each.`, stdout, stderr)
 		return lf.fail(err)
 	}
 	res, err := live.SoftHard(live.SoftHardOptions{Machine: m, Sleepers: *n, Duration: *dur})
-	return lf.emit(res, err)
+	return lf.emit(res, func() any { return liveSoftHardOutput{schemaVersion, res} }, err)
 }
 
 func liveWakeups(args []string, stdout, stderr io.Writer) int {
@@ -239,5 +240,5 @@ worker to go idle wakes for everyone's timers: why the hierarchy exists.`, stdou
 		return lf.fail(err)
 	}
 	res, err := live.Wakeups(live.WakeupsOptions{Machine: m, Workers: *workers, Duration: *dur})
-	return lf.emit(res, err)
+	return lf.emit(res, func() any { return liveWakeupsOutput{schemaVersion, res} }, err)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ func TestLiveCommand(t *testing.T) {
 	if rc := run([]string{"live", "lateness", "--timers", "20", "--json"}, &out, &errb); rc != 0 {
 		t.Fatalf("exit %d: %s", rc, errb.String())
 	}
+	checkSchema(t, "live-lateness", out.String())
 	var r live.LatenessResult
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -31,6 +33,7 @@ func TestLiveCommand(t *testing.T) {
 	if rc := run([]string{"live", "lateness", "--timers", "10", "--slack", "3ms", "--json"}, &out, &errb); rc != 0 {
 		t.Fatalf("exit %d: %s", rc, errb.String())
 	}
+	checkSchema(t, "live-lateness", out.String())
 	r = live.LatenessResult{}
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -44,6 +47,7 @@ func TestLiveCommand(t *testing.T) {
 	if rc := run([]string{"live", "lateness", "--timers", "10", "--rearm", "--json"}, &out, &errb); rc != 0 {
 		t.Fatalf("exit %d: %s", rc, errb.String())
 	}
+	checkSchema(t, "live-lateness", out.String())
 	r = live.LatenessResult{}
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -110,5 +114,40 @@ func TestLiveBadUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if rc := run([]string{"live", "idle", "-h"}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "usage: tmigr live idle") || errb.Len() != 0 {
 		t.Errorf("-h: exit %d, stdout %q, stderr %q", rc, out.String(), errb.String())
+	}
+}
+
+// Every experiment's --json output holds its schema, with a run per
+// setting it compares, each of the length asked for.
+func TestLiveJSONSchemas(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("the experiments need 2 CPUs")
+	}
+	for _, c := range []struct {
+		args []string
+		runs int
+	}{
+		{[]string{"isolation"}, 2},
+		{[]string{"idle", "--workers", "2"}, 3},
+		{[]string{"softhard"}, 2},
+		{[]string{"wakeups", "--workers", "2"}, 2},
+	} {
+		var out, errb bytes.Buffer
+		args := append(append([]string{"live"}, c.args...), "--duration", "100ms", "--json")
+		if rc := run(args, &out, &errb); rc != 0 {
+			t.Fatalf("%s: exit %d: %s", c.args[0], rc, errb.String())
+		}
+		checkSchema(t, "live-"+c.args[0], out.String())
+		var r struct {
+			SchemaVersion int     `json:"schema_version"`
+			DurationS     float64 `json:"duration_s"`
+			Runs          []json.RawMessage
+		}
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.SchemaVersion != 1 || r.DurationS != 0.1 || len(r.Runs) != c.runs {
+			t.Errorf("%s: schema_version %d, %v s, %d runs; want 1, 0.1 s, %d runs", c.args[0], r.SchemaVersion, r.DurationS, len(r.Runs), c.runs)
+		}
 	}
 }

@@ -27,6 +27,7 @@ func TestSimAnswerFirst(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	checkSchema(t, "sim", out)
 	var v struct {
 		Summary struct {
 			Pulls []struct {

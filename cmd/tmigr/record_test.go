@@ -274,6 +274,7 @@ func TestReplayCmdline(t *testing.T) {
 		if rc := run(args, &out, &errb); rc == 2 {
 			t.Fatalf("--cmdline %q: %s", cmdline, errb.String())
 		}
+		checkSchema(t, "replay", out.String())
 		outs = append(outs, out.String())
 	}
 	if outs[0] == outs[1] {

@@ -147,9 +147,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
-		if err := enc.Encode(struct {
-			Files []*replay.Result `json:"files"`
-		}{results}); err != nil {
+		if err := enc.Encode(replayOutput{schemaVersion, results}); err != nil {
 			fmt.Fprintf(stderr, "tmigr replay: %v\n", err)
 			return 2
 		}

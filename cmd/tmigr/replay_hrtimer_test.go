@@ -31,6 +31,7 @@ func TestReplayHrtimer(t *testing.T) {
 	if code := run([]string{"replay", "--hrtimer", "--json", rt}, &o, &e); code != 0 {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
+	checkSchema(t, "replay", o.String())
 	var out struct {
 		Files []map[string]json.RawMessage
 	}

@@ -76,7 +76,7 @@ func runRepro(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *asJSON {
-		b, err := json.Marshal(out.JSON())
+		b, err := json.Marshal(reproOutput{schemaVersion, out.JSON()})
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr repro: %v\n", err)
 			return 1

@@ -43,6 +43,7 @@ func TestReproPanic(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	checkSchema(t, "repro", js)
 	var v struct {
 		Experiment string `json:"experiment"`
 		Runs       []struct {

@@ -345,10 +345,7 @@ func simPredictionText(cfg *sim.Config, pred *migrators.Timeline) []string {
 // printSim prints a run's summary and report, or its JSON.
 func printSim(res *sim.Result, run *report.Run, pred *migrators.Timeline, predText []string, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
-		b, err := json.Marshal(struct {
-			*report.Run
-			Prediction *migrators.Timeline `json:"prediction"`
-		}{run, pred})
+		b, err := json.Marshal(simOutput{schemaVersion, run, pred})
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr sim: %v\n", err)
 			return 1

@@ -92,20 +92,12 @@ func partialStatus(stderr io.Writer, res *sim.Result) int {
 	return exitInterrupted
 }
 
-// dryRun is what --dry-run prints with --json.
-type dryRun struct {
-	Valid      bool    `json:"valid"`
-	CPUs       int     `json:"cpus"`
-	SimulatedS float64 `json:"simulated_s"`
-	EstimateS  float64 `json:"estimate_s"`
-}
-
 // printEstimate is --dry-run's output: the configuration passed every
 // check, and how long it may take.
 func printEstimate(stdout io.Writer, cfg *sim.Config, asJSON bool) int {
 	e := sim.Estimate(*cfg)
 	if asJSON {
-		b, _ := json.Marshal(dryRun{true, cfg.CPUs, (cfg.Warmup + cfg.Duration).Seconds(), e.Seconds()})
+		b, _ := json.Marshal(dryRun{schemaVersion, true, cfg.CPUs, (cfg.Warmup + cfg.Duration).Seconds(), e.Seconds()})
 		fmt.Fprintf(stdout, "%s\n", b)
 		return 0
 	}

@@ -35,6 +35,7 @@ func TestSimSweep(t *testing.T) {
 	if one != three {
 		t.Errorf("-j 1 and -j 3 differ:\n%s\n%s", one, three)
 	}
+	checkSchema(t, "sim-sweep", one)
 	lines := strings.Split(strings.TrimSpace(one), "\n")
 	if len(lines) != 6+2 {
 		t.Fatalf("%d lines, want 6 runs and 2 summaries:\n%s", len(lines), one)
@@ -56,6 +57,7 @@ func TestSimSweep(t *testing.T) {
 	}
 	// The run is the single run of those flags.
 	single, _, _ := runOut(t, append(append([]string(nil), sweepBase...), "--json", "--quiet", "--seed", "2", "--policy", "pull-isolated")...)
+	checkSchema(t, "sim", single)
 	var want map[string]any
 	json.Unmarshal([]byte(single), &want)
 	delete(want, "wall_s")
@@ -71,7 +73,7 @@ func TestSimSweep(t *testing.T) {
 	var files []string
 	for _, s := range []string{"2/3", "0/3", "1/3"} {
 		out, stderr, code := runOut(t, append(args, "--shard", s)...)
-		if code != 0 || strings.Contains(out, `{"summary":{"params"`) {
+		if code != 0 || strings.Contains(out, `"summary":{"params"`) {
 			t.Fatalf("shard %s: exit %d, %s", s, code, stderr)
 		}
 		f := filepath.Join(dir, strings.ReplaceAll(s, "/", "-"))
@@ -177,6 +179,9 @@ func TestSimInterrupted(t *testing.T) {
 		}
 		if !strings.Contains(errb.String(), "this run may take about 2m") {
 			t.Errorf("no warning before a long run: %s", errb.String())
+		}
+		if asJSON {
+			checkSchema(t, "sim", out.String())
 		}
 		if asJSON && !strings.Contains(out.String(), `"partial":true`) || !asJSON && !strings.HasPrefix(out.String(), "# PARTIAL:") {
 			t.Errorf("the report is not marked partial:\n%.300s", out.String())

@@ -88,6 +88,7 @@ func TestSimJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	checkSchema(t, "sim", out)
 	var v struct {
 		Machine   map[string]any `json:"machine"`
 		Policy    string         `json:"policy"`
@@ -133,6 +134,7 @@ func TestSimThreadsSameOutput(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("--threads %s: exit %d: %s", th, code, errs)
 		}
+		checkSchema(t, "sim", out)
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(out), &fields); err != nil {
 			t.Fatal(err)
@@ -324,6 +326,7 @@ func TestSimPrediction(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--json: exit %d: %s", code, errs)
 	}
+	checkSchema(t, "sim", out)
 	var j struct {
 		Summary struct {
 			Pulls []struct {

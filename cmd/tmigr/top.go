@@ -109,7 +109,7 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	var printErr error
 	emit := func(p watch.Period) bool {
 		if *asJSON {
-			b, err := json.Marshal(topJSON{SchemaVersion: 1, Period: p})
+			b, err := json.Marshal(topOutput{schemaVersion, p})
 			if err == nil {
 				_, err = fmt.Fprintf(stdout, "%s\n", b)
 			}
@@ -192,12 +192,6 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 // time: past the end of the round that ran it (a round's callbacks take
 // microseconds; its walk follows at once).
 const onForeignAfter = 10e6
-
-// topJSON is one line of tmigr top --json.
-type topJSON struct {
-	SchemaVersion int `json:"schema_version"`
-	watch.Period
-}
 
 // saveTrace writes events as a trace file with the machine line,
 // atomically.

@@ -15,6 +15,7 @@ func TestTopInput(t *testing.T) {
 	if rc := run([]string{"top", "--input", topTrace, "--json", "-c", "8,10"}, &out, &errb); rc != 0 {
 		t.Fatalf("status %d: %s", rc, errb.String())
 	}
+	checkSchema(t, "top", out.String())
 	sc := bufio.NewScanner(strings.NewReader(out.String()))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	var periods int

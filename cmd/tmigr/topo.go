@@ -70,7 +70,7 @@ func runTopo(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(h.Topology(), "", "  ")
+		b, err := json.MarshalIndent(topoOutput{schemaVersion, h.Topology()}, "", "  ")
 		if err != nil {
 			fmt.Fprintf(stderr, "tmigr topo: %v\n", err)
 			return 1

@@ -53,6 +53,7 @@ func TestTopoMachines(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
+			checkSchema(t, "topo", out)
 			var top topoJSON
 			if err := json.Unmarshal([]byte(out), &top); err != nil {
 				t.Fatalf("bad JSON: %v\n%s", err, out)
@@ -188,6 +189,7 @@ func TestTopoNodeCPUs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	checkSchema(t, "topo", out)
 	var top topoJSON
 	if err := json.Unmarshal([]byte(out), &top); err != nil {
 		t.Fatal(err)

@@ -79,16 +79,20 @@ func (o *Outcome) WriteText(w io.Writer) error {
 	return err
 }
 
-// JSON returns {"experiment": NAME, "runs": [the sim JSON of each run]}.
-func (o *Outcome) JSON() any {
+// JSON is an outcome as JSON: the experiment's name and the sim JSON of
+// each run.
+type JSON struct {
+	Experiment string        `json:"experiment"`
+	Runs       []*report.Run `json:"runs"`
+}
+
+// JSON returns the outcome as JSON.
+func (o *Outcome) JSON() JSON {
 	runs := make([]*report.Run, len(o.Runs))
 	for i, r := range o.Runs {
 		runs[i] = r.Report()
 	}
-	return struct {
-		Experiment string        `json:"experiment"`
-		Runs       []*report.Run `json:"runs"`
-	}{o.Experiment, runs}
+	return JSON{o.Experiment, runs}
 }
 
 var experiments = []*Experiment{

@@ -80,7 +80,8 @@ func (s *Summary) AddLine(b []byte) error {
 
 // SummaryLine is the JSON of one configuration group's summary.
 type SummaryLine struct {
-	Summary GroupSummary `json:"summary"`
+	SchemaVersion int          `json:"schema_version"`
+	Summary       GroupSummary `json:"summary"`
 }
 
 // GroupSummary summarises the runs of one configuration.
@@ -168,7 +169,7 @@ func round(v float64, d int) float64 {
 // Write writes one summary line per configuration group.
 func (s *Summary) Write(w io.Writer) error {
 	for _, g := range s.Groups() {
-		b, err := json.Marshal(SummaryLine{g})
+		b, err := json.Marshal(SummaryLine{SchemaVersion, g})
 		if err != nil {
 			return err
 		}
@@ -196,14 +197,17 @@ func Summarize(r io.Reader, w io.Writer) error {
 		if len(bytes.TrimSpace(line)) > 0 {
 			line = bytes.TrimRight(line, "\r\n")
 			var head struct {
-				Index   *int            `json:"index"`
-				Of      int             `json:"of"`
-				Summary json.RawMessage `json:"summary"`
+				SchemaVersion int             `json:"schema_version"`
+				Index         *int            `json:"index"`
+				Of            int             `json:"of"`
+				Summary       json.RawMessage `json:"summary"`
 			}
 			if e := json.Unmarshal(line, &head); e != nil {
 				return fmt.Errorf("line %d: not a sweep line: %v", n, e)
 			}
 			switch {
+			case head.SchemaVersion > SchemaVersion:
+				return fmt.Errorf("line %d: schema_version %d, from a newer tmigr (this one reads up to %d)", n, head.SchemaVersion, SchemaVersion)
 			case head.Summary != nil:
 				continue
 			case head.Index == nil:

@@ -293,12 +293,17 @@ func (ps Params) key() string {
 	return string(b)
 }
 
+// SchemaVersion is the schema_version of a sweep's lines: fields are
+// only added within a version (docs/json.md).
+const SchemaVersion = 1
+
 // Line is a run's line of output.
 type Line struct {
-	Index  int    `json:"index"`
-	Of     int    `json:"of"`
-	Seed   uint64 `json:"seed"`
-	Params Params `json:"params"`
+	SchemaVersion int    `json:"schema_version"`
+	Index         int    `json:"index"`
+	Of            int    `json:"of"`
+	Seed          uint64 `json:"seed"`
+	Params        Params `json:"params"`
 	// Run is the run's JSON: package report's Run, without its wall time.
 	Run json.RawMessage `json:"run"`
 }
@@ -403,7 +408,7 @@ func Run(ctx context.Context, plan Plan, opts Options, run RunFunc, w io.Writer)
 			if err != nil {
 				r.err = fmt.Errorf("configuration %d (%s): %w", i, p.describe(), err)
 			} else {
-				r.line, r.err = json.Marshal(Line{Index: i, Of: n, Seed: p.Seed, Params: p.Params, Run: js})
+				r.line, r.err = json.Marshal(Line{SchemaVersion: SchemaVersion, Index: i, Of: n, Seed: p.Seed, Params: p.Params, Run: js})
 			}
 			mu.Lock()
 			delete(shares, i)

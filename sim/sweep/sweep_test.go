@@ -281,6 +281,7 @@ func TestSummarizeRejects(t *testing.T) {
 		{"{\"x\":1}\n", "no index"},
 		{"not json\n", "not a sweep line"},
 		{strings.Replace(part(0, 1), `"index":3`, `"index":12`, 1), "outside"},
+		{strings.Replace(part(0, 1), `"schema_version":1,`, `"schema_version":2,`, 1), "schema_version 2, from a newer tmigr"},
 	} {
 		err := Summarize(strings.NewReader(c.in), new(bytes.Buffer))
 		if err == nil || !strings.Contains(err.Error(), c.err) {

@@ -136,9 +136,7 @@ type Housekeeping struct {
 
 	m      *sim.Machine
 	timers []*hkTimer
-	// stats by handler, then (owner, class), in the order first counted:
-	// a handler's list is only touched by the softirqs of that CPU, which
-	// may run beside other CPUs' (sim.Machine.InitLocalTimer).
+	// stats by handler, then (owner, class), in the order first counted.
 	stats [][]*HKStat
 }
 
@@ -262,14 +260,7 @@ func (h *Housekeeping) Start(m *sim.Machine) error {
 				flags |= cpu.Deferrable
 			}
 			ht.t = &ht.tm
-			if cl.Scope == Hop {
-				// Re-armed on another CPU.
-				m.InitTimer(ht.t, cl.Name, flags, h.fire)
-			} else {
-				// Its callback touches its own hkTimer and its handler's
-				// statistics, and re-arms itself with x.Mod.
-				m.InitLocalTimer(ht.t, cl.Name, flags, h.fire)
-			}
+			m.InitTimer(ht.t, cl.Name, flags, h.fire)
 			ht.t.Data = ht
 			h.timers = append(h.timers, ht)
 			if cl.RX {
