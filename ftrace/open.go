@@ -243,6 +243,16 @@ func ReadAll(r *Reader) ([]Event, error) {
 		if err != nil {
 			return nil, err
 		}
+		if evs == nil {
+			// The header, complete now, may say how many events
+			// follow: one slice of that size rather than a series of
+			// copies, each twice the last.
+			evs = make([]Event, 0, min(max(r.hdr.Entries, 64), maxPrealloc))
+		}
 		evs = append(evs, ev)
 	}
 }
+
+// maxPrealloc bounds what a header's count of entries makes ReadAll
+// reserve (a header can lie).
+const maxPrealloc = 1 << 22

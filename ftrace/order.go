@@ -142,8 +142,7 @@ type OpenOptions struct {
 type window struct {
 	size   int
 	refuse bool
-	fifo   []keyed // in arrival order, until the first disorder
-	head   int
+	fifo   ring    // in arrival order, until the first disorder
 	heap   []keyed // in sort order, from then on
 	sorted bool
 	// markers waits, per CPU, for that CPU's next event, whose time is
@@ -187,7 +186,48 @@ func newWindow(o OpenOptions) *window {
 	return &window{size: n, refuse: o.Order == Refuse}
 }
 
-func (w *window) held() int { return len(w.fifo) - w.head + len(w.heap) }
+func (w *window) held() int { return w.fifo.n + len(w.heap) }
+
+// ring is a queue of events in a ring buffer: a window in order moves
+// each event once.
+type ring struct {
+	buf  []keyed // len a power of two
+	head int
+	n    int
+}
+
+func (q *ring) push(k keyed) {
+	if q.n == len(q.buf) {
+		nb := make([]keyed, max(2*len(q.buf), 64))
+		for i := 0; i < q.n; i++ {
+			nb[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+		}
+		q.buf, q.head = nb, 0
+	}
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = k
+	q.n++
+}
+
+func (q *ring) pop() keyed {
+	k := q.buf[q.head]
+	q.buf[q.head] = keyed{}
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+	return k
+}
+
+// at returns the i-th event held, for changing it in place.
+func (q *ring) at(i int) *keyed { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
+
+// drain returns the events held, in order, and empties q.
+func (q *ring) drain() []keyed {
+	out := make([]keyed, q.n)
+	for i := range out {
+		out[i] = q.pop()
+	}
+	*q = ring{}
+	return out
+}
 
 func (w *window) next(r *Reader) (Event, error) {
 	for w.err == nil && (w.held() <= w.size || r.format == FormatReport) {
@@ -212,23 +252,23 @@ func (w *window) next(r *Reader) (Event, error) {
 func (w *window) end(r *Reader, err error) {
 	w.err = err
 	if err != io.EOF {
-		w.fifo, w.head, w.heap, w.markers = nil, 0, nil, nil
+		w.fifo, w.heap, w.markers = ring{}, nil, nil
 		return
 	}
 	if r.format == FormatReport {
 		// Whether every timer_start shows D|P|I is a question of the
 		// whole report; it is held whole for it.
 		evs := make([]Event, 0, w.held())
-		for _, k := range w.fifo[w.head:] {
-			evs = append(evs, k.ev)
+		for i := 0; i < w.fifo.n; i++ {
+			evs = append(evs, w.fifo.at(i).ev)
 		}
 		for _, k := range w.heap {
 			evs = append(evs, k.ev)
 		}
 		checkReportFlags(evs, &r.source)
 		i := 0
-		for j := range w.fifo[w.head:] {
-			w.fifo[w.head+j].ev = evs[i]
+		for j := 0; j < w.fifo.n; j++ {
+			w.fifo.at(j).ev = evs[i]
 			i++
 		}
 		for j := range w.heap {
@@ -262,8 +302,7 @@ func (w *window) add(r *Reader, ev Event) error {
 			return w.refusal(r, ev)
 		}
 		w.sorted = true
-		held := w.fifo[w.head:]
-		w.fifo, w.head = nil, 0
+		held := w.fifo.drain()
 		w.heap = make([]keyed, 0, len(held)+1)
 		for _, k := range held {
 			if err := w.place(r, k); err != nil {
@@ -272,7 +311,7 @@ func (w *window) add(r *Reader, ev Event) error {
 		}
 	}
 	if !w.sorted {
-		w.fifo = append(w.fifo, k)
+		w.fifo.push(k)
 		return nil
 	}
 	return w.place(r, k)
@@ -316,14 +355,8 @@ func (w *window) refusal(r *Reader, ev Event) error {
 func (w *window) pop() (Event, bool) {
 	var k keyed
 	switch {
-	case w.head < len(w.fifo):
-		k = w.fifo[w.head]
-		w.fifo[w.head] = keyed{}
-		w.head++
-		if w.head == len(w.fifo) || w.head >= 1024 && w.head*2 >= len(w.fifo) {
-			w.fifo = append(w.fifo[:0], w.fifo[w.head:]...)
-			w.head = 0
-		}
+	case w.fifo.n > 0:
+		k = w.fifo.pop()
 	case len(w.heap) > 0:
 		k = w.heap[0]
 		n := len(w.heap) - 1
