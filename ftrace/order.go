@@ -230,7 +230,11 @@ func (q *ring) drain() []keyed {
 }
 
 func (w *window) next(r *Reader) (Event, error) {
-	for w.err == nil && (w.held() <= w.size || r.format == FormatReport) {
+	if r.asWritten && w.held() == 0 && r.format != FormatReport {
+		// The simulator's trace is read as written: nothing to hold.
+		return r.next()
+	}
+	for w.err == nil && (w.held() == 0 || w.held() <= w.size && !r.asWritten || r.format == FormatReport) {
 		ev, err := r.next()
 		if err != nil {
 			w.end(r, err)
