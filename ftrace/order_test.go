@@ -191,3 +191,54 @@ func TestRefuse(t *testing.T) {
 		t.Errorf("a window of 100: %v", err)
 	}
 }
+
+// FuzzWindow: whatever the input, a Reader that sorts in a small window or
+// refuses gives events in time order across CPUs (the simulator's traces,
+// read as written, aside) or an error; when the small window succeeds it
+// gives the events the default one gives.
+func FuzzWindow(f *testing.F) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 4 {
+		f.Add(shuffled(rng, 3, 40, 30_000))
+	}
+	f.Add([]byte(`# tracer: nop
+          <idle>-0       [001] d..2.   100.000020: timer_cancel: timer=0000000000000001
+CPU:1 [LOST 5 EVENTS]
+          <idle>-0       [000] d..2.   100.000010: timer_cancel: timer=0000000000000003
+`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		all, errAll := readWith(t, data, OpenOptions{})
+		for _, o := range []OpenOptions{{Window: 4}, {Order: Refuse}} {
+			r, c, err := OpenReaderWith(bytes.NewReader(data), "fuzz", o)
+			if err != nil {
+				continue
+			}
+			evs, err := ReadAll(r)
+			c.Close()
+			if err != nil {
+				if err.Error() == "" {
+					t.Fatal("an error without a message")
+				}
+				continue
+			}
+			if len(r.Source().Warnings) > 0 && strings.Contains(strings.Join(r.Source().Warnings, " "), "simulator") {
+				continue
+			}
+			var last int64 = -1 << 63
+			for _, ev := range evs {
+				if ev.Name != "" {
+					if ev.TS < last {
+						t.Fatalf("%+v: line %d at %d after %d", o, ev.Line, ev.TS, last)
+					}
+					last = ev.TS
+				}
+			}
+			if errAll != nil || len(evs) != len(all) {
+				t.Fatalf("%+v: %d events; the default window: %d events, %v", o, len(evs), len(all), errAll)
+			}
+		}
+	})
+}
