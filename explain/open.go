@@ -3,14 +3,13 @@ package explain
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/tmigr/tmigr/ftrace"
 )
 
 // ReadFile reads a whole recording in any form ftrace.Open reads
 // (tracefs text, trace-cmd report text, trace.dat, gzip'd; "-" is
-// standard input), in time order.
+// standard input), in time order (sorted by ftrace.Open, as replay's).
 func ReadFile(path string) ([]ftrace.Event, ftrace.Header, error) {
 	r, c, err := ftrace.Open(path)
 	if err != nil {
@@ -26,27 +25,14 @@ func ReadFile(path string) ([]ftrace.Event, ftrace.Header, error) {
 
 // readAll reads every event of r. The first malformed line ends the
 // reading with its error (a *ftrace.LineError names the line): an
-// explanation built on part of a recording could blame the wrong CPU. So
-// do events out of time order, which per-CPU buffers concatenated without
-// merging give: the chain of decisions is a sequence in time.
+// explanation built on part of a recording could blame the wrong CPU.
+// Events out of time order (per-CPU buffers concatenated) are sorted by
+// the Reader, as replay's are: the chain of decisions is a sequence in
+// time.
 func readAll(r *ftrace.Reader) ([]ftrace.Event, ftrace.Header, error) {
-	var evs []ftrace.Event
-	var last ftrace.Event
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, ftrace.Header{}, err
-		}
-		if len(evs) > 0 && ev.TS < last.TS {
-			return nil, ftrace.Header{}, &ftrace.LineError{Line: ev.Line, Err: fmt.Errorf(
-				"time goes back, from %s at line %d to %s: the events are not in time order (per-CPU buffers concatenated? merge them by time first)",
-				ftrace.FormatTS(last.TS)+" s", last.Line, ftrace.FormatTS(ev.TS)+" s")}
-		}
-		last = ev
-		evs = append(evs, ev)
+	evs, err := ftrace.ReadAll(r)
+	if err != nil {
+		return nil, ftrace.Header{}, err
 	}
 	if len(evs) == 0 {
 		return nil, ftrace.Header{}, errors.New("the recording holds no timer or timer_migration events")
@@ -54,10 +40,18 @@ func readAll(r *ftrace.Reader) ([]ftrace.Event, ftrace.Header, error) {
 	return evs, r.Header(), nil
 }
 
+// fmtTS prints a trace time as the kernel does, seconds with six decimals.
+func fmtTS(ns int64) string {
+	if ns < 0 {
+		return fmt.Sprintf("-%s", fmtTS(-ns))
+	}
+	return fmt.Sprintf("%d.%06d s", ns/1e9, ns%1e9/1e3)
+}
+
 // fmtKtime prints a time of the hierarchy's clock (CLOCK_MONOTONIC, in
 // which events and wakeups are kept). The trace's own clock ("local" by
 // default) may run apart from it: the 6.12.117 recordings' are seconds
 // ahead, so the two are never mixed up in one number.
 func fmtKtime(ns int64) string {
-	return ftrace.FormatTS(ns) + " s (CLOCK_MONOTONIC)"
+	return fmtTS(ns) + " (CLOCK_MONOTONIC)"
 }

@@ -87,9 +87,11 @@
 //
 // Events come in time order. Each CPU's events must be in order already —
 // one going backwards is an error naming both lines — while text whose
-// CPUs are interleaved out of order (per-CPU files concatenated) is read
-// whole and sorted by Open (see order.go); NewReader, which streams (a live
-// trace_pipe), refuses it instead, naming the line.
+// CPUs are interleaved out of order (per-CPU files concatenated) is sorted
+// by Open within a window of DefaultWindow events, or refused with Refuse
+// (OpenWith; see order.go); NewReader, which streams without holding
+// anything back (a live trace_pipe), refuses it, naming the line. ReadAll
+// reads a whole recording into memory, for checks that need it at once.
 //
 // Lost events. A Lost event says that the kernel dropped events of its CPU
 // (Event.CPU) between that CPU's previous event and its next one, which

@@ -99,23 +99,30 @@ func (r *Reader) Source() Source {
 // like (a perf.data, JSON, an image, ...).
 //
 // The Reader it returns delivers the events in time order: text out of
-// order (per-CPU files concatenated) is read to the end and sorted before
-// the first event is returned (see orderCheck); a trace.dat's CPUs are
-// merged by time as trace-cmd report merges them. Unlike NewReader's, this
-// Reader stops at the first error: the events of an input it cannot read
-// whole are not returned.
+// order (per-CPU files concatenated) is sorted within a window of
+// DefaultWindow events (see orderCheck); a trace.dat's CPUs are merged by
+// time as trace-cmd report merges them. It streams: what it holds is
+// bounded by the window, not by the input's length. Unlike NewReader's,
+// this Reader stops at the first error, and the events it held back then
+// are not returned.
 //
 // The Closer releases the file and what reading it took (a temporary copy
 // of a compressed or piped trace.dat); call it when done with the Reader.
 func Open(path string) (*Reader, io.Closer, error) {
+	return OpenWith(path, OpenOptions{})
+}
+
+// OpenWith is Open with a choice of what to do with events out of time
+// order, and of the window that sorts them.
+func OpenWith(path string, o OpenOptions) (*Reader, io.Closer, error) {
 	if path == "-" {
-		return OpenReader(os.Stdin, "-")
+		return OpenReaderWith(os.Stdin, "-", o)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, c, err := OpenReader(f, path)
+	r, c, err := OpenReaderWith(f, path, o)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -125,6 +132,11 @@ func Open(path string) (*Reader, io.Closer, error) {
 
 // OpenReader is Open of an already open input; name is what Source reports.
 func OpenReader(src io.Reader, name string) (*Reader, io.Closer, error) {
+	return OpenReaderWith(src, name, OpenOptions{})
+}
+
+// OpenReaderWith is OpenWith of an already open input.
+func OpenReaderWith(src io.Reader, name string, o OpenOptions) (*Reader, io.Closer, error) {
 	br := bufio.NewReaderSize(src, fillSize)
 	head, err := br.Peek(len(tracedat.Magic))
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
@@ -163,11 +175,12 @@ func OpenReader(src io.Reader, name string) (*Reader, io.Closer, error) {
 			c.Close()
 			return nil, nil, err
 		}
+		r.win = newWindow(o)
 		return r, c, nil
 	}
 	r := NewReader(br)
 	r.source = source
-	r.sorter = &sorter{}
+	r.win = newWindow(o)
 	return r, c, nil
 }
 
@@ -217,3 +230,29 @@ func (cs closers) Close() error {
 	}
 	return first
 }
+
+// ReadAll reads the rest of r's events into memory, for a check that needs
+// a whole recording at once; it stops at the first error.
+func ReadAll(r *Reader) ([]Event, error) {
+	var evs []Event
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return evs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if evs == nil {
+			// The header, complete now, may say how many events
+			// follow: one slice of that size rather than a series of
+			// copies, each twice the last.
+			evs = make([]Event, 0, min(max(r.hdr.Entries, 64), maxPrealloc))
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// maxPrealloc bounds what a header's count of entries makes ReadAll
+// reserve (a header can lie).
+const maxPrealloc = 1 << 22

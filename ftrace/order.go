@@ -1,9 +1,9 @@
 package ftrace
 
 import (
-	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 )
@@ -20,14 +20,16 @@ import (
 //   - An event earlier than the one before it on the same CPU can only be a
 //     broken or spliced file: an error naming both lines, always.
 //   - An event earlier than the latest of another CPU is an error for a
-//     streaming Reader (NewReader), which has returned that one already;
-//     the Reader of Open reads the whole input first and sorts it: by
-//     time, then CPU (the kernel's merge takes the lowest CPU on a tie),
-//     each CPU's events in their order, a Lost or BufferStarted marker
-//     just before the next event of its CPU. Text gives microseconds:
-//     events of different CPUs within one microsecond cannot be put in
-//     the order the kernel's nanoseconds would; they come lowest CPU
-//     first, whatever order the files were concatenated in.
+//     streaming Reader (NewReader), which has returned that one already,
+//     and for a Reader of Open with Refuse. With Sort (Open's default), the
+//     Reader holds back the latest Window events and puts a late one in
+//     its place among them: by time, then CPU (the kernel's merge takes
+//     the lowest CPU on a tie), each CPU's events in their order, a Lost
+//     or BufferStarted marker just before the next event of its CPU. Text
+//     gives microseconds: events of different CPUs within one microsecond
+//     cannot be put in the order the kernel's nanoseconds would; they come
+//     lowest CPU first, whatever order the files were concatenated in.
+//     Input in order comes out as it was read.
 //
 // The traces of this module's simulator ("tmigr sim --trace") are exempt:
 // their machine line says they are the simulator's, and it stamps a CPU's
@@ -36,9 +38,14 @@ import (
 // written, as before these checks, and the Source warns (simWarning) until
 // the simulator stamps them in order.
 //
-// A full read-and-sort rather than a bounded window: per-CPU files
-// concatenated are out of order across the whole file, and replay holds a
-// recording in memory anyway.
+// A bounded window rather than a read-and-sort of the whole input: a
+// recording of a big machine holds millions of events, and what reads it
+// (replay, explain, top) streams. The kernel's merged trace and a
+// trace.dat are in order; per-CPU files concatenated are out of order
+// across the whole file, and read whole only when the window holds the
+// file (DefaultWindow events, so the per-CPU files of a few seconds of a
+// small machine): beyond it, the late event is an error naming its line
+// that says to merge them first.
 type orderCheck struct {
 	last    []int64 // per CPU: the latest event's time, -1 for none
 	line    []int
@@ -68,7 +75,7 @@ func (o *orderCheck) check(ev Event, strict bool) error {
 	}
 	if o.any && ev.TS < o.maxTS {
 		if strict {
-			return fmt.Errorf("out of time order: %s on CPU %d is earlier than %s on CPU %d (line %d) — per-CPU files concatenated? (ftrace.Open, and so tmigr, sorts such input)",
+			return fmt.Errorf("out of time order: %s on CPU %d is earlier than %s on CPU %d (line %d) — per-CPU files concatenated? (ftrace.Open with Sort, and so tmigr, sorts such input)",
 				FormatTS(ev.TS), ev.CPU, FormatTS(o.maxTS), o.maxCPU, o.maxLine)
 		}
 		o.disorder = true
@@ -102,87 +109,307 @@ func (o *orderCheck) cpusSeen() int {
 // marker notes a Lost or BufferStarted line of cpu.
 func (o *orderCheck) marker(cpu int) { o.grow(cpu) }
 
-// sorter holds the whole input, sorted, for Next to return.
-type sorter struct {
-	events []Event
-	pos    int
-	err    error // what ends the input: io.EOF or the first error
-	loaded bool
+// Order is what a Reader of Open does with an event earlier than one of
+// another CPU that it has read already.
+type Order int
+
+const (
+	// Sort puts it in its place among the Window events held back.
+	Sort Order = iota
+	// Refuse ends the reading with an error naming its line.
+	Refuse
+)
+
+// DefaultWindow is the number of events a Reader of Open holds back to
+// sort by default: about 10 MB of events, and the whole of the per-CPU
+// files of several seconds of a small machine.
+const DefaultWindow = 1 << 16
+
+// OpenOptions are the choices of OpenWith.
+type OpenOptions struct {
+	Order Order
+	// Window is the number of events Sort holds back (0: DefaultWindow).
+	Window int
 }
 
-func (s *sorter) next(r *Reader) (Event, error) {
-	if !s.loaded {
-		s.load(r)
-	}
-	if s.pos < len(s.events) {
-		ev := s.events[s.pos]
-		s.events[s.pos] = Event{}
-		s.pos++
-		return ev, nil
-	}
-	return Event{}, s.err
+// window delivers a Reader's events in time order (Sort) while holding at
+// most size of them, or refuses the first out of order (Refuse). Until an
+// event comes out of order, events leave in the order they came; from the
+// first one, sorted: by time, then CPU, then the order they came in, a
+// marker keyed by the next event of its CPU.
+type window struct {
+	size   int
+	refuse bool
+	fifo   ring    // in arrival order, until the first disorder
+	heap   []keyed // in sort order, from then on
+	sorted bool
+	// markers waits, per CPU, for that CPU's next event, whose time is
+	// their key.
+	markers map[int][]keyed
+	seq     int64
+	// last is the key of the event last returned (math.MinInt64 before
+	// one), lastTS the time of the last tracepoint event returned: a
+	// marker returned sorted takes it.
+	last, lastTS int64
+	lastLine     int
+	released     bool
+	err          error // what ends the input: io.EOF or the first error
 }
 
-// load reads the input to its end, or to its first error: a Reader that
-// sorts cannot return an error in its place among the events, so an input
-// with any error is refused as a whole.
-func (s *sorter) load(r *Reader) {
-	s.loaded = true
-	for {
+type keyed struct {
+	key int64
+	seq int64
+	ev  Event
+}
+
+func (a keyed) less(b keyed) bool {
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	if a.ev.CPU != b.ev.CPU {
+		return a.ev.CPU < b.ev.CPU
+	}
+	return a.seq < b.seq
+}
+
+func newWindow(o OpenOptions) *window {
+	n := o.Window
+	if n <= 0 {
+		n = DefaultWindow
+	}
+	if o.Order == Refuse {
+		// Nothing to sort: each event leaves as it comes.
+		n = 0
+	}
+	return &window{size: n, refuse: o.Order == Refuse}
+}
+
+func (w *window) held() int { return w.fifo.n + len(w.heap) }
+
+// ring is a queue of events in a ring buffer: a window in order moves
+// each event once.
+type ring struct {
+	buf  []keyed // len a power of two
+	head int
+	n    int
+}
+
+func (q *ring) push(k keyed) {
+	if q.n == len(q.buf) {
+		nb := make([]keyed, max(2*len(q.buf), 64))
+		for i := 0; i < q.n; i++ {
+			nb[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+		}
+		q.buf, q.head = nb, 0
+	}
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = k
+	q.n++
+}
+
+func (q *ring) pop() keyed {
+	k := q.buf[q.head]
+	q.buf[q.head] = keyed{}
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+	return k
+}
+
+// at returns the i-th event held, for changing it in place.
+func (q *ring) at(i int) *keyed { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
+
+// drain returns the events held, in order, and empties q.
+func (q *ring) drain() []keyed {
+	out := make([]keyed, q.n)
+	for i := range out {
+		out[i] = q.pop()
+	}
+	*q = ring{}
+	return out
+}
+
+func (w *window) next(r *Reader) (Event, error) {
+	if r.asWritten && w.held() == 0 && r.format != FormatReport {
+		// The simulator's trace is read as written: nothing to hold.
+		return r.next()
+	}
+	for w.err == nil && (w.held() == 0 || w.held() <= w.size && !r.asWritten || r.format == FormatReport) {
 		ev, err := r.next()
 		if err != nil {
-			s.err = err
-			if err != io.EOF {
-				s.events = nil
-				return
-			}
+			w.end(r, err)
 			break
 		}
-		s.events = append(s.events, ev)
+		if err := w.add(r, ev); err != nil {
+			w.end(r, err)
+			break
+		}
 	}
-	if r.order.disorder {
-		sortEvents(s.events)
+	if ev, ok := w.pop(); ok {
+		return ev, nil
+	}
+	return Event{}, w.err
+}
+
+// end notes what ended the input. A Reader that sorts cannot return an
+// error in its place among the events: the events held are dropped.
+func (w *window) end(r *Reader, err error) {
+	w.err = err
+	if err != io.EOF {
+		w.fifo, w.heap, w.markers = ring{}, nil, nil
+		return
 	}
 	if r.format == FormatReport {
-		checkReportFlags(s.events, &r.source)
+		// Whether every timer_start shows D|P|I is a question of the
+		// whole report; it is held whole for it.
+		evs := make([]Event, 0, w.held())
+		for i := 0; i < w.fifo.n; i++ {
+			evs = append(evs, w.fifo.at(i).ev)
+		}
+		for _, k := range w.heap {
+			evs = append(evs, k.ev)
+		}
+		checkReportFlags(evs, &r.source)
+		i := 0
+		for j := 0; j < w.fifo.n; j++ {
+			w.fifo.at(j).ev = evs[i]
+			i++
+		}
+		for j := range w.heap {
+			w.heap[j].ev = evs[i]
+			i++
+		}
+	}
+	// Markers whose CPU has no later event go last.
+	cpus := make([]int, 0, len(w.markers))
+	for cpu := range w.markers {
+		cpus = append(cpus, cpu)
+	}
+	slices.Sort(cpus)
+	for _, cpu := range cpus {
+		for _, k := range w.markers[cpu] {
+			k.key = math.MaxInt64
+			w.push(k)
+		}
+	}
+	w.markers = nil
+}
+
+// add takes in one event the Reader read; the Reader has checked it
+// against its CPU's events and noted, in r.order.disorder, whether any
+// event so far came earlier than another CPU's latest.
+func (w *window) add(r *Reader, ev Event) error {
+	k := keyed{key: ev.TS, seq: w.seq, ev: ev}
+	w.seq++
+	if !w.sorted && r.order.disorder {
+		if w.refuse {
+			return w.refusal(r, ev)
+		}
+		w.sorted = true
+		held := w.fifo.drain()
+		w.heap = make([]keyed, 0, len(held)+1)
+		for _, k := range held {
+			if err := w.place(r, k); err != nil {
+				return err
+			}
+		}
+	}
+	if !w.sorted {
+		w.fifo.push(k)
+		return nil
+	}
+	return w.place(r, k)
+}
+
+// place puts k among the events held sorted; a marker waits for the next
+// event of its CPU.
+func (w *window) place(r *Reader, k keyed) error {
+	ev := k.ev
+	if ev.Name == "" {
+		if w.markers == nil {
+			w.markers = map[int][]keyed{}
+		}
+		w.markers[ev.CPU] = append(w.markers[ev.CPU], k)
+		return nil
+	}
+	if w.released && k.key < w.last {
+		return &LineError{Line: ev.Line, Unit: r.unit, Err: fmt.Errorf(
+			"out of time order by more than the %d events held to sort: %s on CPU %d is earlier than %s (line %d), already read (per-CPU files concatenated? read the merged trace, or a trace.dat)",
+			w.size, FormatTS(ev.TS), ev.CPU, FormatTS(w.last), w.lastLine)}
+	}
+	for _, m := range w.markers[ev.CPU] {
+		m.key = ev.TS
+		w.push(m)
+	}
+	delete(w.markers, ev.CPU)
+	w.push(k)
+	return nil
+}
+
+// refusal is Refuse's error for ev, which came earlier than another CPU's
+// latest event.
+func (w *window) refusal(r *Reader, ev Event) error {
+	o := &r.order
+	return &LineError{Line: ev.Line, Unit: r.unit, Err: fmt.Errorf(
+		"out of time order: %s on CPU %d is earlier than %s on CPU %d (line %d) — per-CPU files concatenated? (read with ftrace.Sort, as tmigr does, to sort such input)",
+		FormatTS(ev.TS), ev.CPU, FormatTS(o.maxTS), o.maxCPU, o.maxLine)}
+}
+
+// pop returns the next event to deliver, if any is held.
+func (w *window) pop() (Event, bool) {
+	var k keyed
+	switch {
+	case w.fifo.n > 0:
+		k = w.fifo.pop()
+	case len(w.heap) > 0:
+		k = w.heap[0]
+		n := len(w.heap) - 1
+		w.heap[0] = w.heap[n]
+		w.heap[n] = keyed{}
+		w.heap = w.heap[:n]
+		w.down(0)
+		if k.ev.Name == "" {
+			k.ev.TS = w.lastTS
+		}
+	default:
+		return Event{}, false
+	}
+	if k.ev.Name != "" {
+		w.lastTS = k.ev.TS
+	}
+	w.released = true
+	if k.key > w.last || k.key == math.MaxInt64 {
+		w.last, w.lastLine = k.key, k.ev.Line
+	}
+	return k.ev, true
+}
+
+func (w *window) push(k keyed) {
+	w.heap = append(w.heap, k)
+	i := len(w.heap) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !w.heap[i].less(w.heap[p]) {
+			break
+		}
+		w.heap[i], w.heap[p] = w.heap[p], w.heap[i]
+		i = p
 	}
 }
 
-// sortEvents sorts events by time and CPU, stably; a marker sorts with
-// the next event of its CPU (or goes last when there is none) and takes
-// the time of the event before it.
-func sortEvents(events []Event) {
-	type keyed struct {
-		key int64
-		ev  Event
-	}
-	ks := make([]keyed, len(events))
-	next := map[int]int64{} // CPU -> time of its next event
-	for i := len(events) - 1; i >= 0; i-- {
-		ev := events[i]
-		key := ev.TS
-		if ev.Name == "" {
-			if t, ok := next[ev.CPU]; ok {
-				key = t
-			} else {
-				key = 1<<63 - 1
-			}
-		} else {
-			next[ev.CPU] = ev.TS
+func (w *window) down(i int) {
+	n := len(w.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
 		}
-		ks[i] = keyed{key, ev}
-	}
-	slices.SortStableFunc(ks, func(a, b keyed) int {
-		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.ev.CPU, b.ev.CPU))
-	})
-	var last int64
-	for i, k := range ks {
-		ev := k.ev
-		if ev.Name == "" {
-			ev.TS = last
-		} else {
-			last = ev.TS
+		m := l
+		if r := l + 1; r < n && w.heap[r].less(w.heap[l]) {
+			m = r
 		}
-		events[i] = ev
+		if !w.heap[m].less(w.heap[i]) {
+			return
+		}
+		w.heap[i], w.heap[m] = w.heap[m], w.heap[i]
+		i = m
 	}
 }

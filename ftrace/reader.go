@@ -49,7 +49,7 @@ type Reader struct {
 	unit   string     // what LineError.Line counts ("record" for a trace.dat)
 	order  orderCheck // time order of the events returned
 	dat    *datSource // set when reading a trace.dat
-	sorter *sorter    // set when Next returns the events sorted (Open)
+	win    *window    // set for a Reader of Open: it sorts or refuses events out of order
 	source Source
 	// asWritten turns the time-order checks off: the trace is our
 	// simulator's (simTrace).
@@ -113,10 +113,11 @@ func (r *Reader) Stats() Stats {
 // Events come in time order or not at all: an event earlier than one of its
 // own CPU is an error naming both lines, and so (for a Reader of NewReader,
 // which streams) is an event earlier than one of another CPU already
-// returned. The Reader of Open sorts such input instead (see Open).
+// returned. The Reader of Open sorts such input instead, or refuses it
+// (see Open and Order).
 func (r *Reader) Next() (Event, error) {
-	if r.sorter != nil {
-		return r.sorter.next(r)
+	if r.win != nil {
+		return r.win.next(r)
 	}
 	return r.next()
 }
@@ -411,7 +412,7 @@ func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
 		return Event{}, false, r.lineErr(fmt.Errorf("timestamp with %d decimals after ones with %d", digits, r.digits))
 	}
 	if !r.asWritten {
-		if err := r.order.check(ev, r.sorter == nil && !r.live); err != nil {
+		if err := r.order.check(ev, r.win == nil && !r.live); err != nil {
 			return Event{}, false, r.lineErr(err)
 		}
 	}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
@@ -38,6 +39,11 @@ type recorder struct {
 	onRemote func()
 	// onPoint is called at hier's interleaving points (hier.Interleave).
 	onPoint func(p hier.Point, cpu int, g hier.GroupID)
+	// states is every group's state as the hierarchy's transitions left
+	// it (nil: not known, read it whole): every compare-and-swap of a
+	// group's state is followed by its tracepoint, which carries the new
+	// state, so the model need not read the whole hierarchy after each.
+	states map[hier.GroupID]gstate
 }
 
 // interleave implements hier.Interleave.
@@ -49,6 +55,15 @@ func (r *recorder) interleave(p hier.Point, cpu int, g hier.GroupID, _ int) {
 
 // Trace implements hier.Tracer.
 func (r *recorder) Trace(e hier.Event) {
+	switch e.Kind {
+	case hier.EvGroupSetCPUActive, hier.EvGroupSetCPUInactive:
+		if r.states != nil {
+			r.states[e.Group] = gstate{e.Active, e.Migrator}
+		}
+	case hier.EvGroupSet, hier.EvConnectChildParent, hier.EvConnectCPUParent:
+		// The hierarchy grows: read it whole again.
+		r.states = nil
+	}
 	if !r.on {
 		return
 	}
@@ -100,6 +115,8 @@ type model struct {
 	rec  *recorder
 	topo *groups.Tree
 	boot bool
+	// statesOf is the hierarchy rec.states describes.
+	statesOf *hier.Hierarchy
 }
 
 // newModel builds the hierarchy of the trace's machine with every CPU
@@ -172,13 +189,16 @@ func (m *model) fresh(avail []bool) error {
 	return nil
 }
 
-// states returns every group's state.
+// states returns every group's state, a map of the caller's own.
 func (m *model) states() map[hier.GroupID]gstate {
-	s := map[hier.GroupID]gstate{}
-	for _, gi := range m.h.Groups() {
-		s[gi.ID] = gstate{gi.Active, gi.Migrator}
+	if m.rec.states == nil || m.statesOf != m.h {
+		s := map[hier.GroupID]gstate{}
+		for _, gi := range m.h.Groups() {
+			s[gi.ID] = gstate{gi.Active, gi.Migrator}
+		}
+		m.rec.states, m.statesOf = s, m.h
 	}
-	return s
+	return maps.Clone(m.rec.states)
 }
 
 // seedEvt is an idle CPU's published event.

@@ -217,7 +217,7 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 		return
 	}
 	h := o.cpu
-	g, bit := r.topo.cpuG[h], r.topo.cpuBit[h]
+	g, bit := r.topo.CPUGroup[h], r.topo.CPUBit[h]
 	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }
 	for tries := 0; tries < lookahead; tries++ {
 		cur := r.m.states()[g]

@@ -20,7 +20,7 @@ type Trace struct {
 
 // ReadFile reads a whole recording: tracefs or trace-cmd report text, or a
 // trace.dat, gzip-compressed or not; "-" reads standard input (see
-// ftrace.Open).
+// ftrace.Open: events out of time order are sorted, as explain's are).
 func ReadFile(path string) (*Trace, error) {
 	rd, c, err := ftrace.Open(path)
 	if err != nil {
@@ -46,22 +46,14 @@ func Read(r io.Reader) (*Trace, error) {
 }
 
 func read(rd *ftrace.Reader) (*Trace, error) {
-	t := &Trace{}
-	for {
-		ev, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		t.Events = append(t.Events, ev)
+	evs, err := ftrace.ReadAll(rd)
+	if err != nil {
+		return nil, err
 	}
-	t.Header = rd.Header()
-	if len(t.Events) == 0 {
+	if len(evs) == 0 {
 		return nil, errors.New("the trace holds no events")
 	}
-	return t, nil
+	return &Trace{Header: rd.Header(), Events: evs}, nil
 }
 
 // Counts is the outcome of one check over one trace. Every decision
