@@ -146,14 +146,14 @@ func TestRoundReadsAcrossWalk(t *testing.T) {
 // TestActivationIgnoresBeforeItsCAS replays two windows of recordings of
 // this project's 2-CPU 6.18 host where one CPU's deactivation and the
 // other's activation raced in their one group. The activating CPU printed
-// tmigr_cpu_active and its compare-and-swap (lines 399-400) before the
-// deactivating CPU's event update (line 401), whose printed state is still
+// tmigr_cpu_active and its compare-and-swap (lines 411-412) before the
+// deactivating CPU's event update (line 413), whose printed state is still
 // idle: the compare-and-swap came after the update read the state. Yet the
 // update's next_expiry leaves out the activating CPU's event: its ignore
 // flag, set by __tmigr_cpu_activate before the walk, came before the
 // update read the queue. The replay ran the activation whole after the
 // update and returned the activating CPU's event as the deactivating CPU's
-// wakeup (line 402).
+// wakeup (line 414).
 func TestActivationIgnoresBeforeItsCAS(t *testing.T) {
 	for _, f := range []string{"kvm2-6.18-update-beside-activation-ignore.txt", "kvm2-6.18-idle-walk-beside-activation-ignore.txt"} {
 		t.Run(f, func(t *testing.T) {
@@ -167,9 +167,9 @@ func TestActivationIgnoresBeforeItsCAS(t *testing.T) {
 
 // TestRoundEntryAfterUnprintedCAS replays a window of a recording of this
 // project's 2-CPU 6.18 host where CPU 0's round printed entering its group
-// (line 367) while, as the lines stand, CPU 1 was the group's migrator and
+// (line 379) while, as the lines stand, CPU 1 was the group's migrator and
 // CPU 0's wakeup KTIME_MAX: tmigr_handle_remote would have returned. CPU
-// 1's deactivation, printed 8 µs later (line 368), made CPU 0 the migrator:
+// 1's deactivation, printed 8 µs later (line 380), made CPU 0 the migrator:
 // its compare-and-swap came before the round's check.
 func TestRoundEntryAfterUnprintedCAS(t *testing.T) {
 	c := replayWindow(t, "kvm2-6.18-round-entry-before-printed-cas.txt")
