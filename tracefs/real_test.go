@@ -44,14 +44,22 @@ func topState(t *testing.T, root string) string {
 	return b.String()
 }
 
-// ours lists the tmigr instances under root.
+// ours lists the instances of this process under root: another tmigr
+// recording on the machine at the same time has instances of its own.
 func ours(t *testing.T, root string) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(root, "instances", instancePrefix+"*"))
+	base := instanceName(os.Getpid(), 1)
+	m, err := filepath.Glob(filepath.Join(root, "instances", base+"*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	var own []string
+	for _, p := range m {
+		if n := filepath.Base(p); n == base || strings.HasPrefix(n, base+"-") {
+			own = append(own, p)
+		}
+	}
+	return own
 }
 
 // machineLine is the recording's first line, as tmigr record writes it.
