@@ -81,7 +81,7 @@ func (r *replayer) onCAS() {
 	}
 	if k+1 == len(o.groups) {
 		if j := r.ignoredBefore(o, g, u, p); j >= 0 {
-			r.splitBeforeCAS(j, o, g)
+			r.split(j, o, g, true)
 			return
 		}
 	}
@@ -99,7 +99,7 @@ func (r *replayer) onCAS() {
 			return
 		}
 		if r.updatesAfter(r.ops[j], g, u) {
-			r.split(j, o, g)
+			r.split(j, o, g, false)
 			return
 		}
 		r.nest(j)
@@ -238,17 +238,6 @@ func (r *replayer) restoreCtx(c rctx) {
 	r.rec.lines, r.rec.on, r.depth, r.walks, r.inWalk, r.line, r.pos = c.lines, c.on, c.depth, c.walks, c.inWalk, c.line, c.pos
 }
 
-// split replays operation j inside walk o up to its compare-and-swap of g.
-func (r *replayer) split(j int, o *op, g hier.GroupID) {
-	r.startSplit(&split{o: r.ops[j], in: o, g: g, resume: make(chan struct{}), yield: make(chan struct{})}, j)
-}
-
-// splitBeforeCAS replays activation j inside walk o up to just before its
-// compare-and-swap of g (ignoredBefore).
-func (r *replayer) splitBeforeCAS(j int, o *op, g hier.GroupID) {
-	r.startSplit(&split{o: r.ops[j], in: o, g: g, beforeCAS: true, resume: make(chan struct{}), yield: make(chan struct{})}, j)
-}
-
 // onPoint is called by hier at its interleaving points: an activation
 // being split before its compare-and-swap pauses there.
 func (r *replayer) onPoint(p hier.Point, cpu int, g hier.GroupID) {
@@ -257,7 +246,11 @@ func (r *replayer) onPoint(p hier.Point, cpu int, g hier.GroupID) {
 	}
 }
 
-func (r *replayer) startSplit(sp *split, j int) {
+// split replays operation j inside walk o up to its compare-and-swap of g:
+// just after it, or, with beforeCAS, an activation just before it
+// (ignoredBefore).
+func (r *replayer) split(j int, o *op, g hier.GroupID, beforeCAS bool) {
+	sp := &split{o: r.ops[j], in: o, g: g, beforeCAS: beforeCAS, resume: make(chan struct{}), yield: make(chan struct{})}
 	r.pausing = sp
 	c := r.saveCtx()
 	go func() {
