@@ -294,6 +294,14 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		cnt.undetermined("timer armed before the recording, pending beyond its end")
 		return
 	}
+	if printed == cpu.KtimeMax && model != cpu.KtimeMax && model > clk.ns(end) {
+		// A local timer due no later than the model's global event, so
+		// beyond the recording's end too: fetch_next_timer_interrupt
+		// (6.9+) leaves the global event KTIME_MAX when the local base
+		// comes first.
+		cnt.undetermined("timer armed before the recording, pending beyond its end")
+		return
+	}
 	if printed != cpu.KtimeMax && printed < clk.ns(start) && (model == cpu.KtimeMax || model > printed) {
 		// Due before the first jiffy the trace shows, and pending on a
 		// CPU whose lines the trace clock may put too late.

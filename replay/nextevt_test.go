@@ -172,3 +172,36 @@ func nextevtOf(t *testing.T, lines []string) Counts {
 	}
 	return c
 }
+
+// TestNextevtLocalFirstBeyondEnd: a CPU that printed nextevt KTIME_MAX
+// while our bases hold a global timer due after the recording's end may
+// have had a local timer due first, armed before the recording and pending
+// beyond its end, which no line shows: fetch_next_timer_interrupt leaves
+// the global event KTIME_MAX when the local base comes first. That is
+// undetermined; with the global timer due within the recording, whose lines
+// would have shown such a local timer expire, it is a mismatch.
+func TestNextevtLocalFirstBeyondEnd(t *testing.T) {
+	const file = "vm3-2node-nohzfull-6.12-local-first-beyond-end.txt"
+	// CPU 2 re-arms process_timeout 125 jiffies ahead, beyond the
+	// recording's last jiffy (4294893657), then idles with nextevt max.
+	const arm = "5.584022: timer_start: timer=00000000c818b880"
+	lines, at := recordingAt(t, file, arm)
+	_, idle := recordingAt(t, file, "5.587829: tmigr_cpu_idle: cpu=2 ")
+	c := nextevtOf(t, lines)
+	for _, m := range c.Mismatches {
+		t.Fatalf("unperturbed: mismatch at line %d: kernel %s, model %s", m.Line, m.Kernel, m.Model)
+	}
+	if c.UndeterminedReasons["timer armed before the recording, pending beyond its end"] == 0 {
+		t.Fatalf("no nextevt undetermined for a timer pending beyond the end: %v", c.UndeterminedReasons)
+	}
+	// The same timer due 7 jiffies ahead, within the recording.
+	old := "expires=4294893773 [timeout=125] bucket_expiry=4294893776 cpu=2 idx=90"
+	if !strings.Contains(lines[at], old) {
+		t.Fatalf("line %d lacks %q", at+1, old)
+	}
+	lines[at] = strings.Replace(lines[at], old, "expires=4294893654 [timeout=6] bucket_expiry=4294893655 cpu=2 idx=23", 1)
+	c = nextevtOf(t, lines)
+	if len(c.Mismatches) == 0 || c.Mismatches[0].Line != idle+1 || c.Mismatches[0].Kernel != "max" {
+		t.Fatalf("mismatches %+v, want the first at line %d, kernel max", c.Mismatches, idle+1)
+	}
+}
