@@ -155,10 +155,19 @@ func (r *replayer) childSeenActive(o *op, k int) {
 // of the group's next expiry. The printed next_expiry tells: it is never
 // later than an event still queued in the group, so a next_expiry later
 // than the activating CPU's event says the flag was set first.
+//
+// Above level 0 the same holds for a child group's event:
+// tmigr_active_up marks the group's event in its parent ignored right
+// after its compare-and-swap of the group, before the walk goes on to the
+// parent's. An activation that walked through a child of g, whose event in
+// g's queue the printed next_expiry leaves out, had done so before the
+// update read the queue, and its compare-and-swap of g came after.
 func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpdateEvents) int {
-	if p.Child != 0 || r.m.states()[g].active != p.GroupActive {
-		return -1 // not a CPU's own group, or not the state the update read
+	if r.m.states()[g].active != p.GroupActive {
+		return -1 // not the state the update read
 	}
+	var queue []hier.EventInfo // g's queue, read once a candidate needs it
+	read := false
 	seen := map[int]bool{o.cpu: true}
 	for j := o.idx + 1; j < len(r.ops) && j <= o.idx+lookahead; j++ {
 		a := r.ops[j]
@@ -169,15 +178,47 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 		if r.done[j] || a.kind != opActivate || a.first() > u || len(a.groups) == 0 || r.ek[a.cpu] != "" {
 			continue
 		}
-		if r.groupLine(a.groups[0]).id != g {
+		if p.Child == 0 {
+			if r.groupLine(a.groups[0]).id != g {
+				continue
+			}
+			ci := r.m.h.CPU(a.cpu)
+			if ci.Group == g && ci.Idle && ci.EvtQueued && !ci.EvtIgnore && ci.EvtExpires < p.NextExpiry {
+				return j
+			}
 			continue
 		}
-		ci := r.m.h.CPU(a.cpu)
-		if ci.Group == g && ci.Idle && ci.EvtQueued && !ci.EvtIgnore && ci.EvtExpires < p.NextExpiry {
-			return j
+		k := 1
+		for k < len(a.groups) && r.groupLine(a.groups[k]).id != g {
+			k++
+		}
+		if k == len(a.groups) {
+			continue
+		}
+		child := r.groupLine(a.groups[k-1]).id
+		if child == hier.NoGroup {
+			continue
+		}
+		if !read {
+			queue, read = r.queueOf(g), true
+		}
+		for _, e := range queue {
+			if e.Owner == child.String() && !e.Ignore && e.Expires < p.NextExpiry {
+				return j
+			}
 		}
 	}
 	return -1
+}
+
+// queueOf returns the events queued in group g, in queue order.
+func (r *replayer) queueOf(g hier.GroupID) []hier.EventInfo {
+	for _, gi := range r.m.h.Groups() {
+		if gi.ID == g {
+			return gi.Events
+		}
+	}
+	return nil
 }
 
 // updatesAfter reports whether p is a deactivation whose event update of

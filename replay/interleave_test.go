@@ -177,3 +177,21 @@ func TestRoundEntryAfterUnprintedCAS(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s): the rounds were not checked", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestGroupEventIgnoredBeforeParentCAS replays a window of a 5-CPU 6.12
+// PREEMPT_RT guest where CPU 1's deactivation cleared the top group's last
+// bit (line 1010) and CPU 3's activation printed its compare-and-swap of
+// the top (line 1012) before CPU 1's event update of the top (line 1015),
+// whose printed state is still idle: that compare-and-swap came after the
+// update read the state. Yet the update's next_expiry, and so CPU 1's
+// wakeup (line 1016), leaves out the event of CPU 3's level-0 group:
+// tmigr_active_up marked it ignored right after its compare-and-swap of
+// that group (line 1011), before the update read the top's queue. The
+// replay ran CPU 3's activation whole after the update and returned the
+// ignored event as CPU 1's wakeup.
+func TestGroupEventIgnoredBeforeParentCAS(t *testing.T) {
+	c := replayWindow(t, "vm5-4node-rt-6.12-group-ignore-before-parent-cas.txt")
+	if c.Checked-c.Undetermined < 200 {
+		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}
