@@ -94,7 +94,7 @@ func (r *replayer) onCAS() {
 			}
 			grp, want = child, p.ChildActive
 		}
-		j := r.bridge(o, grp, cur[grp], func(s gstate) bool { return s.active == want }, true)
+		j := r.bridge(o, grp, cur[grp], func(s gstate) bool { return s.active == want }, true, u)
 		if j < 0 {
 			return
 		}
@@ -134,7 +134,7 @@ func (r *replayer) childSeenActive(o *op, k int) {
 		if cur[g].active != 0 {
 			return
 		}
-		j := r.bridge(o, g, cur[g], func(s gstate) bool { return s.active != 0 }, true)
+		j := r.bridge(o, g, cur[g], func(s gstate) bool { return s.active != 0 }, true, o.groups[k+1])
 		if j < 0 {
 			return
 		}

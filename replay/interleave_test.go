@@ -195,3 +195,18 @@ func TestGroupEventIgnoredBeforeParentCAS(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestUpdateReadsLateActivations replays a window of a 7-CPU 6.12 guest
+// where CPU 0's deactivation cleared the last bit of its level-0 group
+// (line 433) and its vCPU then stalled for 2.3 ms before its event update
+// of the group (line 442), whose printed state shows CPUs 1 and 2 active:
+// both had activated in between (lines 437-441), CPU 1 up to the top,
+// whose bit for the group CPU 0's walk then kept (line 443). The chain was
+// looked for only within a millisecond of CPU 0's compare-and-swap, not up
+// to the line that read the state, and the replay ran CPU 0's walk whole.
+func TestUpdateReadsLateActivations(t *testing.T) {
+	c := replayWindow(t, "vm7-3node-6.12-update-reads-late-activations.txt")
+	if c.Checked-c.Undetermined < 500 {
+		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}

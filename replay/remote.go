@@ -224,7 +224,7 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 		if enters(cur) || r.gk[g] != "" || r.wk[h] != "" || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
 			return
 		}
-		j := r.bridge(o, g, cur, enters, false)
+		j := r.bridge(o, g, cur, enters, false, -1)
 		if j < 0 {
 			return
 		}

@@ -115,7 +115,7 @@ func (r *replayer) preResync(o *op) string {
 			if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) {
 				continue
 			}
-			if j := r.bridge(o, gl.id, cur[gl.id], p.admits, false); j >= 0 && tries < lookahead {
+			if j := r.bridge(o, gl.id, cur[gl.id], p.admits, false, -1); j >= 0 && tries < lookahead {
 				r.exec(j)
 				bridged = true
 				break
@@ -174,10 +174,19 @@ const (
 // whose other transitions start from the model's states, with no change
 // of the machine due before them; an operation whose preResync is
 // replaying o first counts as pending (its CPU's lines came first in the
-// merged trace, its compare-and-swap after o's).
-func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) bool, inWalk bool) int {
+// merged trace, its compare-and-swap after o's). seen is then the line of
+// o that read the state the chain leads to (its event update, or its next
+// transition): the chain's compare-and-swaps came before it, so an
+// operation printed before that line is close enough in time however long
+// o's CPU took between its compare-and-swap and that line (a vCPU
+// descheduled in between); one printed after it, within bridgeNS.
+func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) bool, inWalk bool, seen int) int {
 	at := o.idx
 	ts := r.ev[o.key()].TS
+	until := ts // the latest trace time a candidate's first line may trail by bridgeNS
+	if inWalk && seen >= 0 {
+		until = max(ts, r.ev[seen].TS)
+	}
 	type cand struct {
 		j     int
 		cpu   int
@@ -225,7 +234,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		if p.kind == opActivate {
 			from = r.ev[p.first()].TS
 		}
-		if from-ts > bridgeNS {
+		if from-until > bridgeNS {
 			continue
 		}
 		if ts-r.ev[p.key()].TS > bridgeNS {
