@@ -23,7 +23,9 @@ import (
 //     running-timer check there: clocksource_watchdog hops so): no
 //     placement decision; before 6.9 add_timer_on did not mark it pinned
 //     (kernel.AddTimerOnPinned, aae55e9fb8fc), so a non-pinned timer
-//     queued on another CPU than the rules allow may be its: undetermined;
+//     queued on another CPU than the rules allow may be its, and so may
+//     one of add_timer_on's callbacks queued on the arming CPU
+//     (addTimerOnLocal): undetermined;
 //   - a timer re-armed from its own callback stays on its base (the base's
 //     running_timer), on every kernel: for a wheel timer expired remotely
 //     that is the remote CPU's base;
@@ -54,8 +56,27 @@ const (
 	whyPushTarget = "target depends on which CPUs were idle"
 	whySysctl     = "timer_migration changed then"
 	whyFinishing  = "re-armed as its callback returned on another CPU"
-	whyAddTimerOn = "queued elsewhere by add_timer_on, unmarked before 6.9"
+	whyAddTimerOn = "queued where add_timer_on put it, unmarked before 6.9"
 )
+
+// addTimerOnLocal holds the callbacks of the timers that the kernel's own
+// callers of add_timer_on queue on the CPU that runs them: a line of one
+// of them queued on its arming CPU, where the push rule would have moved
+// it, may be add_timer_on's. Every other callback is armed with
+// mod_timer or add_timer only (schedule_timeout's process_timeout, RCU's
+// and the workqueue's own timers), so such a line of theirs is a
+// mismatch before 6.9 as after.
+var addTimerOnLocal = map[string]bool{
+	// __queue_delayed_work (kernel/workqueue.c): queue_delayed_work_on
+	// with a CPU, as the per-CPU works (vmstat_update, ...) re-arm.
+	"delayed_work_timer_fn": true,
+	// add_interrupt_randomness (drivers/char/random.c, 5.19 to 6.x):
+	// add_timer_on(&fast_pool->mix, raw_smp_processor_id()).
+	"mix_interrupt_randomness": true,
+	// clocksource_watchdog (kernel/time/clocksource.c) hops to the next
+	// online CPU, which may be its own.
+	"clocksource_watchdog": true,
+}
 
 // finishingOn returns the CPU whose base may still hold tm as running
 // after its callback returned, or -1.
@@ -147,12 +168,13 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 				want.Set(a)
 			default:
 				want, why = p.wheel(a, ev)
-				if d.CPU != a && !want.Test(d.CPU) && !p.km.Has(kernel.AddTimerOnPinned) {
+				if !want.Test(d.CPU) && !p.km.Has(kernel.AddTimerOnPinned) && (d.CPU != a || addTimerOnLocal[d.Function]) {
 					// Before aae55e9fb8fc (6.9) add_timer_on left
 					// no TIMER_PINNED: its caller's CPU prints like
-					// a push the rules do not allow. (One it queued
-					// on the arming CPU itself is taken for the
-					// rule's local choice.)
+					// a push the rules do not allow, or, where the
+					// caller named the arming CPU itself, like a
+					// local arm the rules do not allow (a nohz_full
+					// CPU's timer goes to a housekeeping CPU).
 					want.Set(d.CPU)
 					why = whyAddTimerOn
 				}

@@ -140,3 +140,34 @@ func TestPlacementAddTimerOnBefore69(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementAddTimerOnLocalBefore69: on 6.1 a non-pinned timer armed on
+// a nohz_full CPU goes to a housekeeping CPU (get_nohz_timer_target), yet
+// random.c's add_interrupt_randomness queues mix_interrupt_randomness on
+// the CPU that runs it with add_timer_on, which leaves no TIMER_PINNED
+// before 6.9 (a 6.1 guest of the lab campaign, seed 20261207, draw 28): the
+// trace cannot tell the two apart, so it is undetermined. schedule_timeout's
+// process_timeout, which only mod_timer arms, queued there is a mismatch.
+func TestPlacementAddTimerOnLocalBefore69(t *testing.T) {
+	m := ftrace.Machine{CPUs: 3, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 2)}, HZ: 250, Kernel: "6.1.192", Cmdline: "nohz_full=1-2"}
+	for _, tc := range []struct {
+		function string
+		mismatch bool
+	}{{"mix_interrupt_randomness", false}, {"process_timeout", true}} {
+		ev := []ftrace.Event{{Line: 2, CPU: 2, PID: 0, Task: "<idle>", Flags: "d.h2.", Name: "timer_start",
+			Data: ftrace.TimerStart{Timer: 0xae35bea7, Function: tc.function, Expires: 4294895756, Timeout: 0, CPU: 2, Idx: 13, NoBucketExpiry: true}}}
+		mm := m
+		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: ev}
+		s, err := shapeOf(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := CheckPlacement(tr, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || (!tc.mismatch && c.UndeterminedReasons[whyAddTimerOn] != 1) {
+			t.Errorf("%s: mismatches %v, undetermined %v", tc.function, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
+}
