@@ -137,6 +137,18 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 		switch d := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
 			lost[ev.CPU] = true
+		case ftrace.TimerInit:
+			// A timer initialised anew (an on-stack timer of
+			// schedule_timeout at an address its last use left
+			// running on another CPU's base) is of the initialising
+			// CPU's base (do_init_timer): __mod_timer's lock_timer_base
+			// never finds the other base's running_timer.
+			delete(running, d.Timer)
+			for c, tm := range finishing {
+				if tm == d.Timer {
+					delete(finishing, c)
+				}
+			}
 		case ftrace.TimerExpireEntry:
 			running[d.Timer] = base
 		case ftrace.TimerExpireExit:

@@ -171,3 +171,44 @@ func TestPlacementAddTimerOnLocalBefore69(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementInitAnewLeavesRunningBase: schedule_timeout's on-stack
+// timer expired on CPU 4 woke its task, which moved to CPU 0 and set up a
+// new on-stack timer at the same address before CPU 4's expiry returned (a
+// 7.3 guest of the lab campaign, seed 20261207, draw 15): do_init_timer
+// gave it CPU 0's base, so __mod_timer queued it there although CPU 4's
+// base still held the address as running. Without the timer_init line
+// the timer is the one running on CPU 4, and a queue on CPU 0 is a
+// mismatch.
+func TestPlacementInitAnewLeavesRunningBase(t *testing.T) {
+	m := ftrace.Machine{CPUs: 5, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 4)}, HZ: 250, Kernel: "7.3.4"}
+	const tm = 0xe97c14ab
+	entry := ftrace.Event{Line: 2, TS: 1_000_000, CPU: 4, Task: "init", Flags: ".Bs..", Name: "timer_expire_entry",
+		Data: ftrace.TimerExpireEntry{Timer: tm, Function: "process_timeout", Now: 4294895170, BaseClk: 4294895170}}
+	init := ftrace.Event{Line: 3, TS: 1_000_100, CPU: 0, Task: "rcu_preempt", Flags: ".....", Name: "timer_init", Data: ftrace.TimerInit{Timer: tm}}
+	start := ftrace.Event{Line: 4, TS: 1_000_100, CPU: 0, Task: "rcu_preempt", Flags: "d..1.", Name: "timer_start",
+		Data: ftrace.TimerStart{Timer: tm, Function: "process_timeout", Expires: 4294895171, Timeout: 1, BucketExpiry: 4294895172, CPU: 0, Idx: 4}}
+	exit := ftrace.Event{Line: 5, TS: 1_000_100, CPU: 4, Task: "init", Flags: ".Bs..", Name: "timer_expire_exit", Data: ftrace.TimerExpireExit{Timer: tm}}
+	for _, tc := range []struct {
+		name     string
+		ev       []ftrace.Event
+		mismatch bool
+	}{
+		{"init anew", []ftrace.Event{entry, init, start, exit}, false},
+		{"re-armed", []ftrace.Event{entry, start, exit}, true},
+	} {
+		mm := m
+		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: tc.ev}
+		s, err := shapeOf(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := CheckPlacement(tr, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.Matched != 1 {
+			t.Errorf("%s: %d matched, mismatches %v, undetermined %v", tc.name, c.Matched, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
+}
