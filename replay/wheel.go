@@ -64,18 +64,26 @@ type wheelBase struct {
 	// lost: the CPU's buffer lost events (a start, cancel or expiry may
 	// be missing): its pending timers, and so its clock, are unknown.
 	lost bool
-	// early is the earliest bucket enqueued since the base's next_expiry
-	// was last recalculated (hasEarly): the kernel lowers next_expiry at
-	// every enqueue, but a cancel (detach_if_pending) only flags it for
-	// recalculation, which __run_timers and get_next_timer_interrupt do
-	// (timer.c). Until then next_expiry may be as early as that bucket,
-	// whose timer left, and __forward_timer_base stops the clock there
-	// when it is due: a timer softirq that runs late (deferred to
+	// early is the earliest bucket pending when the base's next_expiry
+	// was last recalculated or enqueued since (hasEarly): the kernel
+	// lowers next_expiry at every enqueue, but a cancel
+	// (detach_if_pending) only flags it for recalculation, which
+	// __run_timers and get_next_timer_interrupt do (timer.c). Until then
+	// next_expiry may be as early as that bucket, whose timer left, and
+	// __forward_timer_base stops the clock there when it is due: a timer softirq that runs late (deferred to
 	// ksoftirqd behind a busy task) leaves it so for ticks. A pass of
 	// __run_timers that expires nothing prints nothing, so it is only a
 	// lower bound of the clock.
 	early    uint64
 	hasEarly bool
+}
+
+// recalc is the kernel recalculating the base's next_expiry
+// (timer_recalc_next_expiry): it is the first pending bucket, and stays so,
+// lowered by each enqueue, until the next recalculation, however many
+// timers a cancel takes off meanwhile.
+func (b *wheelBase) recalc() {
+	b.early, b.hasEarly = b.nextExpiry()
 }
 
 func (b *wheelBase) nextExpiry() (uint64, bool) {
@@ -142,7 +150,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 			// next_expiry values before it printed these.
 			if cg, ok := ftrace.CPUGroupOf(p); ok && cg.CPU == ev.CPU {
 				for idx := range 3 {
-					getBase(baseKey{ev.CPU, idx}).hasEarly = false
+					getBase(baseKey{ev.CPU, idx}).recalc()
 				}
 			}
 		case ftrace.TimerExpireEntry:
@@ -150,7 +158,6 @@ func CheckWheel(t *Trace, hz int) Counts {
 			if ok {
 				b := getBase(k)
 				b.expiring, b.baseclk = true, p.BaseClk
-				b.hasEarly = false // __run_timers recalculated it
 				delete(b.pending, p.Timer)
 				delete(b.unknown, p.Timer)
 				// __run_timers took the whole bucket of this tick off
@@ -162,6 +169,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 						delete(b.pending, tm)
 					}
 				}
+				b.recalc() // __run_timers recalculated next_expiry
 				running[ev.CPU] = k
 				runningTimer[ev.CPU] = p.Timer
 			}

@@ -200,7 +200,9 @@ func TestWheel61(t *testing.T) {
 // start is undetermined, in both the 6.1 form (no bucket_expiry) and the
 // 6.9 form; with the base's timer softirq seen to run between (an expiry:
 // __run_timers recalculated next_expiry) nothing holds the clock back and
-// it is a mismatch.
+// it is a mismatch; with it run while the timer was still pending, the
+// recalculation itself set next_expiry to the timer's bucket, and the
+// start is undetermined again.
 func TestWheelNextExpiryLeftEarly(t *testing.T) {
 	const hz = 250
 	depth := wheel.DepthForHZ(hz)
@@ -217,13 +219,24 @@ func TestWheelNextExpiryLeftEarly(t *testing.T) {
 		name    string
 		form61  bool
 		expired bool // the base's softirq ran between
-	}{{"6.1", true, false}, {"6.9", false, false}, {"recalculated", false, true}} {
+		// pendingAtRecalc: the softirq ran while the timer was still
+		// pending (a 7.0 guest's TCP load, seed 20261207, draws 9 and
+		// 34): the recalculation set next_expiry to its bucket, where
+		// the cancel left it.
+		pendingAtRecalc bool
+	}{{"6.1", true, false, false}, {"6.9", false, false, false}, {"recalculated", false, true, false}, {"pending at recalculation", false, false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := []ftrace.Event{
-				start(1, j0+10, j0, j0, tc.form61), // bucket j0+11
-				{CPU: 8, PID: 157, Data: ftrace.TimerCancel{Timer: 1}},
-				start(1, j0+40, j0+16, j0+16, tc.form61), // moved on; next_expiry stays at j0+11
+			ev := []ftrace.Event{start(1, j0+10, j0, j0, tc.form61)} // bucket j0+11
+			if tc.pendingAtRecalc {
+				ev = append(ev, start(4, j0+2, j0, j0, tc.form61),
+					ftrace.Event{CPU: 8, PID: 0, Flags: "..s1.", Data: ftrace.TimerCancel{Timer: 4}},
+					ftrace.Event{CPU: 8, PID: 0, Flags: "..s1.", Data: ftrace.TimerExpireEntry{Timer: 4, Function: "tcp_delack_timer", Now: j0 + 3, BaseClk: j0 + 3}},
+					ftrace.Event{CPU: 8, PID: 0, Flags: "..s1.", Data: ftrace.TimerExpireExit{Timer: 4}})
 			}
+			ev = append(ev,
+				ftrace.Event{CPU: 8, PID: 157, Data: ftrace.TimerCancel{Timer: 1}},
+				start(1, j0+40, j0+16, j0+16, tc.form61), // moved on; next_expiry stays at j0+11
+			)
 			if tc.expired {
 				// A timer of the base expires at j0+20: __run_timers
 				// recalculated next_expiry to j0+41.
