@@ -205,3 +205,31 @@ func TestNextevtLocalFirstBeyondEnd(t *testing.T) {
 		t.Fatalf("mismatches %+v, want the first at line %d, kernel max", c.Mismatches, idle+1)
 	}
 }
+
+// TestNextevtRemoteBucketOffWheel: a window of a 16-CPU 7.0 guest where
+// CPU 8 expired nohz_full CPU 14's global timers (line 723): the bucket of
+// jiffy 4294896632 held two delack timers, and CPU 14 computed its next
+// event (line 726) while CPU 8 ran the first (line 725), before it
+// detached the second (line 729). __run_timers takes the whole bucket off
+// the wheel (collect_expired_timers) and drops the base's lock around each
+// callback, so CPU 14 no longer saw the second timer: its nextevt is the
+// next bucket's. Told that the first expired at another bucket, the check
+// keeps the second on the wheel, due at once, and finds no line possible.
+func TestNextevtRemoteBucketOffWheel(t *testing.T) {
+	const file = "vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt"
+	lines, at := recordingAt(t, file, "17.787599: timer_expire_entry: timer=000000009d8e238d")
+	_, idle := recordingAt(t, file, "17.787694: tmigr_cpu_new_timer_idle: cpu=14 ")
+	c := nextevtOf(t, lines)
+	for _, m := range c.Mismatches {
+		t.Fatalf("unperturbed: mismatch at line %d: kernel %s, model %s", m.Line, m.Kernel, m.Model)
+	}
+	old := "baseclk=4294896632"
+	if !strings.Contains(lines[at], old) {
+		t.Fatalf("line %d lacks %q", at+1, old)
+	}
+	lines[at] = strings.Replace(lines[at], old, "baseclk=4294896631", 1)
+	c = nextevtOf(t, lines)
+	if len(c.Mismatches) != 1 || c.Mismatches[0].Line != idle+1 {
+		t.Fatalf("mismatches %+v, want one at line %d", c.Mismatches, idle+1)
+	}
+}
