@@ -2,6 +2,8 @@ package replay
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
@@ -41,7 +43,11 @@ import (
 //     hrtimer may go to get_nohz_timer_target() too, unless it would be the
 //     first to expire there (hrtimer_check_target) or, from 7.1
 //     (3288cd486376), it is the first on the arming CPU; with
-//     timer_migration=0 it stays on the arming CPU.
+//     timer_migration=0 it stays on the arming CPU;
+//   - an hrtimer of a CPU going offline is moved by hrtimers_cpu_dying to
+//     another CPU, which expires it: one started before a line of the
+//     CPU's hotplug thread (cpuhp/N) and expired elsewhere is
+//     undetermined.
 //
 // An arm from a task (not the idle task) means the CPU is not idle. Where
 // the rules leave one CPU the decision is determined; where they leave
@@ -57,6 +63,7 @@ const (
 	whySysctl     = "timer_migration changed then"
 	whyFinishing  = "re-armed as its callback returned on another CPU"
 	whyAddTimerOn = "queued where add_timer_on put it, unmarked before 6.9"
+	whyHotplug    = "moved off its CPU by a hotplug"
 )
 
 // addTimerOnLocal holds the callbacks of the timers that the kernel's own
@@ -76,6 +83,17 @@ var addTimerOnLocal = map[string]bool{
 	// clocksource_watchdog (kernel/time/clocksource.c) hops to the next
 	// online CPU, which may be its own.
 	"clocksource_watchdog": true,
+}
+
+// hotplugThread reports whether task is a CPU's hotplug thread
+// ("cpuhp/3", smpboot's cpuhp/%u) and which CPU's.
+func hotplugThread(task string) (int, bool) {
+	n, ok := strings.CutPrefix(task, "cpuhp/")
+	if !ok {
+		return 0, false
+	}
+	c, err := strconv.Atoi(n)
+	return c, err == nil && c >= 0
 }
 
 // finishingOn returns the CPU whose base may still hold tm as running
@@ -125,8 +143,16 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	// running_timer only after relocking, before the CPU prints anything
 	// else (a vCPU stalled there keeps it so for milliseconds).
 	finishing := map[int]uint64{}
+	// hotplug: per CPU, the last line its hotplug thread printed.
+	// hrtimers_cpu_dying moves the hrtimers of a CPU going offline to
+	// another CPU, which then expires them: an hrtimer started before
+	// such a line expires wherever that was.
+	hotplug := map[int]int64{}
 	for i := range t.Events {
 		ev := t.Events[i]
+		if c, ok := hotplugThread(ev.Task); ok {
+			hotplug[c] = ev.TS
+		}
 		base, _ := remote.Observe(&t.Events[i])
 		if tm, ok := finishing[ev.CPU]; ok {
 			delete(finishing, ev.CPU)
@@ -211,6 +237,10 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 			hrunning[d.Hrtimer] = ev.CPU
 			if st, ok := hpending[d.Hrtimer]; ok {
 				delete(hpending, d.Hrtimer)
+				if at, ok := hotplug[st.ev.CPU]; ok && at > st.ev.TS && !st.want.Test(ev.CPU) {
+					c.undetermined(whyHotplug)
+					break
+				}
 				p.decide(&c, st.ev, "hrtimer_start", ev.CPU, st.want, st.why, lost[st.ev.CPU])
 			}
 		case ftrace.HrtimerExpireExit:

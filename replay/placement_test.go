@@ -212,3 +212,41 @@ func TestPlacementInitAnewLeavesRunningBase(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementHotplugMovesHrtimer: an hrtimer a task started on busy CPU 1
+// stays on CPU 1 (get_nohz_timer_target keeps a busy housekeeping CPU's
+// timers), and expiring on CPU 0 is a mismatch; with CPU 1's hotplug
+// thread taking it offline in between (a 6.19 guest of the lab campaign,
+// seed 20261207, draw 11), hrtimers_cpu_dying moved it, and where it
+// expires is undetermined.
+func TestPlacementHotplugMovesHrtimer(t *testing.T) {
+	m := ftrace.Machine{CPUs: 4, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 3)}, HZ: 250, Kernel: "6.19.14"}
+	const h = 0x90410ca7
+	start := ftrace.Event{Line: 2, TS: 6_180_755_000, CPU: 1, PID: 208, Task: "tmigr-guest", Flags: "d..12", Name: "hrtimer_start",
+		Data: ftrace.HrtimerStart{Hrtimer: h, Function: "pm_suspend_timer_fn", Expires: 6783300947, SoftExpires: 6658300947}}
+	cpuhp := ftrace.Event{Line: 3, TS: 6_673_289_000, CPU: 1, PID: 26, Task: "cpuhp/1", Flags: "d..1.", Name: "timer_cancel", Data: ftrace.TimerCancel{Timer: 0x43c8651e}}
+	expire := ftrace.Event{Line: 4, TS: 6_698_541_000, CPU: 0, PID: 15, Task: "ktimers/0", Flags: "..s.2", Name: "hrtimer_expire_entry",
+		Data: ftrace.HrtimerExpireEntry{Hrtimer: h, Function: "pm_suspend_timer_fn", Now: 6675999217}}
+	for _, tc := range []struct {
+		name     string
+		ev       []ftrace.Event
+		mismatch bool
+	}{
+		{"offline between", []ftrace.Event{start, cpuhp, expire}, false},
+		{"no hotplug", []ftrace.Event{start, expire}, true},
+	} {
+		mm := m
+		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: tc.ev}
+		s, err := shapeOf(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := CheckPlacement(tr, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyHotplug] != 1 {
+			t.Errorf("%s: mismatches %v, undetermined %v", tc.name, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
+}
