@@ -109,7 +109,7 @@ type Worker struct {
 	// firstGlobal is, while the worker is idle, the expiry of its first
 	// global timer as it last told the hierarchy; MinInt64 while it is
 	// finding out. A timer queued from elsewhere that comes earlier must
-	// wake it (see Timer.armWheel).
+	// wake it (see the public API's Timer.armWheel).
 	firstGlobal atomic.Int64
 
 	mu    sync.Mutex
@@ -633,7 +633,8 @@ func (w *Worker) UserCall(ref any, f func()) {
 	f()
 }
 
-// yield is Runtime.Yield on this worker: a preemption point in a task.
+// yield is Engine.Yield (the public Runtime.Yield) on this worker: a
+// preemption point in a task.
 func (w *Worker) yield() {
 	if !w.inTask || w.inYield {
 		return
