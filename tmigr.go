@@ -92,6 +92,9 @@ func ParseIdleMode(s string) (IdleMode, error) {
 	return 0, fmt.Errorf("tmigr: unknown idle mode %q (want halt, poll or haltpoll)", s)
 }
 
+// engineIdle is the engine's idle mode of each of ours.
+var engineIdle = [...]engine.IdleMode{HaltPoll: engine.HaltPoll, Halt: engine.Halt, Poll: engine.Poll}
+
 // Config configures a Runtime. The zero value runs one worker on every CPU
 // the process may use, at 1000 Hz, under PullIsolated, in the HaltPoll idle mode.
 type Config struct {
@@ -306,7 +309,7 @@ func build(cfg Config, clk engine.Clock) (*Runtime, error) {
 		Isolated: iso,
 		HZ:       cfg.HZ,
 		Policy:   cfg.Policy,
-		Idle:     engine.IdleMode(cfg.Idle),
+		Idle:     engineIdle[cfg.Idle],
 		Priority: cfg.Priority,
 		Clock:    clk,
 		RunWheel: rt.runWheel,
