@@ -4,7 +4,8 @@ package engine
 // event handling on their own goroutine, with a fake clock and no thread
 // (after Init and Boot, without Run), and look at what can be read of a
 // worker from outside. Nothing here is for a worker that has a thread,
-// but Peek.
+// but Peek, and Loaded and HoldLoaded, which act on the engine as a late
+// wake-up does.
 
 // Service handles what is due at now: kicks, the hrtimer interrupt, the
 // tick, then the list of moves (the loop's first step).
@@ -13,24 +14,6 @@ func (w *Worker) Service(now int64) { w.service(now) }
 // IdleRound is one round of the idle loop at now; it returns when the
 // worker must look at its timers next.
 func (w *Worker) IdleRound(now int64) int64 { return w.idle(now) }
-
-// LeaveIdle is the way out of idle at now when there is work.
-func (w *Worker) LeaveIdle(now int64) { w.leaveIdle(now) }
-
-// Tick is the tick interrupt at now, with the timer softirq it raises.
-func (w *Worker) Tick(now int64) { w.tick(now) }
-
-// HrInterrupt is the hrtimer interrupt at now, with its softirq.
-func (w *Worker) HrInterrupt(now int64) { w.hrInterrupt(now) }
-
-// InIdle reports whether the worker's CPU is in its idle loop.
-func (w *Worker) InIdle() bool { return w.tk.InIdle() }
-
-// TickStopped reports whether the worker's tick is stopped (NOHZ).
-func (w *Worker) TickStopped() bool { return w.tk.Stopped() }
-
-// TickAt is when the worker's tick is next due.
-func (w *Worker) TickAt() int64 { return w.tickAt }
 
 // Awake marks the worker awake, as if it were running, its kicks taken:
 // a push to its list of moves, or a timer armed on it, then kicks nothing.

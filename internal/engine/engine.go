@@ -321,9 +321,6 @@ func (e *Engine) Grid() *tick.Grid { return &e.grid }
 // Now reads the engine's clock.
 func (e *Engine) Now() int64 { return e.clk.Now() }
 
-// Born is when Init read the clock first.
-func (e *Engine) Born() int64 { return e.start }
-
 // Slack is the slack of the high-resolution timers, ns.
 func (e *Engine) Slack() int64 { return e.cfg.Slack }
 

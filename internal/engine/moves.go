@@ -101,9 +101,6 @@ type Movable interface {
 // nil.
 var movesEnd hrtimer.Timer
 
-// MovesEnd is the end of a list of moves, for Movable.Moved's result.
-func MovesEnd() *hrtimer.Timer { return &movesEnd }
-
 // listed reports whether the list holds a timer.
 func (l *moveList) listed() bool { return l.head.Load() != nil }
 
