@@ -34,10 +34,10 @@ type Stats struct {
 	// Hangs counts hrtimer interrupts that gave up after three passes.
 	Hangs uint64
 	// Rescues counts the times another thread ran this worker's overdue
-	// timers because its thread did not run in time (internal/engine/rescue.go); Crowded
-	// those of them that found its thread runnable, waiting for its CPU
-	// (other threads held it), rather than asleep (its own timer late, as a
-	// VM's often are).
+	// timers because its thread did not run in time
+	// (internal/engine/rescue.go); Crowded those of them that found its
+	// thread runnable, waiting for its CPU (other threads held it), rather
+	// than asleep (its own timer late, as a VM's often are).
 	Rescues, Crowded uint64
 
 	// Busy and Idle split the worker's life since Start (an offline

@@ -89,8 +89,8 @@ type Timer struct {
 	coreAt  int64       // a high-resolution timer's expiry in the core, while armed (<= when); notInCore: listed, not queued yet
 	x       *timerExtra // nil for a high-resolution function timer
 
-	// moveNext links the timer on its worker's list of moves (internal/engine/moves.go);
-	// nil: not listed.
+	// moveNext links the timer's hrtimer on its worker's list of moves
+	// (internal/engine/moves.go); nil: not listed.
 	moveNext atomic.Pointer[hrtimer.Timer]
 
 	f func()
@@ -327,10 +327,11 @@ func drainChan(c chan time.Time) bool {
 // timer it passes) at every re-arm. The cost is one wake-up of the worker
 // at the old expiry. A move earlier, and an arm of a timer that expired or
 // was stopped, are listed for the worker, which queues the timer for its
-// new expiry before it next waits (see internal/engine/moves.go): the caller locks nothing
-// of the worker's either. Only a timer re-armed while its function runs
-// (which stays on the base where it runs), one whose worker is offline, and
-// a new timer's first arm go to the core at once, as hrtimer_start_range_ns.
+// new expiry before it next waits (see internal/engine/moves.go): the
+// caller locks nothing of the worker's either. Only a timer re-armed while
+// its function runs (which stays on the base where it runs), one whose
+// worker is offline, and a new timer's first arm go to the core at once, as
+// hrtimer_start_range_ns.
 func (t *Timer) Reset(d time.Duration) bool { return t.reset(d, true) }
 
 // start is a new timer's first arm: Reset, straight to the core, so that
@@ -381,8 +382,8 @@ func (t *Timer) reset(d time.Duration, list bool) bool {
 }
 
 // listHR arms the high-resolution timer for when, for its worker to queue
-// in the core before it next waits (see internal/engine/moves.go), and reports whether it
-// did (t.mu held). It does for a timer moved earlier than its expiry in the
+// in the core before it next waits (see internal/engine/moves.go), and
+// reports whether it did (t.mu held). It does for a timer moved earlier than its expiry in the
 // core, and for one not armed (expired or stopped; it is then notInCore
 // until the worker queues it), if its worker is online; the caller then
 // locks nothing of the worker's. Not while the timer's function runs:
@@ -565,9 +566,10 @@ func (t *Timer) fireHR(w *engine.Worker) {
 
 // queueForWhen queues the armed high-resolution timer in the core for the
 // expiry its last Reset asked for, t.when, which the core did not hold (a
-// move later, found at the old expiry; a listed one, see internal/engine/moves.go). One
-// found overdue is queued for now and keeps its when, so that its
-// lateness still counts from what was asked (t.mu held).
+// move later, found at the old expiry; a listed one, see
+// internal/engine/moves.go). One found overdue is queued for now and keeps
+// its when, so that its lateness still counts from what was asked (t.mu
+// held).
 func (t *Timer) queueForWhen(now int64) {
 	when := t.when
 	t.armHR(now, max(when-now, 0))

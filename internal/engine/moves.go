@@ -7,10 +7,11 @@ import (
 	"github.com/tmigr/tmigr/hrtimer"
 )
 
-// Moves: a Reset (of the public API's Timer) that moves an armed high-resolution timer earlier leaves
-// it where the core's queue has it, as a move later does (see
-// Timer.Reset), and lists it on its worker's moveList; so does a Reset of
-// a timer that expired or was stopped (not in the queue: notInCore). The
+// Moves: a Reset of the public API's Timer that moves an armed
+// high-resolution timer earlier leaves it where the core's queue has it, as
+// a move later does (see Timer.Reset), and lists it on its worker's
+// moveList; so does a Reset of a timer that expired or was stopped (not in
+// the queue: notInCore). The
 // worker queues each for its new expiry before it next waits, so the
 // caller takes no lock of the worker's base and sifts nothing in its
 // queue, whose entries and the timers they pass are cache misses with many
