@@ -11,15 +11,14 @@ import (
 // high-resolution timer earlier leaves it where the core's queue has it, as
 // a move later does (see Timer.Reset), and lists it on its worker's
 // moveList; so does a Reset of a timer that expired or was stopped (not in
-// the queue: notInCore). The
-// worker queues each for its new expiry before it next waits, so the
-// caller takes no lock of the worker's base and sifts nothing in its
-// queue, whose entries and the timers they pass are cache misses with many
-// timers. Go's runtime leaves a timer moved earlier in its heap too
-// (timerModified, found by a scan of the heap when its new expiry comes);
-// a list spares the scan. The kernel has no such step: hrtimer_start
-// queues at once, on the CPU that calls it, which here would be the
-// caller's goroutine taking the worker's base lock.
+// the queue: notInCore). The worker queues each for its new expiry before it
+// next waits, so the caller takes no lock of the worker's base and sifts
+// nothing in its queue, whose entries and the timers they pass are cache
+// misses with many timers. Go's runtime leaves a timer moved earlier in its
+// heap too (timerModified, found by a scan of the heap when its new expiry
+// comes); a list spares the scan. The kernel has no such step: hrtimer_start
+// queues at once, on the CPU that calls it, which here would be the caller's
+// goroutine taking the worker's base lock.
 //
 // The worker must look at the list before the new expiry. It does at every
 // wake-up (service, and a rescue's run of its timers), and it never sleeps
