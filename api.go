@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/tmigr/tmigr/internal/engine"
 )
 
 // The API of package time, on the runtime's workers: AfterFunc, NewTimer,
@@ -99,7 +101,7 @@ const placeCoarse = 1
 // rest. The last of the group, since the first CPU of a machine is the one
 // the kernel's own housekeeping (the jiffies update, unbound interrupts)
 // favours. The base lock is not what callers share: a Reset of a precise
-// timer takes only the timer's own lock (see Timer.Reset; moves.go).
+// timer takes only the timer's own lock (see Timer.Reset; internal/engine/moves.go).
 // A coarse timer's Reset always takes its base lock (the wheel links it
 // where it is due), and its expiries wait for a tick anyway, so coarse
 // timers are spread over every worker: grouped, two goroutines re-arming
@@ -114,10 +116,11 @@ const placeCoarse = 1
 // Re-arming on the caller's P instead would move the timer between bases:
 // two base locks and a cache-line transfer per Reset.
 func (rt *Runtime) place(hint uint32, size int) int {
-	iso := rt.isolated.Load()
-	eligible := func(w *worker) bool { return w.online.Load() && !iso.Test(w.cpu) }
+	iso := rt.e.Isolated()
+	eligible := func(w *engine.Worker) bool { return w.Online() && !iso.Test(w.CPU()) }
+	workers := rt.e.Workers()
 	n := 0
-	for _, w := range rt.order {
+	for _, w := range workers {
 		if eligible(w) {
 			n++
 		}
@@ -126,19 +129,19 @@ func (rt *Runtime) place(hint uint32, size int) int {
 		groups := (n + size - 1) / size
 		g := int(hint % uint32(groups))
 		k := min((g+1)*size, n) - 1 // the group's last, among the eligible
-		for _, w := range rt.order {
+		for _, w := range workers {
 			if eligible(w) {
 				if k == 0 {
-					return w.cpu
+					return w.CPU()
 				}
 				k--
 			}
 		}
 	}
-	if w := rt.housekeeping(nil); w != nil {
-		return w.cpu
+	if w := rt.e.Housekeeping(nil); w != nil {
+		return w.CPU()
 	}
-	return rt.order[0].cpu
+	return workers[0].CPU()
 }
 
 // newTimer makes an unarmed timer of the flavour o asks for, on the
@@ -147,12 +150,12 @@ func (rt *Runtime) newTimer(call string, o Option) *Timer {
 	if o.err != nil {
 		panic(fmt.Sprintf("%s: %v", call, o.err))
 	}
-	if len(rt.order) == 0 {
+	if !rt.started() {
 		return &Timer{} // a Runtime not made by Start: a zero Timer, never armed
 	}
 	var c int
-	if self := rt.self(); self != nil && self.online.Load() {
-		c = self.cpu
+	if self := rt.e.Self(); self != nil && self.Online() {
+		c = self.CPU()
 	} else {
 		size := placeGroup
 		if o.coarse {
@@ -163,7 +166,7 @@ func (rt *Runtime) newTimer(call string, o Option) *Timer {
 	if o.coarse {
 		return rt.newWheelTimer(c, o.flags)
 	}
-	t, err := rt.newHRTimer(rt.workers[c], o.mode)
+	t, err := rt.newHRTimer(rt.e.Worker(c), o.mode)
 	if err != nil {
 		panic(fmt.Sprintf("%s: %v", call, err)) // a fresh timer is never active
 	}

@@ -3,8 +3,6 @@ package tmigr
 import (
 	"testing"
 	"time"
-
-	"github.com/tmigr/tmigr/internal/osthread"
 )
 
 // The benchmarks compare the runtime with the standard library side by
@@ -60,26 +58,6 @@ func BenchmarkAfterFunc(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			rt.AfterFunc(time.Hour, f).Stop()
-		}
-	})
-}
-
-// BenchmarkClock: the runtime's clock against time.Now and the system call.
-func BenchmarkClock(b *testing.B) {
-	c := newClock()
-	b.Run("tmigr", func(b *testing.B) {
-		for b.Loop() {
-			_ = c.now()
-		}
-	})
-	b.Run("time.Now", func(b *testing.B) {
-		for b.Loop() {
-			_ = time.Now()
-		}
-	})
-	b.Run("clock_gettime-syscall", func(b *testing.B) {
-		for b.Loop() {
-			_ = osthread.Monotonic()
 		}
 	})
 }

@@ -51,7 +51,7 @@
 // wake-ups), a worker going to sleep also arms a package time timer 200
 // µs past its next event, whose goroutine, if the worker has not run by
 // then, runs the worker's overdue interrupts under the worker's CPU lock
-// (rescue.go; Stats.Rescues).
+// (internal/engine/rescue.go; Stats.Rescues).
 //
 // Tasks are not preempted: timers due on a worker run when its task returns
 // or calls Yield. Timer functions run on the worker's thread, with no lock

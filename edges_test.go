@@ -79,17 +79,17 @@ func TestSparePsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.GOMAXPROCS(1)
-	now := rt.clk.now()
-	rt.loaded(now)
+	now := rt.e.Now()
+	rt.e.Loaded(now)
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("GOMAXPROCS %d after a late wake-up, want the program's 1 plus 2 spares", got)
 	}
 	runtime.GOMAXPROCS(2)
-	rt.loaded(now + keepProcsEvery/2)
+	rt.e.Loaded(now + keepProcsEvery/2)
 	if got := runtime.GOMAXPROCS(0); got != 2 {
 		t.Fatalf("GOMAXPROCS %d: a look within keepProcsEvery of the last one changed it", got)
 	}
-	rt.loaded(now + keepProcsEvery)
+	rt.e.Loaded(now + keepProcsEvery)
 	if got := runtime.GOMAXPROCS(0); got != 4 {
 		t.Fatalf("GOMAXPROCS %d after a late wake-up, want the program's 2 plus 2 spares", got)
 	}
@@ -190,7 +190,7 @@ func TestRunningTimerStaysAfterHotplug(t *testing.T) {
 			// f sent before returning, and a timer re-armed while its
 			// function runs stays on the base it runs from: wait until the
 			// core no longer marks it running.
-			for deadline := time.Now().Add(10 * time.Second); kind == "wheel" && rt.set.Running(&tm.x.wt) || kind == "hrtimer" && tm.ht.Running(); {
+			for deadline := time.Now().Add(10 * time.Second); kind == "wheel" && rt.e.Set().Running(&tm.x.wt) || kind == "hrtimer" && tm.ht.Running(); {
 				if time.Now().After(deadline) {
 					t.Fatal("the timer's second run did not return in 10 s")
 				}

@@ -11,6 +11,11 @@ import (
 	"github.com/tmigr/tmigr/internal/osthread"
 )
 
+// fakeClock is a clock the test sets: the runtime's workers read it.
+type fakeClock struct{ t int64 }
+
+func (c *fakeClock) Now() int64 { return c.t }
+
 // newRuntime starts a runtime for a test and closes it at the end, checking
 // that no fatal error stopped it and that the hierarchy is consistent.
 func newRuntime(t *testing.T, cfg Config) *Runtime {
@@ -26,7 +31,7 @@ func newRuntime(t *testing.T, cfg Config) *Runtime {
 		if err := rt.Close(); err != nil {
 			t.Error(err)
 		}
-		if h := rt.set.Hierarchy(); h != nil {
+		if h := rt.e.Set().Hierarchy(); h != nil {
 			if err := h.Check(); err != nil {
 				t.Errorf("hierarchy after Close: %v", err)
 			}
@@ -81,11 +86,12 @@ func waitFor(t *testing.T, what string, cond func() bool, diagnose ...func() str
 // describeWorkers writes what can be read of each worker's state from
 // outside it (its atomics), for a wait that times out.
 func describeWorkers(b *strings.Builder, rt *Runtime) {
-	now := rt.clk.now()
-	for _, w := range rt.order {
-		fmt.Fprintf(b, "worker %d: online %v, state %d, pending %#x, idle for %v, idling %v, pins %d, sleeps until %+v, first global %+v, ticks %d, timers %d, wakeups %d, hrtimer device %+v\n",
-			w.cpu, w.online.Load(), w.state.Load(), w.pending.Load(), since(now, w.idleSince.Load()), w.idling.Load(), w.pins.Load(),
-			rel(now, w.sleepUntil.Load()), rel(now, w.firstGlobal.Load()), w.st.ticks.Load(), w.st.timers.Load(), w.st.wakeups.Load(), rel(now, w.hb.Device()))
+	now := rt.e.Now()
+	for _, w := range rt.e.Workers() {
+		p := w.Peek()
+		fmt.Fprintf(b, "worker %d: online %v, asleep %v, pending %#x, idle for %v, idling %v, pins %d, sleeps until %+v, first global %+v, ticks %d, timers %d, wakeups %d, hrtimer device %+v\n",
+			w.CPU(), p.Online, p.Asleep, p.Pending, since(now, p.IdleSince), p.Idling, p.Pins,
+			rel(now, p.SleepUntil), rel(now, p.FirstGlobal), p.Ticks, p.Timers, p.Wakeups, rel(now, p.Device))
 	}
 }
 

@@ -142,7 +142,7 @@ func equal(a, b []int) bool {
 func TestOfflineMovesEverything(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, Config{CPUs: "0-2", Isolated: "2", pinTo: virtual(t)})
-	h := rt.set.Hierarchy()
+	h := rt.e.Set().Hierarchy()
 	ran := make(chan string, 10)
 	report := func(name string) func() { return func() { ran <- name + "@" + itoa(rt.CPU()) } }
 	for _, o := range [][]TimerOption{nil, {Pinned}, {Deferrable}} {
@@ -163,9 +163,10 @@ func TestOfflineMovesEverything(t *testing.T) {
 	// worker 1 (queued and kicked), or worker 1 already went offline before
 	// starting the task (both tasks then moved): either way the queued task
 	// runs on worker 0, however late this goroutine or the worker runs.
-	w1 := rt.workers[1]
+	w1 := rt.e.Worker(1)
 	waitFor(t, "the offline request to reach worker 1", func() bool {
-		return !w1.online.Load() || len(w1.ctl) == 1 && w1.pending.Load()&kickCtl != 0
+		p := w1.Peek()
+		return !p.Online || p.Requested
 	})
 	close(release)
 	if err := recv(t, offlined, "Offline"); err != nil {
@@ -258,7 +259,7 @@ func TestForeignArmPublished(t *testing.T) {
 	rt := newRuntime(t, Config{CPUs: "0-1", pinTo: virtual(t)})
 	stop := busy(t, rt, 1)
 	defer stop()
-	waitFor(t, "worker 0 to go idle", func() bool { return rt.workers[0].idleSince.Load() != 0 })
+	waitFor(t, "worker 0 to go idle", func() bool { return rt.e.Worker(0).IdleSince() != 0 })
 	ran := make(chan int, 1)
 	var on []int
 	for _, d := range []time.Duration{5, 20, 3, 40} {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tmigr/tmigr/internal/engine"
 	"github.com/tmigr/tmigr/tick"
 )
 
@@ -86,8 +87,8 @@ func TestIdleRoundRace(t *testing.T) {
 	)
 	c := machineCPUs(t)[0]
 	var cfg Config
-	cfg.hooks.idled = func(w *worker, r tick.Ready, done bool) {
-		if w.cpu != c || !r.Stopped || r.Tick < w.now()+int64(time.Minute) {
+	cfg.hooks.idled = func(w *engine.Worker, r tick.Ready, done bool) {
+		if w.CPU() != c || !r.Stopped || r.Tick < w.Now()+int64(time.Minute) {
 			return // only a round with nothing due but the hour timer
 		}
 		if !done && caught.CompareAndSwap(false, true) {

@@ -23,7 +23,7 @@ func TestZeroConfigLeavesGOMAXPROCS(t *testing.T) {
 		t.Fatal(err)
 	}
 	during := runtime.GOMAXPROCS(0)
-	rt.loaded(rt.clk.now()) // a late wake-up, which put "spares" back
+	rt.e.Loaded(rt.e.Now()) // a late wake-up, which put "spares" back
 	afterLate := runtime.GOMAXPROCS(0)
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)

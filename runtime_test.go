@@ -133,7 +133,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 	if err := rt.Exclude("0-"); err == nil {
 		t.Error("bad Exclude list accepted")
 	}
-	if err := rt.Exclude(rt.cpuList()); err == nil || !strings.Contains(err.Error(), "no housekeeping") {
+	if err := rt.Exclude(rt.e.CPUList()); err == nil || !strings.Contains(err.Error(), "no housekeeping") {
 		t.Errorf("Exclude of every worker: %v", err)
 	}
 	if err := rt.Online(cpus[0]); err == nil || !strings.Contains(err.Error(), "already online") {
@@ -316,13 +316,13 @@ func TestFatalHalts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.fail(errors.New("injected"))
+	rt.e.Fail(errors.New("injected"))
 	if err := rt.Err(); err == nil || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("Err() = %v", err)
 	}
 	waitFor(t, "workers to halt", func() bool {
-		for _, w := range rt.order {
-			if w.state.Load() != stateSleeping {
+		for _, w := range rt.e.Workers() {
+			if !w.Peek().Asleep {
 				return false
 			}
 		}

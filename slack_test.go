@@ -21,12 +21,12 @@ func TestSlack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rt.boot(); err != nil {
+		if err := rt.e.Boot(); err != nil {
 			t.Fatal(err)
 		}
-		w0 := rt.workers[0]
-		for _, w := range rt.order {
-			w.idle(clk.t)
+		w0 := rt.e.Worker(0)
+		for _, w := range rt.e.Workers() {
+			w.IdleRound(clk.t)
 		}
 		var ran []string
 		rec := func(what string) func() {
@@ -41,26 +41,26 @@ func TestSlack(t *testing.T) {
 		if _, err := rt.HRAfterFunc(0, 7*time.Millisecond, rec("c"), Hard); err != nil {
 			t.Fatal(err)
 		}
-		w0.idle(clk.t)
+		w0.IdleRound(clk.t)
 		if prio != 0 {
-			if got, want := w0.hb.Device(), int64(time.Millisecond); got != want {
+			if got, want := w0.HB().Device(), int64(time.Millisecond); got != want {
 				t.Fatalf("Priority %d: device at %d, want %d (no slack)", prio, got, want)
 			}
 			continue
 		}
 		want := int64(time.Millisecond + slack)
-		if got := w0.hb.Device(); got != want {
+		if got := w0.HB().Device(); got != want {
 			t.Fatalf("device at %d, want %d (the first timer plus the slack)", got, want)
 		}
 		clk.t = want
-		w0.service(clk.t)
+		w0.Service(clk.t)
 		if len(ran) != 2 || ran[0] != "a@6" || ran[1] != "b@6" {
 			t.Fatalf("the interrupt at 6 ms ran %v, want [a@6 b@6]", ran)
 		}
-		if n := w0.st.timers.Load(); n != 2 {
+		if n := w0.Peek().Timers; n != 2 {
 			t.Fatalf("%d timers counted, want 2", n)
 		}
-		if got, want := w0.hb.Device(), int64(7*time.Millisecond+slack); got != want {
+		if got, want := w0.HB().Device(), int64(7*time.Millisecond+slack); got != want {
 			t.Fatalf("after the interrupt the device is at %d, want %d (the third timer plus the slack)", got, want)
 		}
 	}

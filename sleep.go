@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/internal/engine"
 )
 
 // sleeper is a goroutine's nanosleep: an hrtimer whose expiry wakes the
@@ -26,9 +27,9 @@ var sleepers = sync.Pool{New: func() any {
 	return s
 }}
 
-func (s *sleeper) fireHR(w *worker) {
-	w.st.late.record(w.now() - s.when)
-	w.st.timers.Add(1) // before the wake-up, as runTimer counts
+// FireHR is the sleeper's expiry (engine.Firer).
+func (s *sleeper) FireHR(w *engine.Worker) {
+	w.Account(w.CPU(), s.when, w.Now()) // before the wake-up, as fire counts
 	select {
 	case s.ch <- struct{}{}:
 	default:
@@ -54,7 +55,7 @@ func (rt *Runtime) Sleep(ctx context.Context, d time.Duration, opts ...Option) e
 	if o.coarse {
 		return rt.sleepCoarse(ctx, d, o)
 	}
-	if rt.self() != nil {
+	if rt.e.Self() != nil {
 		return ErrOnWorker
 	}
 	s := sleepers.Get().(*sleeper)
@@ -63,13 +64,13 @@ func (rt *Runtime) Sleep(ctx context.Context, d time.Duration, opts ...Option) e
 
 // sleepCoarse is Sleep on a wheel timer.
 func (rt *Runtime) sleepCoarse(ctx context.Context, d time.Duration, o Option) error {
-	if rt.self() != nil {
+	if rt.e.Self() != nil {
 		return ErrOnWorker
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if rt.closed.Load() {
+	if rt.e.Closed() {
 		return ErrClosed
 	}
 	if d <= 0 {
@@ -84,7 +85,7 @@ func (rt *Runtime) sleepCoarse(ctx context.Context, d time.Duration, o Option) e
 	case <-ctx.Done():
 		t.Stop()
 		return ctx.Err()
-	case <-rt.done:
+	case <-rt.e.Done():
 		return ErrClosed
 	}
 }
@@ -98,20 +99,20 @@ func (rt *Runtime) SleepOn(ctx context.Context, c int, d time.Duration, mode HRM
 	if err := checkMode(mode); err != nil {
 		return err
 	}
-	if rt.self() != nil {
+	if rt.e.Self() != nil {
 		return ErrOnWorker
 	}
-	return rt.sleepHR(ctx, sleepers.Get().(*sleeper), w.cpu, d, mode)
+	return rt.sleepHR(ctx, sleepers.Get().(*sleeper), w.CPU(), d, mode)
 }
 
 // sleepHR is SleepOn with sleeper s, back to the pool when it is done.
 func (rt *Runtime) sleepHR(ctx context.Context, s *sleeper, c int, d time.Duration, mode HRMode) error {
-	w := rt.workers[c]
+	w := rt.e.Worker(c)
 	if err := ctx.Err(); err != nil {
 		sleepers.Put(s)
 		return err
 	}
-	if rt.closed.Load() {
+	if rt.e.Closed() {
 		sleepers.Put(s)
 		return ErrClosed
 	}
@@ -119,34 +120,34 @@ func (rt *Runtime) sleepHR(ctx context.Context, s *sleeper, c int, d time.Durati
 		sleepers.Put(s)
 		return nil
 	}
-	if err := w.hb.Setup(&s.ht, hrtimer.Monotonic, hrMode(mode)); err != nil {
+	if err := w.HB().Setup(&s.ht, hrtimer.Monotonic, hrMode(mode)); err != nil {
 		return fmt.Errorf("tmigr: %w", err)
 	}
-	on := rt.onBehalf(c)
-	now := rt.clk.now()
-	s.when = satAdd(now, int64(d))
-	eff, err := on.hb.Start(&s.ht, now, int64(d), rt.slack, hrtimer.ModeRel)
-	on.hp.RUnlock()
+	on := rt.e.OnBehalf(c)
+	now := rt.e.Now()
+	s.when = engine.SatAdd(now, int64(d))
+	eff, err := on.HB().Start(&s.ht, now, int64(d), rt.e.Slack(), hrtimer.ModeRel)
+	on.Release()
 	if err != nil {
-		rt.fail(fmt.Errorf("hrtimer start on worker %d: %w", on.cpu, err))
+		rt.e.Fail(fmt.Errorf("hrtimer start on worker %d: %w", on.CPU(), err))
 		return rt.Err()
 	}
-	rt.apply(on, eff)
+	rt.e.Apply(on, eff)
 	select {
 	case <-s.ch:
 		s.recycle()
 		return nil
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-rt.done:
+	case <-rt.e.Done():
 		err = ErrClosed
 	}
-	if r, _ := on.hb.TryCancel(&s.ht); r != 1 {
+	if r, _ := on.HB().TryCancel(&s.ht); r != 1 {
 		// It fired or is firing: its wake-up is on its way, unless the
 		// runtime stopped first, in which case the sleeper is dropped.
 		select {
 		case <-s.ch:
-		case <-rt.done:
+		case <-rt.e.Done():
 			return err
 		}
 	}

@@ -115,7 +115,7 @@ func (s *stress) diagnose() string {
 		if len(sl.live) > 0 {
 			fmt.Fprintf(&b, "%s: %d arms outstanding, due %v ago; armed %v", sl.name, len(sl.live), now.Sub(sl.live[0]), sl.t.armed)
 			if !sl.hr {
-				fmt.Fprintf(&b, ", queued on the wheel %v", s.rt.set.Pending(&sl.t.x.wt))
+				fmt.Fprintf(&b, ", queued on the wheel %v", s.rt.e.Set().Pending(&sl.t.x.wt))
 			}
 			b.WriteString("\n")
 		}
@@ -304,7 +304,7 @@ func stressPolicy(t *testing.T, policy Policy) {
 			if err != nil {
 				s.errorf("control step %d: %v", i%4, err)
 			}
-			if h := rt.set.Hierarchy(); h != nil && h.Warnings() != 0 {
+			if h := rt.e.Set().Hierarchy(); h != nil && h.Warnings() != 0 {
 				s.errorf("hierarchy warnings: %d", h.Warnings())
 			}
 		}
@@ -337,7 +337,7 @@ func stressPolicy(t *testing.T, policy Policy) {
 	// arm is made any more (every goroutine and task has ended), so each
 	// round after the last due time runs what is left; how long that takes
 	// depends on the machine's load, not whether it happens.
-	tick := time.Duration(rt.set.TickNsec())
+	tick := time.Duration(rt.e.Set().TickNsec())
 	waitFor(t, "every arm to run", func() bool {
 		if s.outstanding() == 0 {
 			return true

@@ -16,12 +16,12 @@ func (rt *Runtime) Go(c int, f func()) error {
 	if f == nil {
 		return errNilFunc
 	}
-	if rt.closed.Load() {
+	if rt.e.Closed() {
 		return ErrClosed
 	}
-	on := rt.onBehalf(w.cpu) // an offline worker's tasks go where its timers went
-	on.queue(f)
-	on.hp.RUnlock()
+	on := rt.e.OnBehalf(w.CPU()) // an offline worker's tasks go where its timers went
+	on.Queue(f)
+	on.Release()
 	return nil
 }
 
@@ -35,13 +35,5 @@ func (rt *Runtime) Yield() {
 	if !rt.started() {
 		return
 	}
-	now := rt.clk.now()
-	for _, w := range rt.order {
-		if w.inUser.Load() && (w.pending.Load() != 0 || now >= w.sleepUntil.Load()) {
-			if w := rt.self(); w != nil {
-				w.yield()
-			}
-			return
-		}
-	}
+	rt.e.Yield()
 }

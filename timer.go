@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/hrtimer"
+	"github.com/tmigr/tmigr/internal/engine"
 	"github.com/tmigr/tmigr/wheel"
 )
 
@@ -88,9 +89,9 @@ type Timer struct {
 	coreAt  int64       // a high-resolution timer's expiry in the core, while armed (<= when); notInCore: listed, not queued yet
 	x       *timerExtra // nil for a high-resolution function timer
 
-	// moveNext links the timer on its worker's list of moves (moves.go);
-	// nil: not listed.
-	moveNext atomic.Pointer[Timer]
+	// moveNext links the timer's hrtimer on its worker's list of moves
+	// (internal/engine/moves.go); nil: not listed.
+	moveNext atomic.Pointer[hrtimer.Timer]
 
 	f func()
 
@@ -165,7 +166,7 @@ func (rt *Runtime) AfterFuncOn(c int, d time.Duration, f func(), opts ...TimerOp
 	if err != nil {
 		return nil, err
 	}
-	if rt.closed.Load() {
+	if rt.e.Closed() {
 		return nil, ErrClosed
 	}
 	t := rt.newWheelTimer(c, flags)
@@ -204,10 +205,10 @@ func (rt *Runtime) newWheelTimer(c int, flags uint32) *Timer {
 }
 
 // newHRTimer returns an unarmed hrtimer on behalf of worker w.
-func (rt *Runtime) newHRTimer(w *worker, mode HRMode) (*Timer, error) {
-	t := &Timer{rt: rt, cpu: int16(w.cpu), isHR: true}
-	t.ht.Data = t
-	if err := w.hb.Setup(&t.ht, hrtimer.Monotonic, hrMode(mode)); err != nil {
+func (rt *Runtime) newHRTimer(w *engine.Worker, mode HRMode) (*Timer, error) {
+	t := &Timer{rt: rt, cpu: int16(w.CPU()), isHR: true}
+	t.ht.Data = (*hrTimer)(t)
+	if err := w.HB().Setup(&t.ht, hrtimer.Monotonic, hrMode(mode)); err != nil {
 		return nil, fmt.Errorf("tmigr: %w", err)
 	}
 	return t, nil
@@ -233,7 +234,7 @@ func (rt *Runtime) HRAfterFunc(c int, d time.Duration, f func(), mode HRMode) (*
 	if f == nil {
 		return nil, errNilFunc
 	}
-	if rt.closed.Load() {
+	if rt.e.Closed() {
 		return nil, ErrClosed
 	}
 	t, err := rt.newHRTimer(w, mode)
@@ -273,9 +274,9 @@ func (t *Timer) Stop() bool {
 	was := t.armed
 	t.armed = false
 	if t.isHR {
-		t.rt.workers[t.cpu].hb.TryCancel(&t.ht)
+		t.rt.e.Worker(int(t.cpu)).HB().TryCancel(&t.ht)
 	} else {
-		t.rt.set.Del(&t.x.wt)
+		t.rt.e.Set().Del(&t.x.wt)
 	}
 	was = t.drain() || was
 	t.mu.Unlock()
@@ -326,10 +327,11 @@ func drainChan(c chan time.Time) bool {
 // timer it passes) at every re-arm. The cost is one wake-up of the worker
 // at the old expiry. A move earlier, and an arm of a timer that expired or
 // was stopped, are listed for the worker, which queues the timer for its
-// new expiry before it next waits (see moves.go): the caller locks nothing
-// of the worker's either. Only a timer re-armed while its function runs
-// (which stays on the base where it runs), one whose worker is offline, and
-// a new timer's first arm go to the core at once, as hrtimer_start_range_ns.
+// new expiry before it next waits (see internal/engine/moves.go): the
+// caller locks nothing of the worker's either. Only a timer re-armed while
+// its function runs (which stays on the base where it runs), one whose
+// worker is offline, and a new timer's first arm go to the core at once, as
+// hrtimer_start_range_ns.
 func (t *Timer) Reset(d time.Duration) bool { return t.reset(d, true) }
 
 // start is a new timer's first arm: Reset, straight to the core, so that
@@ -341,7 +343,7 @@ func (t *Timer) reset(d time.Duration, list bool) bool {
 	// The clock first: its reading waits for every load before it, so read
 	// after the Timer it would wait for the Timer's cache miss, and the
 	// lock after it for the clock; read before, the miss overlaps it.
-	raw := monoRaw()
+	raw := engine.MonoRaw()
 	if t.rt == nil {
 		return false
 	}
@@ -354,15 +356,15 @@ func (t *Timer) reset(d time.Duration, list bool) bool {
 	}
 	t.mu.Lock()
 	was := t.armed
-	if !t.rt.arming() {
+	if !t.rt.e.Arming() {
 		t.armed = false
 		t.mu.Unlock()
 		return was
 	}
 	was = drainChan(c) || was
-	now := t.rt.nowFrom(raw)
+	now := t.rt.e.NowFrom(raw)
 	if t.isHR {
-		when := satAdd(now, int64(d))
+		when := engine.SatAdd(now, int64(d))
 		switch {
 		case t.armed && when >= t.coreAt:
 			t.when = when
@@ -380,29 +382,29 @@ func (t *Timer) reset(d time.Duration, list bool) bool {
 }
 
 // listHR arms the high-resolution timer for when, for its worker to queue
-// in the core before it next waits (see moves.go), and reports whether it
-// did (t.mu held). It does for a timer moved earlier than its expiry in the
+// in the core before it next waits (see internal/engine/moves.go), and
+// reports whether it did (t.mu held). It does for a timer moved earlier than its expiry in the
 // core, and for one not armed (expired or stopped; it is then notInCore
 // until the worker queues it), if its worker is online; the caller then
 // locks nothing of the worker's. Not while the timer's function runs:
 // re-armed then, it stays on the base where it runs (see HRAfterFunc),
 // which only an arm at once can tell.
 func (t *Timer) listHR(when int64) bool {
-	w := t.rt.workers[t.cpu]
-	if t.running.Load() != 0 || !w.online.Load() {
+	w := t.rt.e.Worker(int(t.cpu))
+	if t.running.Load() != 0 || !w.Online() {
 		return false
 	}
 	if h := t.rt.cfg.hooks.listing; h != nil {
 		h(t)
 	}
-	w.pushMove(t, when)
-	if !w.online.Load() {
+	w.PushMove(&t.ht, &t.moveNext, when)
+	if !w.Online() {
 		// It went offline since the look above, and may have emptied its
 		// list already: a parked worker empties it when kicked, queuing
 		// the timer where the worker's timers went (both loads and the
 		// push are sequentially consistent: either the offline worker's
 		// last drain sees the push, or this load sees it offline).
-		w.kick(kickTimer)
+		w.Kick(engine.KickTimer)
 	}
 	if !t.armed {
 		t.armed = true
@@ -423,24 +425,25 @@ func (t *Timer) armWheel(now, d int64) {
 	if c < 0 {
 		// The caller's CPU: only this case needs to know who calls (a
 		// thread-id system call while some worker runs user code).
-		if self := rt.self(); self != nil && self.online.Load() {
-			c = self.cpu
+		if self := rt.e.Self(); self != nil && self.Online() {
+			c = self.CPU()
 		} else {
 			c = rt.place(t.x.hint, placeCoarse)
 		}
 	}
-	w := rt.onBehalf(c)
-	t.when = satAdd(now, d)
-	exp := rt.grid.Expiry(now, d)
-	_, kickCPU := rt.set.Mod(w.cpu, &t.x.wt, exp, rt.grid.Jiffies(now), 0)
-	w.hp.RUnlock()
+	w := rt.e.OnBehalf(c)
+	t.when = engine.SatAdd(now, d)
+	grid := rt.e.Grid()
+	exp := grid.Expiry(now, d)
+	_, kickCPU := rt.e.Set().Mod(w.CPU(), &t.x.wt, exp, grid.Jiffies(now), 0)
+	w.Release()
 	if h := rt.cfg.hooks.queued; h != nil {
 		h(t)
 	}
 	switch {
 	case kickCPU >= 0:
-		rt.workers[kickCPU].kick(kickTimer)
-	case t.running.Load() == 0 && w.idleSince.Load() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && newFirst(rt.grid.At(exp+1), w.firstGlobal.Load(), rt.clk.now()):
+		rt.e.Worker(kickCPU).Kick(engine.KickTimer)
+	case t.running.Load() == 0 && w.IdleSince() != 0 && t.x.wt.Flags()&cpu.Deferrable == 0 && newFirst(grid.At(exp+1), w.FirstGlobal(), rt.e.Now()):
 		// A new first global timer on an idle worker, queued from
 		// elsewhere, which the kernel never does (mod_timer queues on the
 		// CPU it runs on). Unless the worker looks at its timers before
@@ -454,7 +457,7 @@ func (t *Timer) armWheel(now, d int64) {
 		// pending bit is what it checks last. (The clock is read again
 		// here, after the timer was queued, as newFirst requires; only
 		// for an idle worker.)
-		w.kick(kickTimer)
+		w.Kick(engine.KickTimer)
 	}
 }
 
@@ -492,32 +495,47 @@ func newFirst(earliest, first, now int64) bool {
 // held).
 func (t *Timer) armHR(now, d int64) {
 	rt := t.rt
-	w := rt.onBehalf(int(t.cpu))
-	t.when = satAdd(now, d)
+	w := rt.e.OnBehalf(int(t.cpu))
+	t.when = engine.SatAdd(now, d)
 	t.coreAt = t.when
-	eff, err := w.hb.Start(&t.ht, now, d, rt.slack, hrtimer.ModeRel)
-	w.hp.RUnlock()
+	eff, err := w.HB().Start(&t.ht, now, d, rt.e.Slack(), hrtimer.ModeRel)
+	w.Release()
 	if err != nil {
-		rt.fail(fmt.Errorf("hrtimer start on worker %d: %w", w.cpu, err))
+		rt.e.Fail(fmt.Errorf("hrtimer start on worker %d: %w", w.CPU(), err))
 		return
 	}
 	if eff.Program || eff.IPI != nil {
-		rt.apply(w, eff)
+		rt.e.Apply(w, eff)
 	}
 }
 
-// apply carries out an hrtimer Effect of an operation on behalf of w.
-func (rt *Runtime) apply(w *worker, eff hrtimer.Effect) {
-	if eff.Program {
-		w.lower(eff.At)
-	}
-	if eff.IPI != nil {
-		rt.workers[eff.IPI.CPU()].kick(kickRetrigger)
-	}
-}
+// hrTimer is a high-resolution Timer as its hrtimer's Data: the engine's
+// Firer and Movable, methods that are no part of Timer's API.
+type hrTimer Timer
 
-// hrFirer is what an hrtimer's Data is: a Timer or a sleeper.
-type hrFirer interface{ fireHR(w *worker) }
+// FireHR is fireHR (engine.Firer).
+func (h *hrTimer) FireHR(w *engine.Worker) { (*Timer)(h).fireHR(w) }
+
+// MoveLink is the timer's link on its worker's list of moves
+// (engine.Movable).
+func (h *hrTimer) MoveLink() *atomic.Pointer[hrtimer.Timer] { return &h.moveNext }
+
+// Moved is the worker's look at the timer on its list of moves
+// (engine.Movable): under the timer's lock it unlinks it and, if it is
+// still armed for an expiry earlier than the core's (or not in the core,
+// notInCore), queues it for that expiry.
+func (h *hrTimer) Moved(w *engine.Worker, now int64) (next *hrtimer.Timer, when int64, queued bool) {
+	t := (*Timer)(h)
+	t.mu.Lock()
+	next = t.moveNext.Load()
+	t.moveNext.Store(nil)
+	if t.armed && t.when < t.coreAt && (t.ht.Queued() || t.coreAt == notInCore) {
+		when, queued = t.when, true
+		t.queueForWhen(now)
+	}
+	t.mu.Unlock()
+	return next, when, queued
+}
 
 // fireHR runs on worker w for an hrtimer expiry the core handed out. It
 // runs the function only if t is armed and not queued again since (see
@@ -525,8 +543,8 @@ type hrFirer interface{ fireHR(w *worker) }
 // armed timer later left it in the core at the earlier one (see Reset),
 // and it is queued for the later one now, on behalf of the worker it
 // belongs to, as that Reset would have.
-func (t *Timer) fireHR(w *worker) {
-	if h := w.rt.cfg.hooks.expired; h != nil {
+func (t *Timer) fireHR(w *engine.Worker) {
+	if h := t.rt.cfg.hooks.expired; h != nil {
 		h(t)
 	}
 	t.mu.Lock()
@@ -537,20 +555,21 @@ func (t *Timer) fireHR(w *worker) {
 		return
 	}
 	if t.when > t.coreAt {
-		if now := w.now(); now < t.when {
+		if now := w.Now(); now < t.when {
 			t.queueForWhen(now)
 			t.mu.Unlock()
 			return
 		}
 	}
-	t.fire(w, w.cpu)
+	t.fire(w, w.CPU())
 }
 
 // queueForWhen queues the armed high-resolution timer in the core for the
 // expiry its last Reset asked for, t.when, which the core did not hold (a
-// move later, found at the old expiry; a listed one, see moves.go). One
-// found overdue is queued for now and keeps its when, so that its
-// lateness still counts from what was asked (t.mu held).
+// move later, found at the old expiry; a listed one, see
+// internal/engine/moves.go). One found overdue is queued for now and keeps
+// its when, so that its lateness still counts from what was asked (t.mu
+// held).
 func (t *Timer) queueForWhen(now int64) {
 	when := t.when
 	t.armHR(now, max(when-now, 0))
@@ -563,29 +582,29 @@ func (t *Timer) queueForWhen(now int64) {
 // expiry it asked for; a function runs with the lock dropped. The expiry is
 // counted before the function runs or the value is sent, so what that
 // makes visible is in Stats already.
-func (t *Timer) fire(w *worker, owner int) {
+func (t *Timer) fire(w *engine.Worker, owner int) {
 	t.armed = false
 	when := t.when
 	c := t.chanOf()
 	if c == nil {
 		t.running.Add(1)
 		t.mu.Unlock()
-		start := w.now()
-		w.account(owner, when, start)
-		w.userCall(t, t.f)
+		start := w.Now()
+		w.Account(owner, when, start)
+		w.UserCall(t, t.f)
 		t.running.Add(-1)
-		if owner != w.cpu {
-			w.st.remoteNs.Add(w.now() - start)
+		if owner != w.CPU() {
+			w.AddRemoteTime(w.Now() - start)
 		}
 		return
 	}
-	now := w.now()
-	w.account(owner, when, now)
+	now := w.Now()
+	w.Account(owner, when, now)
 	select {
 	case c <- time.Now():
 	default: // a slow receiver: the value is dropped, as time.Ticker does
 	}
-	if t.x.period > 0 && !t.rt.closed.Load() {
+	if t.x.period > 0 && !t.rt.e.Closed() {
 		t.armed = true
 		next := forward(when, now, t.x.period)
 		if t.isHR {
@@ -611,15 +630,4 @@ func forward(when, now, period int64) int64 {
 		return math.MaxInt64
 	}
 	return when + k*period
-}
-
-// account counts an expiry of owner's base asked for at when, run on w at
-// start.
-func (w *worker) account(owner int, when, start int64) {
-	w.st.late.record(start - when)
-	w.st.timers.Add(1)
-	if owner != w.cpu {
-		w.st.remote.Add(1)
-		w.st.remoteFor[owner].Add(1)
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +14,7 @@ import (
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/hier"
-	"github.com/tmigr/tmigr/hrtimer"
-	"github.com/tmigr/tmigr/internal/osthread"
+	"github.com/tmigr/tmigr/internal/engine"
 	"github.com/tmigr/tmigr/tick"
 	"github.com/tmigr/tmigr/wheel"
 )
@@ -63,9 +61,9 @@ type IdleMode int
 const (
 	// HaltPoll polls for an adaptive window before halting, as Linux's
 	// haltpoll cpuidle governor does for a guest, and places the window
-	// before a known deadline (see governor). For 100 ms after a rescue
-	// of an overdue worker (a loaded machine, see rescue.go) it halts
-	// without polling. The default.
+	// before a known deadline (internal/engine/idle.go). For 100 ms after
+	// a rescue of an overdue worker (a loaded machine, see
+	// internal/engine/rescue.go) it halts without polling. The default.
 	HaltPoll IdleMode = iota
 	// Halt sleeps in the kernel (a futex wait with an absolute deadline):
 	// no CPU time while idle, a wake-up costs the kernel's wake latency.
@@ -93,6 +91,9 @@ func ParseIdleMode(s string) (IdleMode, error) {
 	}
 	return 0, fmt.Errorf("tmigr: unknown idle mode %q (want halt, poll or haltpoll)", s)
 }
+
+// engineIdle is the engine's idle mode of each of ours.
+var engineIdle = [...]engine.IdleMode{HaltPoll: engine.HaltPoll, Halt: engine.Halt, Poll: engine.Poll}
 
 // Config configures a Runtime. The zero value runs one worker on every CPU
 // the process may use, at 1000 Hz, under PullIsolated, in the HaltPoll idle mode.
@@ -203,7 +204,7 @@ type testHooks struct {
 	// idled runs on the worker after the tick core's idle round, before
 	// (published false) and after (true) it publishes firstGlobal: tests
 	// queue a timer from elsewhere in between.
-	idled func(w *worker, r tick.Ready, published bool)
+	idled func(w *engine.Worker, r tick.Ready, published bool)
 }
 
 // Panic is a panic recovered from a timer function or a task.
@@ -236,35 +237,18 @@ var (
 // thread pinned to its CPU, that together run Linux's timer code: per-CPU
 // timer wheels, the timer-migration hierarchy and hrtimers.
 type Runtime struct {
-	cfg     Config
-	set     *cpu.Set
-	clk     clock
-	mono    *monoClock // clk, when it is the real clock (see nowFrom)
-	grid    tick.Grid
-	workers []*worker    // by CPU number; nil where no worker runs
-	order   []*worker    // the workers, in CPU order
-	bootIso cpumask.Mask // Config.Isolated
-
-	isolated atomic.Pointer[cpumask.Mask] // boot ∪ the last Exclude
-
-	ctlMu  sync.Mutex // serialises Offline, Online, Exclude and Close
-	closed atomic.Bool
-	done   chan struct{} // closed by Close once every worker has stopped
-	wg     sync.WaitGroup
-
-	fatal atomic.Pointer[error]
-	// loadedUntil: until when workers arm rescue timers; rescuedUntil:
-	// until when HaltPoll workers halt without polling (rescue.go).
-	loadedUntil, rescuedUntil atomic.Int64
+	// e is the OS-thread engine (internal/engine): the workers, their
+	// idle modes, rescue, hotplug and the clock. The Runtime adds the
+	// public API: timers, sleeps and tasks, placement, Stats, errors.
+	e   engine.Engine
+	cfg Config
 
 	procsAt atomic.Int64 // when a late wake-up last looked at the spare Ps (keepProcs)
-	start   int64
-	slack   int64 // of precise timers and sleeps, ns: Config.Slack, 0 under SCHED_FIFO
 }
 
 // Start starts one worker per CPU of cfg.CPUs and returns when all run.
 func Start(cfg Config) (*Runtime, error) {
-	rt, err := build(cfg, newClock())
+	rt, err := build(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -275,63 +259,18 @@ func Start(cfg Config) (*Runtime, error) {
 	// away, if the program asked for them (Config.SpareProcs); Close takes
 	// them back.
 	rt.addProcs()
-
-	// Bring the workers' threads up, then the CPUs, as the kernel does:
-	// every CPU online and active, then the late isolation initcall.
-	for _, w := range rt.order {
-		w.rescueT = time.AfterFunc(time.Duration(rescueHorizon), w.rescue)
-		w.rescueT.Stop()
-	}
-	ready := make(chan error, len(rt.order))
-	begin := make(chan struct{})
-	var abort atomic.Bool
-	for _, w := range rt.order {
-		rt.wg.Add(1)
-		go w.main(ready, begin, &abort)
-	}
-	var errs []error
-	for range rt.order {
-		if err := <-ready; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
-		if err := rt.boot(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		abort.Store(true)
-		close(begin)
-		rt.wg.Wait()
+	if err := rt.e.Run(); err != nil {
 		rt.restoreProcs()
-		return nil, errors.Join(errs...)
+		return nil, err
 	}
-	close(begin)
 	return rt, nil
 }
 
-// boot brings every worker's CPU online, active (the worker's goroutine
-// has not begun: it reads its state only after begin is closed), then runs
-// the hierarchy's late isolation initcall.
-func (rt *Runtime) boot() error {
-	now := rt.clk.now()
-	for _, w := range rt.order {
-		r, err := w.tk.Online(now)
-		if err != nil {
-			return fmt.Errorf("tmigr: CPU %d: %w", w.cpu, err)
-		}
-		w.apply(r)
-		w.online.Store(true)
-	}
-	rt.set.InitIsolation() // every worker is active: nobody to force
-	return nil
-}
-
-// build checks cfg and builds the runtime's timer code and workers on
-// the clock clk, offline and without threads: Start adds the threads and
-// boots the CPUs; tests drive the workers' event handling directly.
-func build(cfg Config, clk clock) (*Runtime, error) {
+// build checks cfg and builds the runtime on the clock clk (nil: the real
+// one), its engine's workers offline and without threads: Start adds the
+// threads and boots the CPUs; tests drive the workers' event handling
+// directly.
+func build(cfg Config, clk engine.Clock) (*Runtime, error) {
 	if cfg.HZ == 0 {
 		cfg.HZ = 1000
 	}
@@ -350,82 +289,41 @@ func build(cfg Config, clk clock) (*Runtime, error) {
 	if _, err := cpu.ParsePolicy(cfg.Policy.String()); err != nil {
 		return nil, fmt.Errorf("tmigr: unknown policy %d", int(cfg.Policy))
 	}
-	allowed, err := osthread.Allowed()
-	if err != nil {
-		return nil, fmt.Errorf("tmigr: the runtime needs Linux CPU affinity: %w", err)
-	}
-	cpus := allowed
+	var cpus cpumask.Mask
 	if cfg.CPUs != "" {
+		var err error
 		if cpus, err = cpumask.Parse(cfg.CPUs); err != nil {
 			return nil, fmt.Errorf("tmigr: Config.CPUs: %w", err)
 		}
-	}
-	if cpus.Empty() {
-		return nil, errors.New("tmigr: Config.CPUs is empty")
-	}
-	pinTo := cfg.pinTo
-	if pinTo == nil {
-		pinTo = func(c int) int { return c }
-	}
-	for c := cpus.First(); c >= 0; c = cpus.Next(c) {
-		if p := pinTo(c); p < 0 || p >= cpumask.MaxCPUs || !allowed.Test(p) {
-			return nil, fmt.Errorf("tmigr: CPU %d is not one this process may run on (%s)", p, allowed)
+		if cpus.Empty() {
+			return nil, errors.New("tmigr: Config.CPUs is empty")
 		}
 	}
 	iso, err := cpumask.Parse(cfg.Isolated)
 	if err != nil {
 		return nil, fmt.Errorf("tmigr: Config.Isolated: %w", err)
 	}
-	if extra := iso.AndNot(cpus); !extra.Empty() {
-		return nil, fmt.Errorf("tmigr: Config.Isolated names CPUs %s that run no worker (workers: %s)", extra, cpus)
-	}
-	hk := cpus.AndNot(iso)
-	if hk.Empty() {
-		return nil, fmt.Errorf("tmigr: Config.Isolated (%s) leaves no housekeeping worker", iso)
-	}
-
-	n := cpus.Last() + 1
-	nodeOf := make([]int, n)
-	for c := cpus.First(); c >= 0; c = cpus.Next(c) {
-		nodeOf[c] = osthread.NodeOf(pinTo(c))
-	}
-	set, err := cpu.New(cpu.Config{
-		NodeOf:    nodeOf,
-		HZ:        cfg.HZ,
-		Policy:    cfg.Policy,
-		Isolation: hier.Isolation{Domain: iso, Timekeeper: hk.First()},
-		Tracer:    cfg.tracer,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("tmigr: %w", err)
-	}
-
-	rt := &Runtime{
-		cfg:     cfg,
-		set:     set,
-		clk:     clk,
-		workers: make([]*worker, n),
-		bootIso: iso,
-		done:    make(chan struct{}),
+	rt := &Runtime{cfg: cfg}
+	ec := engine.Config{
+		CPUs:     cpus,
+		Isolated: iso,
+		HZ:       cfg.HZ,
+		Policy:   cfg.Policy,
+		Idle:     engineIdle[cfg.Idle],
+		Priority: cfg.Priority,
+		Clock:    clk,
+		RunWheel: rt.runWheel,
+		Report:   rt.report,
+		Loaded:   rt.keepProcs,
+		PinTo:    cfg.pinTo,
+		Tracer:   cfg.tracer,
+		Idled:    cfg.hooks.idled,
 	}
 	if cfg.Priority == 0 {
-		rt.slack = int64(cfg.Slack)
+		ec.Slack = int64(cfg.Slack)
 	}
-	rt.mono, _ = clk.(*monoClock)
-	rt.isolated.Store(&iso)
-	rt.start = rt.clk.now()
-	rt.grid = tick.NewGrid(rt.start, cfg.HZ)
-	for c := cpus.First(); c >= 0; c = cpus.Next(c) {
-		hb, err := hrtimer.NewCPUBase(c, hrtimer.Config{})
-		if err != nil {
-			return nil, fmt.Errorf("tmigr: %w", err)
-		}
-		w, err := newWorker(rt, c, pinTo(c), hb)
-		if err != nil {
-			return nil, fmt.Errorf("tmigr: %w", err)
-		}
-		rt.workers[c] = w
-		rt.order = append(rt.order, w)
+	if err := rt.e.Init(ec); err != nil {
+		return nil, err
 	}
 	return rt, nil
 }
@@ -442,41 +340,38 @@ func (rt *Runtime) Close() error {
 	if !rt.started() {
 		return ErrNotStarted
 	}
-	if rt.self() != nil {
+	closed, err := rt.e.Close()
+	if err != nil {
+		return apiErr(err)
+	}
+	if closed {
+		rt.restoreProcs()
+	}
+	return nil
+}
+
+// apiErr gives the engine's errors the public API's names.
+func apiErr(err error) error {
+	switch err {
+	case engine.ErrClosed:
+		return ErrClosed
+	case engine.ErrOnWorker:
 		return ErrOnWorker
 	}
-	rt.ctlMu.Lock()
-	defer rt.ctlMu.Unlock()
-	if rt.closed.Swap(true) {
-		return nil
-	}
-	var reqs []*ctlReq
-	for _, w := range rt.order {
-		reqs = append(reqs, w.request(ctlStop, nil))
-	}
-	for _, r := range reqs {
-		<-r.done
-	}
-	rt.wg.Wait()
-	for _, w := range rt.order {
-		w.rescueT.Stop() // a rescue that still fires finds the runtime closed
-	}
-	close(rt.done)
-	rt.restoreProcs()
-	return nil
+	return err
 }
 
 // addProcs adds the runtime's spare Ps, if it asked for them.
 func (rt *Runtime) addProcs() {
 	if rt.cfg.SpareProcs {
-		procs.adjust(len(rt.order))
+		procs.adjust(len(rt.e.Workers()))
 	}
 }
 
 // restoreProcs takes back the runtime's spare Ps, if it added them.
 func (rt *Runtime) restoreProcs() {
 	if rt.cfg.SpareProcs {
-		procs.adjust(-len(rt.order))
+		procs.adjust(-len(rt.e.Workers()))
 	}
 }
 
@@ -584,29 +479,14 @@ func (rt *Runtime) keepProcs(now int64) {
 
 // Err returns the fatal error that stopped the runtime's workers, or nil.
 // A stopped runtime's workers are halted, asleep in the kernel, until Close.
-func (rt *Runtime) Err() error {
-	if p := rt.fatal.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// fail records a fatal error and halts every worker. Only the first error
-// is kept.
-func (rt *Runtime) fail(err error) {
-	err = fmt.Errorf("tmigr: fatal: %w", err)
-	if rt.fatal.CompareAndSwap(nil, &err) {
-		for _, w := range rt.order {
-			w.kick(kickCtl)
-		}
-	}
-}
+func (rt *Runtime) Err() error { return rt.e.Err() }
 
 // CPUs returns the CPUs the runtime runs workers on.
 func (rt *Runtime) CPUs() []int {
-	out := make([]int, len(rt.order))
-	for i, w := range rt.order {
-		out[i] = w.cpu
+	ws := rt.e.Workers()
+	out := make([]int, len(ws))
+	for i, w := range ws {
+		out[i] = w.CPU()
 	}
 	return out
 }
@@ -614,7 +494,7 @@ func (rt *Runtime) CPUs() []int {
 // Isolated returns the isolated workers: Config.Isolated plus the last
 // Exclude.
 func (rt *Runtime) Isolated() []int {
-	m := rt.isolated.Load()
+	m := rt.e.Isolated()
 	if m == nil {
 		return nil // not started
 	}
@@ -624,104 +504,34 @@ func (rt *Runtime) Isolated() []int {
 // CPU returns the CPU of the worker the caller runs on (inside a task or a
 // timer function), or -1 for any other goroutine.
 func (rt *Runtime) CPU() int {
-	if w := rt.self(); w != nil {
-		return w.cpu
+	if w := rt.e.Self(); w != nil {
+		return w.CPU()
 	}
 	return -1
-}
-
-// self returns the worker the calling goroutine runs on, or nil. A worker
-// runs only its own goroutine (it is locked to its thread), so the thread
-// id decides. The system call is skipped while no worker is inside user
-// code, which is when no other goroutine can be on one.
-func (rt *Runtime) self() *worker {
-	any := false
-	for _, w := range rt.order {
-		if w.inUser.Load() {
-			any = true
-			break
-		}
-	}
-	if !any {
-		return nil
-	}
-	tid := int64(osthread.Gettid())
-	for _, w := range rt.order {
-		if w.tid.Load() == tid || w.rescuer.Load() == tid {
-			return w
-		}
-	}
-	return nil
 }
 
 // started reports whether Start made the runtime: a zero Runtime has no
 // timer code, no clock and no workers, and every method that needs them
 // returns ErrNotStarted (or, without an error result, does nothing).
-func (rt *Runtime) started() bool { return rt.set != nil }
-
-// arming reports whether timers may be armed: the runtime was started and
-// is not closed.
-func (rt *Runtime) arming() bool { return rt.started() && !rt.closed.Load() }
+func (rt *Runtime) started() bool { return rt.e.Started() }
 
 // worker returns the worker of cpu, or an error naming it.
-func (rt *Runtime) worker(c int) (*worker, error) {
+func (rt *Runtime) worker(c int) (*engine.Worker, error) {
 	if !rt.started() {
 		return nil, ErrNotStarted
 	}
-	if c < 0 || c >= len(rt.workers) || rt.workers[c] == nil {
-		return nil, fmt.Errorf("tmigr: no worker runs on CPU %d (workers: %s)", c, rt.cpuList())
+	w := rt.e.Worker(c)
+	if w == nil {
+		return nil, fmt.Errorf("tmigr: no worker runs on CPU %d (workers: %s)", c, rt.e.CPUList())
 	}
-	return rt.workers[c], nil
+	return w, nil
 }
 
-func (rt *Runtime) cpuList() string {
-	var m cpumask.Mask
-	for _, w := range rt.order {
-		m.Set(w.cpu)
-	}
-	return m.String()
-}
-
-// housekeeping returns the first online worker that is not isolated, else
-// the first online worker: where timers armed from outside the workers go,
-// and where an offline worker's timers and tasks move.
-func (rt *Runtime) housekeeping(except *worker) *worker {
-	iso := rt.isolated.Load()
-	var any *worker
-	for _, w := range rt.order {
-		if w == except || !w.online.Load() {
-			continue
-		}
-		if !iso.Test(w.cpu) {
-			return w
-		}
-		if any == nil {
-			any = w
-		}
-	}
-	return any
-}
-
-// onBehalf returns the worker an operation "on CPU c" runs on behalf of,
-// with its hotplug lock held shared so it cannot go offline meanwhile: c's
-// worker if online, else the housekeeping worker that took its timers. The
-// caller must call w.hp.RUnlock.
-func (rt *Runtime) onBehalf(c int) *worker {
-	w := rt.workers[c]
-	for {
-		w.hp.RLock()
-		if w.online.Load() {
-			return w
-		}
-		w.hp.RUnlock()
-		if w = rt.housekeeping(nil); w == nil {
-			w = rt.order[0]
-		}
-	}
-}
-
-// report hands a recovered panic to OnPanic.
-func (rt *Runtime) report(p Panic) {
+// report hands a recovered panic to OnPanic; ref is the Timer whose
+// function panicked, nil for a task.
+func (rt *Runtime) report(c int, ref any, v any, stack []byte) {
+	p := Panic{CPU: c, Value: v, Stack: stack}
+	p.Timer, _ = ref.(*Timer)
 	if rt.cfg.OnPanic != nil {
 		rt.cfg.OnPanic(p)
 		return
@@ -729,27 +539,26 @@ func (rt *Runtime) report(p Panic) {
 	fmt.Fprintf(os.Stderr, "%s\n%s\n", p, strings.TrimSpace(string(p.Stack)))
 }
 
-func stack() []byte { return debug.Stack() }
-
 // runWheel runs on worker handler, for every expired wheel timer its timer
-// softirq's pass hands out, the owner's base lock dropped. Every wheel
-// timer of the runtime's Set is a Timer's (its Data).
-func (rt *Runtime) runWheel(handler int, wt *wheel.Timer) {
+// softirq's pass hands out, the owner's base lock dropped
+// (engine.Config.RunWheel). Every wheel timer of the engine's Set is a
+// Timer's (its Data).
+func (rt *Runtime) runWheel(handler *engine.Worker, wt *wheel.Timer) {
 	t := wt.Data.(*Timer)
 	if h := rt.cfg.hooks.expired; h != nil {
 		h(t)
 	}
 	t.mu.Lock()
-	if !t.armed || rt.set.Pending(wt) {
+	if !t.armed || rt.e.Set().Pending(wt) {
 		t.mu.Unlock()
 		return
 	}
-	if now := rt.clk.now(); now < t.when {
+	if now := handler.Now(); now < t.when {
 		// Only a timeout beyond the wheel's capacity (12 days at HZ 1000)
 		// comes early, clamped by the wheel: queue the rest.
 		t.armWheel(now, t.when-now)
 		t.mu.Unlock()
 		return
 	}
-	t.fire(rt.workers[handler], wt.CPU()) // a running timer stays on its base
+	t.fire(handler, wt.CPU()) // a running timer stays on its base
 }

@@ -1,22 +1,24 @@
-package tmigr
+package engine
 
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/tmigr/tmigr/hrtimer"
 )
 
-// Moves: a Reset that moves an armed high-resolution timer earlier leaves
-// it where the core's queue has it, as a move later does (see
-// Timer.Reset), and lists it on its worker's moveList; so does a Reset of
-// a timer that expired or was stopped (not in the queue: notInCore). The
-// worker queues each for its new expiry before it next waits, so the
-// caller takes no lock of the worker's base and sifts nothing in its
-// queue, whose entries and the timers they pass are cache misses with many
-// timers. Go's runtime leaves a timer moved earlier in its heap too
-// (timerModified, found by a scan of the heap when its new expiry comes);
-// a list spares the scan. The kernel has no such step: hrtimer_start
-// queues at once, on the CPU that calls it, which here would be the
-// caller's goroutine taking the worker's base lock.
+// Moves: a Reset of the public API's Timer that moves an armed
+// high-resolution timer earlier leaves it where the core's queue has it, as
+// a move later does (see Timer.Reset), and lists it on its worker's
+// moveList; so does a Reset of a timer that expired or was stopped (not in
+// the queue: notInCore). The worker queues each for its new expiry before it
+// next waits, so the caller takes no lock of the worker's base and sifts
+// nothing in its queue, whose entries and the timers they pass are cache
+// misses with many timers. Go's runtime leaves a timer moved earlier in its
+// heap too (timerModified, found by a scan of the heap when its new expiry
+// comes); a list spares the scan. The kernel has no such step: hrtimer_start
+// queues at once, on the CPU that calls it, which here would be the caller's
+// goroutine taking the worker's base lock.
 //
 // The worker must look at the list before the new expiry. It does at every
 // wake-up (service, and a rescue's run of its timers), and it never sleeps
@@ -70,52 +72,72 @@ import (
 // timer is listed while the worker turns the batch around, so it is
 // atomic; the batch turned around ends with movesEnd too, so a timer in
 // it never reads as not listed.
+//
+// The list links the timers' hrtimer.Timer, whose Data (a Movable) is the
+// timer: the engine knows the link and asks the timer to queue itself; the
+// timer's lock, its armed state and expiries are the public API's.
 type moveList struct {
-	head atomic.Pointer[Timer] // the last timer listed; nil: none
-	_    [56]byte              // the pushers' line, apart from the worker's state words
+	head atomic.Pointer[hrtimer.Timer] // the last timer listed; nil: none
+	_    [56]byte                      // the pushers' line, apart from the worker's state words
 }
 
-// movesEnd ends the list (the moveNext of the timer listed first, when it
-// was empty) and a batch turned around, so that a listed timer's moveNext
-// is never nil.
-var movesEnd Timer
+// Movable is what the Data of a high-resolution timer on a list of moves
+// is.
+type Movable interface {
+	// MoveLink is the timer's link on the list (its moveNext): nil while
+	// it is not listed.
+	MoveLink() *atomic.Pointer[hrtimer.Timer]
+	// Moved runs on worker w at now (w's CPU lock held) for the listed
+	// timer: under the timer's own lock it unlinks it (MoveLink set to
+	// nil) and, if it is still armed earlier than its expiry in the core,
+	// or not in the core at all, queues it for the expiry its Reset asked
+	// for. It returns the timer linked after it, and that expiry if it
+	// queued it.
+	Moved(w *Worker, now int64) (next *hrtimer.Timer, when int64, queued bool)
+}
+
+// movesEnd ends the list (the link of the timer listed first, when it was
+// empty) and a batch turned around, so that a listed timer's link is never
+// nil.
+var movesEnd hrtimer.Timer
 
 // listed reports whether the list holds a timer.
 func (l *moveList) listed() bool { return l.head.Load() != nil }
 
-// movesBetween is how many listed timers a drain queues between two looks
+// MovesBetween is how many listed timers a drain queues between two looks
 // at the timers due (about 1 µs each with many timers: cache misses).
-const movesBetween = 64
+const MovesBetween = 64
 
-// pushMove lists t, whose Reset (t.mu held) moved it to expire at when, if
-// it is not listed already, and lowers the worker's deadline to when.
-func (w *worker) pushMove(t *Timer, when int64) {
-	if t.moveNext.Load() == nil {
+// PushMove lists t, whose Reset (its timer's lock held) moved it to expire
+// at when, if it is not listed already (its link, next, is nil), and
+// lowers the worker's deadline to when.
+func (w *Worker) PushMove(t *hrtimer.Timer, next *atomic.Pointer[hrtimer.Timer], when int64) {
+	if next.Load() == nil {
 		l := &w.moves
 		for {
 			head := l.head.Load()
-			next := head
-			if next == nil {
-				next = &movesEnd
+			n := head
+			if n == nil {
+				n = &movesEnd
 			}
-			t.moveNext.Store(next)
+			next.Store(n)
 			if l.head.CompareAndSwap(head, t) {
 				break
 			}
 		}
 	}
 	if when < w.sleepUntil.Load() {
-		w.lower(when)
+		w.Lower(when)
 	}
 }
 
 // drainMoves queues the listed timers for the expiries their Resets asked
 // for, on behalf of the worker each belongs to (cpuMu held: the worker, or
 // a rescue of it), and returns the earliest of those expiries
-// (math.MaxInt64: none). The clock is read once per movesBetween timers:
+// (math.MaxInt64: none). The clock is read once per MovesBetween timers:
 // a timer whose expiry passed since is queued for it all the same, a time
 // already past, and runs at the worker's next look, as one found overdue.
-func (w *worker) drainMoves() (first int64) {
+func (w *Worker) drainMoves() (first int64) {
 	first = math.MaxInt64
 	l := &w.moves
 	if !l.listed() {
@@ -123,13 +145,14 @@ func (w *worker) drainMoves() (first int64) {
 	}
 	batch := &movesEnd // turned around: the timer listed first, first
 	for t := l.head.Swap(nil); t != &movesEnd; {
-		next := t.moveNext.Load()
-		t.moveNext.Store(batch)
+		link := t.Data.(Movable).MoveLink()
+		next := link.Load()
+		link.Store(batch)
 		batch, t = t, next
 	}
 	now := w.now()
 	for i, t := 0, batch; t != &movesEnd; i++ {
-		if i%movesBetween == movesBetween-1 {
+		if i%MovesBetween == MovesBetween-1 {
 			// A long list (a worker that could not run, or moves
 			// coming faster than it wakes) does not hold up the
 			// timers due meanwhile.
@@ -138,14 +161,10 @@ func (w *worker) drainMoves() (first int64) {
 				now = w.now()
 			}
 		}
-		t.mu.Lock()
-		next := t.moveNext.Load()
-		t.moveNext.Store(nil)
-		if t.armed && t.when < t.coreAt && (t.ht.Queued() || t.coreAt == notInCore) {
-			first = min(first, t.when)
-			t.queueForWhen(now)
+		next, when, queued := t.Data.(Movable).Moved(w, now)
+		if queued {
+			first = min(first, when)
 		}
-		t.mu.Unlock()
 		t = next
 	}
 	return first

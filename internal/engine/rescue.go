@@ -1,4 +1,4 @@
-package tmigr
+package engine
 
 import (
 	"runtime"
@@ -24,7 +24,7 @@ import (
 //
 // So while the machine is loaded, a worker going to sleep until deadline
 // also arms a package time timer (its rescue timer) for deadline plus
-// rescueAfter. If it wakes and runs in time it stops that timer; if not,
+// RescueAfter. If it wakes and runs in time it stops that timer; if not,
 // the rescue timer's function, on some thread of the Go scheduler that did
 // get a CPU, takes the worker's CPU lock and runs the worker's due hrtimer
 // interrupt and tick exactly as the worker would (service's timer parts,
@@ -47,21 +47,21 @@ import (
 // wakes with the scheduler's credit for sleepers and preempts the hog
 // (with a hog on every CPU, halting after a rescue more than halves the
 // hrtimer p99: docs/performance.md). A late wake-up alone does not switch:
-// halting on a quiet VM is late by more than rescueAfter often enough that
+// halting on a quiet VM is late by more than RescueAfter often enough that
 // the switch would hold for good; a rescue needs the worker not to have
-// run for rescueAfter plus package time's latency.
+// run for RescueAfter plus package time's latency.
 //
-// A rescued timer runs about rescueAfter plus package time's own lateness
+// A rescued timer runs about RescueAfter plus package time's own lateness
 // after it was due, so under load the runtime's tail follows std's rather
 // than the worker's thread's wait for its CPU. On a machine that is not
 // loaded the rescue timers cost nothing: a worker arms one only within
 // loadedHold of a wake-up (its own or a rescue) that came more than
-// rescueAfter late, so an idle runtime adds no wake-up and no timer of
+// RescueAfter late, so an idle runtime adds no wake-up and no timer of
 // package time.
 const (
-	// rescueAfter is how long a worker's next event may be overdue before
+	// RescueAfter is how long a worker's next event may be overdue before
 	// another thread runs it.
-	rescueAfter = 200 * time.Microsecond
+	RescueAfter = 200 * time.Microsecond
 	// loadedHold is how long the runtime counts as loaded after a late
 	// wake-up.
 	loadedHold = int64(time.Second)
@@ -87,31 +87,33 @@ func rescueDelay(deadline, now, loadedUntil int64) (time.Duration, bool) {
 	if now >= loadedUntil || deadline-now > rescueHorizon {
 		return 0, false
 	}
-	return time.Duration(deadline-now) + rescueAfter, true
+	return time.Duration(deadline-now) + RescueAfter, true
 }
 
 // lateBy reports whether a worker that waited until deadline and ran at
 // woke was late enough for the runtime to count as loaded.
-func lateBy(deadline, woke int64) bool { return woke-deadline > int64(rescueAfter) }
+func lateBy(deadline, woke int64) bool { return woke-deadline > int64(RescueAfter) }
 
-// loaded marks the runtime loaded at now, for loadedHold, and puts back the
-// spare Ps if the program's GOMAXPROCS took them (a worker that finds no P
-// wakes late; see procs).
-func (rt *Runtime) loaded(now int64) {
-	if until := now + loadedHold; until > rt.loadedUntil.Load() {
-		rt.loadedUntil.Store(until)
+// loaded marks the engine loaded at now, for loadedHold, and tells
+// Config.Loaded (the public API puts back the spare Ps there if the
+// program's GOMAXPROCS took them: a worker that finds no P wakes late).
+func (e *Engine) loaded(now int64) {
+	if until := now + loadedHold; until > e.loadedUntil.Load() {
+		e.loadedUntil.Store(until)
 	}
-	rt.keepProcs(now)
+	if f := e.cfg.Loaded; f != nil {
+		f(now)
+	}
 }
 
 // armRescue arms the worker's rescue timer, if the runtime is loaded, for
 // its next event at deadline (cpuMu held): before the worker waits, and
 // after a rescue, for the worker's thread may still not run.
-func (w *worker) armRescue(deadline, now int64) {
+func (w *Worker) armRescue(deadline, now int64) {
 	if w.rescueT == nil {
 		return
 	}
-	if d, ok := rescueDelay(deadline, now, w.rt.loadedUntil.Load()); ok {
+	if d, ok := rescueDelay(deadline, now, w.e.loadedUntil.Load()); ok {
 		w.rescueT.Reset(d)
 		w.rescueArmed = true
 	}
@@ -119,7 +121,7 @@ func (w *worker) armRescue(deadline, now int64) {
 
 // rescue is the rescue timer's function, on a goroutine of the Go
 // scheduler.
-func (w *worker) rescue() {
+func (w *Worker) rescue() {
 	if !w.cpuMu.TryLock() {
 		return // the worker runs, or another rescue does
 	}
@@ -131,12 +133,12 @@ func (w *worker) rescue() {
 }
 
 // rescueAt runs, with cpuMu held by a thread other than the worker's, the
-// worker's timer interrupts that have been due for more than rescueAfter
+// worker's timer interrupts that have been due for more than RescueAfter
 // at now, as service and the idle round would. Kicks and control requests
 // stay for the worker. It reports whether it ran anything.
-func (w *worker) rescueAt(now int64) bool {
-	rt := w.rt
-	if w.stop || !w.online.Load() || rt.closed.Load() || rt.fatal.Load() != nil {
+func (w *Worker) rescueAt(now int64) bool {
+	e := w.e
+	if w.stop || !w.online.Load() || e.closed.Load() || e.fatal.Load() != nil {
 		return false
 	}
 	// This thread is the worker from here on (self, CPU): the list of
@@ -148,12 +150,12 @@ func (w *worker) rescueAt(now int64) bool {
 	// The earliest expiry due: the core's, or a listed timer's (queued by
 	// the drain, overdue ones for now).
 	dev := min(w.hb.Device(), w.drainMoves())
-	late := int64(rescueAfter)
+	late := int64(RescueAfter)
 	if now-dev <= late && now-w.tickAt <= late {
 		return false
 	}
 	w.st.rescues.Add(1)
-	rt.loaded(now)
+	e.loaded(now)
 	if now >= w.hb.Device() {
 		w.hrInterrupt(now)
 	}
@@ -163,8 +165,8 @@ func (w *worker) rescueAt(now int64) bool {
 	if w.tk.InIdle() {
 		w.idle(w.now())
 	}
-	if until := now + pollHold; until > rt.rescuedUntil.Load() {
-		rt.rescuedUntil.Store(until)
+	if until := now + pollHold; until > e.rescuedUntil.Load() {
+		e.rescuedUntil.Store(until)
 	}
 	if w.crowded() {
 		w.st.crowded.Add(1)
@@ -181,7 +183,7 @@ func (w *worker) rescueAt(now int64) bool {
 // worse than after any rescue (docs/performance.md); most rescues there
 // found the worker runnable anyway, its CPU shared with the process's own
 // Go threads.
-func (w *worker) crowded() bool {
+func (w *Worker) crowded() bool {
 	tid := int(w.tid.Load())
 	if tid <= 0 {
 		return true
@@ -192,4 +194,4 @@ func (w *worker) crowded() bool {
 
 // haltPollNow reports whether a HaltPoll worker is to poll at now: not
 // within pollHold of a rescue.
-func (rt *Runtime) haltPollNow(now int64) bool { return now >= rt.rescuedUntil.Load() }
+func (e *Engine) haltPollNow(now int64) bool { return now >= e.rescuedUntil.Load() }

@@ -1,13 +1,15 @@
-package tmigr
+package engine
 
 import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/hrtimer"
 	"github.com/tmigr/tmigr/internal/futex"
 	"github.com/tmigr/tmigr/internal/osthread"
@@ -23,7 +25,7 @@ const (
 // Kicks: why a worker was woken. They accumulate in worker.pending until
 // the worker takes them all at once.
 const (
-	kickTimer     uint32 = 1 << iota // a timer was queued or moved earlier: re-evaluate the next event
+	KickTimer     uint32 = 1 << iota // a timer was queued or moved earlier: re-evaluate the next event
 	kickWork                         // a task was queued
 	kickActivate                     // leave idle (tmigr_trigger_active, or a pin)
 	kickRetrigger                    // the hrtimer retrigger IPI
@@ -40,7 +42,7 @@ const (
 
 type ctlReq struct {
 	op   ctlOp
-	to   *worker // ctlOffline: who takes the timers and tasks
+	to   *Worker // ctlOffline: who takes the timers and tasks
 	done chan error
 }
 
@@ -69,8 +71,8 @@ type ctlReq struct {
 // the deadline it sleeps to). Whoever moves the worker's hrtimer device
 // earlier lowers it and kicks; the worker publishes it, then re-reads the
 // device before sleeping, so one of the two always sees the other.
-type worker struct {
-	rt  *Runtime
+type Worker struct {
+	e   *Engine
 	cpu int // the CPU this worker is, in the timer code
 	pin int // the real CPU its thread is pinned to
 	hb  *hrtimer.CPUBase
@@ -107,7 +109,7 @@ type worker struct {
 	// firstGlobal is, while the worker is idle, the expiry of its first
 	// global timer as it last told the hierarchy; MinInt64 while it is
 	// finding out. A timer queued from elsewhere that comes earlier must
-	// wake it (see Timer.armWheel).
+	// wake it (see the public API's Timer.armWheel).
 	firstGlobal atomic.Int64
 
 	mu    sync.Mutex
@@ -135,12 +137,12 @@ type worker struct {
 	rescueArmed bool
 }
 
-func newWorker(rt *Runtime, c, pin int, hb *hrtimer.CPUBase) (*worker, error) {
-	w := &worker{rt: rt, cpu: c, pin: pin, hb: hb, ctl: make(chan *ctlReq, 1), tickAt: tick.Never}
-	if err := w.tk.Init(tick.Config{CPU: c, Set: rt.set, Hrtimer: hb, Grid: rt.grid}); err != nil {
+func newWorker(e *Engine, set *cpu.Set, c, pin int, hb *hrtimer.CPUBase) (*Worker, error) {
+	w := &Worker{e: e, cpu: c, pin: pin, hb: hb, ctl: make(chan *ctlReq, 1), tickAt: tick.Never}
+	if err := w.tk.Init(tick.Config{CPU: c, Set: set, Hrtimer: hb, Grid: e.grid}); err != nil {
 		return nil, err
 	}
-	w.st.init(len(rt.workers))
+	w.st.init(len(e.workers))
 	w.tid.Store(-1)
 	w.rescuer.Store(-1)
 	w.firstGlobal.Store(math.MinInt64)
@@ -157,7 +159,7 @@ func newWorker(rt *Runtime, c, pin int, hb *hrtimer.CPUBase) (*worker, error) {
 // worker's CPU. A worker that starts there hands over to a goroutine on
 // another thread, keeping the main thread locked until the new one has
 // locked its own, so the new one cannot land on it.
-func (w *worker) main(ready chan<- error, begin <-chan struct{}, abort *atomic.Bool) {
+func (w *Worker) main(ready chan<- error, begin <-chan struct{}, abort *atomic.Bool) {
 	runtime.LockOSThread()
 	if osthread.IsMain() {
 		locked := make(chan struct{})
@@ -170,7 +172,7 @@ func (w *worker) main(ready chan<- error, begin <-chan struct{}, abort *atomic.B
 		runtime.UnlockOSThread()
 		return
 	}
-	defer w.rt.wg.Done()
+	defer w.e.wg.Done()
 	if err := w.setupThread(); err != nil {
 		ready <- fmt.Errorf("tmigr: worker %d: %w", w.cpu, err)
 		return
@@ -183,14 +185,14 @@ func (w *worker) main(ready chan<- error, begin <-chan struct{}, abort *atomic.B
 	w.loop()
 }
 
-func (w *worker) setupThread() error {
+func (w *Worker) setupThread() error {
 	if err := osthread.Pin(w.pin); err != nil {
 		return err
 	}
 	if err := osthread.SetTimerSlack(1); err != nil {
 		return err
 	}
-	if p := w.rt.cfg.Priority; p != 0 {
+	if p := w.e.cfg.Priority; p != 0 {
 		if err := osthread.SetFIFO(p); err != nil {
 			return err
 		}
@@ -199,28 +201,31 @@ func (w *worker) setupThread() error {
 	return nil
 }
 
-func (w *worker) now() int64 { return w.rt.clk.now() }
+func (w *Worker) now() int64 { return w.e.clk.Now() }
+
+// Now reads the engine's clock.
+func (w *Worker) Now() int64 { return w.e.clk.Now() }
 
 // kick wakes the worker for the given reasons.
-func (w *worker) kick(bits uint32) {
+func (w *Worker) Kick(bits uint32) {
 	w.pending.Or(bits)
 	if w.state.CompareAndSwap(stateSleeping, stateRunning) {
 		if _, err := futex.Wake(&w.state, 1); err != nil {
-			w.rt.fail(fmt.Errorf("futex wake of worker %d: %w", w.cpu, err))
+			w.e.Fail(fmt.Errorf("futex wake of worker %d: %w", w.cpu, err))
 		}
 	}
 }
 
 // lower moves the time the worker looks at its timers to at, if earlier,
 // and kicks it if so: its hrtimer device was programmed earlier.
-func (w *worker) lower(at int64) {
+func (w *Worker) Lower(at int64) {
 	for {
 		cur := w.sleepUntil.Load()
 		if at >= cur {
 			return
 		}
 		if w.sleepUntil.CompareAndSwap(cur, at) {
-			w.kick(kickTimer)
+			w.Kick(KickTimer)
 			return
 		}
 	}
@@ -228,25 +233,25 @@ func (w *worker) lower(at int64) {
 
 // request sends a control request and kicks the worker; the result comes
 // on the returned request's done channel.
-func (w *worker) request(op ctlOp, to *worker) *ctlReq {
+func (w *Worker) request(op ctlOp, to *Worker) *ctlReq {
 	r := &ctlReq{op: op, to: to, done: make(chan error, 1)}
 	w.ctl <- r
-	w.kick(kickCtl)
+	w.Kick(kickCtl)
 	return r
 }
 
 // queue appends tasks and kicks the worker.
-func (w *worker) queue(fs ...func()) {
+func (w *Worker) queue(fs ...func()) {
 	if len(fs) == 0 {
 		return
 	}
 	w.mu.Lock()
 	w.tasks = append(w.tasks, fs...)
 	w.mu.Unlock()
-	w.kick(kickWork)
+	w.Kick(kickWork)
 }
 
-func (w *worker) popTask() func() {
+func (w *Worker) popTask() func() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.tasks) == 0 {
@@ -258,7 +263,7 @@ func (w *worker) popTask() func() {
 	return f
 }
 
-func (w *worker) takeTasks() []func() {
+func (w *Worker) takeTasks() []func() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	fs := w.tasks
@@ -266,11 +271,15 @@ func (w *worker) takeTasks() []func() {
 	return fs
 }
 
+// Firer is what the Data of a high-resolution timer armed through the
+// engine is: FireHR runs on worker w for an expiry the core handed out.
+type Firer interface{ FireHR(w *Worker) }
+
 // loop is the CPU: interrupts (ticks, hrtimers, kicks), tasks, idle. The
 // kernel's part of each step is in service, leaveIdle and idle, which take
 // the time as an argument and never block (tests drive them with a fake
 // clock, without a thread); the loop adds the thread's part, sleeping.
-func (w *worker) loop() {
+func (w *Worker) loop() {
 	w.cpuMu.Lock()
 	defer w.cpuMu.Unlock()
 	for !w.stop {
@@ -291,7 +300,7 @@ func (w *worker) loop() {
 // service handles what is due at now: kicks, the hrtimer interrupt and the
 // tick, then the timers Resets listed for it (moves.go). Inside a task
 // (Yield) control requests wait until the task returns.
-func (w *worker) service(now int64) {
+func (w *Worker) service(now int64) {
 	if p := w.pending.Swap(0); p != 0 {
 		if p&kickCtl != 0 {
 			if w.inTask {
@@ -328,23 +337,23 @@ func (w *worker) service(now int64) {
 // behalf of this CPU from other goroutines write it too (forwarding their
 // Effect with lower), so the worker arms its sleep from the register,
 // which holds every programming in its order (see sleep).
-func (w *worker) apply(r tick.Ready) {
+func (w *Worker) apply(r tick.Ready) {
 	w.tickAt = r.Tick
 }
 
 // tick is the tick interrupt at now, and the timer softirq if it raised
 // it (on a non-RT kernel the softirq runs on the way out of the
 // interrupt).
-func (w *worker) tick(now int64) {
+func (w *Worker) tick(now int64) {
 	r := w.tk.Tick(now)
 	w.apply(r)
 	w.st.ticks.Add(1)
 	if r.Softirq&tick.TimerSoftirq != 0 {
 		p := w.tk.TimerSoftirq(now)
 		for t := p.Next(); t != nil; t = p.Next() {
-			w.rt.runWheel(w.cpu, t)
+			w.e.cfg.RunWheel(w, t)
 		}
-		w.rt.refreshFirst(w, now)
+		w.e.refreshFirst(w, now)
 	}
 }
 
@@ -367,12 +376,12 @@ func (w *worker) tick(now int64) {
 // meanwhile (which stores MinInt64, then its own value, never a due one)
 // keeps what it stored. A worker being expired remotely right now is left
 // for later.
-func (rt *Runtime) refreshFirst(self *worker, now int64) {
-	h := rt.set.Hierarchy()
+func (e *Engine) refreshFirst(self *Worker, now int64) {
+	h := e.set.Hierarchy()
 	if h == nil {
 		return
 	}
-	for _, o := range rt.order {
+	for _, o := range e.order {
 		if o == self || o.idleSince.Load() == 0 {
 			continue
 		}
@@ -396,14 +405,14 @@ func (rt *Runtime) refreshFirst(self *worker, now int64) {
 
 // hrInterrupt runs hrtimer_interrupt, then the HRTIMER_SOFTIRQ pass if it
 // was raised.
-func (w *worker) hrInterrupt(now int64) {
+func (w *Worker) hrInterrupt(now int64) {
 	r, ok := w.hardInterrupt(now)
 	if !ok || r.Softirq&tick.HrtimerSoftirq == 0 {
 		return
 	}
 	sp, err := w.tk.HrtimerSoftirq(w.now())
 	if err != nil {
-		w.rt.fail(fmt.Errorf("hrtimer softirq on worker %d: %w", w.cpu, err))
+		w.e.Fail(fmt.Errorf("hrtimer softirq on worker %d: %w", w.cpu, err))
 		return
 	}
 	w.runPass(sp, true)
@@ -415,10 +424,10 @@ func (w *worker) hrInterrupt(now int64) {
 // real-time task's wake-up) does not wait for the soft callbacks, and the
 // soft pass in progress carries on afterwards (the interrupt raises
 // nothing then: the softirq is still active). It reports whether it ran.
-func (w *worker) hardInterrupt(now int64) (tick.Ready, bool) {
+func (w *Worker) hardInterrupt(now int64) (tick.Ready, bool) {
 	p, err := w.tk.HrtimerInterrupt(now)
 	if err != nil {
-		w.rt.fail(fmt.Errorf("hrtimer interrupt on worker %d: %w", w.cpu, err))
+		w.e.Fail(fmt.Errorf("hrtimer interrupt on worker %d: %w", w.cpu, err))
 		return tick.Ready{}, false
 	}
 	return w.runPass(p, false)
@@ -427,10 +436,10 @@ func (w *worker) hardInterrupt(now int64) (tick.Ready, bool) {
 // runPass runs a pass's callbacks and ends it, as often as the interrupt
 // retries; in a soft pass (soft), a hard timer that comes due between two
 // callbacks interrupts it (hardInterrupt).
-func (w *worker) runPass(p *hrtimer.Pass, soft bool) (tick.Ready, bool) {
+func (w *Worker) runPass(p *hrtimer.Pass, soft bool) (tick.Ready, bool) {
 	for {
 		for t := p.Next(); t != nil; t = p.Next() {
-			t.Data.(hrFirer).fireHR(w)
+			t.Data.(Firer).FireHR(w)
 			p.Done(t, hrtimer.NoRestart)
 			if soft {
 				if now := w.now(); now >= w.hb.Device() {
@@ -440,7 +449,7 @@ func (w *worker) runPass(p *hrtimer.Pass, soft bool) (tick.Ready, bool) {
 		}
 		r, retry, err := w.tk.EndPass(p, w.now())
 		if err != nil {
-			w.rt.fail(fmt.Errorf("hrtimer pass on worker %d: %w", w.cpu, err))
+			w.e.Fail(fmt.Errorf("hrtimer pass on worker %d: %w", w.cpu, err))
 			return r, false
 		}
 		if r.Hang {
@@ -456,7 +465,7 @@ func (w *worker) runPass(p *hrtimer.Pass, soft bool) (tick.Ready, bool) {
 // leaveIdle is the way out of idle at now when there is work
 // (tick_nohz_idle_exit: the tick core restarts a stopped tick, and with it
 // the timer base and the hierarchy see the CPU active again).
-func (w *worker) leaveIdle(now int64) {
+func (w *Worker) leaveIdle(now int64) {
 	if !w.tk.InIdle() {
 		return
 	}
@@ -475,7 +484,7 @@ func (w *worker) leaveIdle(now int64) {
 // earliest of its tick and the wheel's event (the hierarchy's, when this
 // is the last active CPU); the caller sleeps until then, the hrtimer device
 // or a kick.
-func (w *worker) idle(now int64) int64 {
+func (w *Worker) idle(now int64) int64 {
 	if !w.tk.InIdle() {
 		w.idling.Store(true)
 		if w.pins.Load() > 0 {
@@ -488,13 +497,13 @@ func (w *worker) idle(now int64) int64 {
 	w.firstGlobal.Store(math.MinInt64)
 	r := w.tk.Idle(now)
 	w.apply(r)
-	if h := w.rt.cfg.hooks.idled; h != nil {
+	if h := w.e.cfg.Idled; h != nil {
 		h(w, r, false)
 	}
 	if r.Stopped {
 		w.firstGlobal.Store(w.firstWake(r))
 	}
-	if h := w.rt.cfg.hooks.idled; h != nil {
+	if h := w.e.cfg.Idled; h != nil {
 		h(w, r, true)
 	}
 	return w.tickAt
@@ -517,9 +526,9 @@ func (w *worker) idle(now int64) int64 {
 // not kick the worker: the timer would wait for the worker's next wake-up,
 // an hour later in TestIdleRoundRace (and, rarely, a timer of
 // TestTimerModifiedEarlier in timeport_test.go never fired).
-func (w *worker) firstWake(r tick.Ready) int64 {
+func (w *Worker) firstWake(r tick.Ready) int64 {
 	first := r.Tick
-	if h := w.rt.set.Hierarchy(); h != nil {
+	if h := w.e.set.Hierarchy(); h != nil {
 		if ci := h.CPU(w.cpu); ci.Available && ci.Idle && !ci.EvtIgnore {
 			first = min(first, ci.EvtExpires)
 		}
@@ -529,7 +538,7 @@ func (w *worker) firstWake(r tick.Ready) int64 {
 
 // sleep waits until deadline, the hrtimer device, or a kick, in the
 // configured idle mode.
-func (w *worker) sleep(deadline, now int64) {
+func (w *Worker) sleep(deadline, now int64) {
 	w.sleepUntil.Store(deadline)
 	if dev := w.hb.Device(); dev < deadline {
 		deadline = dev
@@ -542,11 +551,11 @@ func (w *worker) sleep(deadline, now int64) {
 	// rescue may run its overdue timers meanwhile (rescue.go).
 	w.armRescue(deadline, now)
 	w.cpuMu.Unlock()
-	switch w.rt.cfg.Idle {
+	switch w.e.cfg.Idle {
 	case Poll:
 		w.poll(deadline)
 	case HaltPoll:
-		if w.rt.haltPollNow(now) {
+		if w.e.haltPollNow(now) {
 			w.haltPoll(deadline, now)
 		} else {
 			w.halt(deadline) // the machine is loaded (rescue.go)
@@ -555,7 +564,7 @@ func (w *worker) sleep(deadline, now int64) {
 		w.halt(deadline)
 	}
 	if woke := w.now(); lateBy(deadline, woke) {
-		w.rt.loaded(woke)
+		w.e.loaded(woke)
 	}
 	w.cpuMu.Lock()
 	if w.rescueArmed {
@@ -566,7 +575,7 @@ func (w *worker) sleep(deadline, now int64) {
 
 // halt sleeps in the kernel until deadline or a kick, and reports whether
 // it was kicked.
-func (w *worker) halt(deadline int64) (kicked bool) {
+func (w *Worker) halt(deadline int64) (kicked bool) {
 	w.state.Store(stateSleeping)
 	if w.pending.Load() != 0 {
 		w.state.Store(stateRunning)
@@ -576,7 +585,7 @@ func (w *worker) halt(deadline int64) (kicked bool) {
 		r, err := futex.Wait(&w.state, stateSleeping, deadline)
 		if err != nil {
 			w.state.Store(stateRunning)
-			w.rt.fail(fmt.Errorf("futex wait on worker %d: %w", w.cpu, err))
+			w.e.Fail(fmt.Errorf("futex wait on worker %d: %w", w.cpu, err))
 			return false
 		}
 		if r != futex.Again {
@@ -591,7 +600,7 @@ func (w *worker) halt(deadline int64) (kicked bool) {
 }
 
 // poll spins until deadline or a kick, and reports whether it was kicked.
-func (w *worker) poll(deadline int64) (kicked bool) {
+func (w *Worker) poll(deadline int64) (kicked bool) {
 	for w.pending.Load() == 0 {
 		if w.now() >= deadline {
 			return false
@@ -601,29 +610,32 @@ func (w *worker) poll(deadline int64) (kicked bool) {
 }
 
 // runTask runs a task, the worker active.
-func (w *worker) runTask(f func()) {
+func (w *Worker) runTask(f func()) {
 	w.inTask = true
 	w.sleepUntil.Store(min(w.tickAt, w.hb.Device()))
-	w.userCall(nil, f)
+	w.UserCall(nil, f)
 	w.inTask = false
 	w.st.tasks.Add(1)
 }
 
-// userCall runs user code on the worker, recovering a panic.
-func (w *worker) userCall(t *Timer, f func()) {
+// UserCall runs user code on the worker, recovering a panic, which it
+// hands to Config.Report with ref (the timer whose function f is, or nil
+// for a task).
+func (w *Worker) UserCall(ref any, f func()) {
 	was := w.inUser.Swap(true)
 	defer func() {
 		w.inUser.Store(was)
 		if r := recover(); r != nil {
 			w.st.panics.Add(1)
-			w.rt.report(Panic{CPU: w.cpu, Timer: t, Value: r, Stack: stack()})
+			w.e.cfg.Report(w.cpu, ref, r, debug.Stack())
 		}
 	}()
 	f()
 }
 
-// yield is Runtime.Yield on this worker: a preemption point in a task.
-func (w *worker) yield() {
+// yield is Engine.Yield (the public Runtime.Yield) on this worker: a
+// preemption point in a task.
+func (w *Worker) yield() {
 	if !w.inTask || w.inYield {
 		return
 	}
@@ -638,8 +650,8 @@ func (w *worker) yield() {
 }
 
 // control handles control requests, between tasks.
-func (w *worker) control() {
-	if w.rt.fatal.Load() != nil {
+func (w *Worker) control() {
+	if w.e.fatal.Load() != nil {
 		w.halted()
 		return
 	}
@@ -672,7 +684,7 @@ func (w *worker) control() {
 // halted is where a worker of a runtime stopped by a fatal error sleeps
 // until Close. Pending kicks are cleared before the channel is looked at, so
 // a request sent meanwhile leaves its kick for the next halt to see.
-func (w *worker) halted() {
+func (w *Worker) halted() {
 	for {
 		w.pending.Store(0)
 		select {
@@ -682,7 +694,7 @@ func (w *worker) halted() {
 				r.done <- nil
 				return
 			}
-			r.done <- w.rt.Err()
+			r.done <- w.e.Err()
 		default:
 			w.halt(futex.Forever)
 		}
@@ -691,14 +703,14 @@ func (w *worker) halted() {
 
 // parked is where an offline worker sleeps until Online or Close (kicks
 // are cleared first, as in halted).
-func (w *worker) parked() {
+func (w *Worker) parked() {
 	for {
 		w.pending.Store(0)
 		// A Reset that saw the worker online may list a timer after it
 		// went offline; it kicks it then (listHR), and the list goes to
 		// where the worker's timers went.
 		w.drainMoves()
-		if w.rt.fatal.Load() != nil {
+		if w.e.fatal.Load() != nil {
 			w.halted()
 			return
 		}
@@ -721,3 +733,42 @@ func (w *worker) parked() {
 		}
 	}
 }
+
+// CPU is the worker's CPU, in the timer code.
+func (w *Worker) CPU() int { return w.cpu }
+
+// HB is the worker's hrtimer base.
+func (w *Worker) HB() *hrtimer.CPUBase { return w.hb }
+
+// Online reports whether the worker is online.
+func (w *Worker) Online() bool { return w.online.Load() }
+
+// IdleSince is when the worker went idle, 0 while it is active.
+func (w *Worker) IdleSince() int64 { return w.idleSince.Load() }
+
+// FirstGlobal is, while the worker is idle, the expiry of its first
+// global timer as it last told the hierarchy; MinInt64 while it is finding
+// out. A timer queued on it from elsewhere that comes earlier must kick it
+// (KickTimer).
+func (w *Worker) FirstGlobal() int64 { return w.firstGlobal.Load() }
+
+// Release drops the hotplug lock that Engine.OnBehalf took.
+func (w *Worker) Release() { w.hp.RUnlock() }
+
+// Queue appends tasks and kicks the worker (the worker must be the one
+// OnBehalf returned, not released yet).
+func (w *Worker) Queue(fs ...func()) { w.queue(fs...) }
+
+// Account counts an expiry of owner's base asked for at when, run on w at
+// start.
+func (w *Worker) Account(owner int, when, start int64) {
+	w.st.late.Record(start - when)
+	w.st.timers.Add(1)
+	if owner != w.cpu {
+		w.st.remote.Add(1)
+		w.st.remoteFor[owner].Add(1)
+	}
+}
+
+// AddRemoteTime counts ns spent running another worker's timer.
+func (w *Worker) AddRemoteTime(ns int64) { w.st.remoteNs.Add(ns) }

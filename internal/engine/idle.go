@@ -1,4 +1,4 @@
-package tmigr
+package engine
 
 // The haltpoll governor's parameters, at the defaults of Linux's module
 // (drivers/cpuidle/governors/haltpoll.c): the poll window starts at 0,
@@ -86,7 +86,7 @@ func (g *governor) timed(late bool) {
 func (g *governor) pollFirst() bool { return g.limit > 0 && !g.lastPollTimedOut }
 
 // haltPoll is one idle entry in HaltPoll mode.
-func (w *worker) haltPoll(deadline, now int64) {
+func (w *Worker) haltPoll(deadline, now int64) {
 	g := &w.gov
 	if g.pollFirst() {
 		end := min(now+g.limit, deadline)

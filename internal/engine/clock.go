@@ -1,4 +1,4 @@
-package tmigr
+package engine
 
 import (
 	"math"
@@ -7,16 +7,16 @@ import (
 	"github.com/tmigr/tmigr/internal/osthread"
 )
 
-// clock is the runtime's time base: CLOCK_MONOTONIC in nanoseconds, the
+// Clock is the engine's time base: CLOCK_MONOTONIC in nanoseconds, the
 // clock the futex deadlines are measured against. Tests that drive the
-// workers' event handling without threads give the runtime a fake one.
-type clock interface {
-	now() int64
+// workers' event handling without threads give the engine a fake one.
+type Clock interface {
+	Now() int64
 }
 
-// monoClock is the real clock.
+// MonoClock is the real clock.
 //
-// It is read as monoRaw, time.Since(procEpoch), plus a constant. Since(t)
+// It is read as MonoRaw, time.Since(procEpoch), plus a constant. Since(t)
 // of a Time with a monotonic reading is a single read of the runtime's
 // nanotime, which on Linux is the vDSO's clock_gettime(CLOCK_MONOTONIC):
 // about 20 ns, no system call, no linkname into the runtime. The constant (the runtime's start
@@ -26,25 +26,26 @@ type clock interface {
 // ahead of CLOCK_MONOTONIC by less than the bracket's width (a few hundred
 // ns at most). Running ahead is the safe side: a futex deadline computed
 // from our clock can only make the thread wake late, never early.
-type monoClock struct {
+type MonoClock struct {
 	off int64
 }
 
 // procEpoch is every real clock's epoch, one for the process, so that
 // Timer.Reset can read the clock before it has touched the Timer that says
-// which runtime it is for (see Reset; Runtime.nowFrom).
+// which runtime it is for (see Reset; Engine.NowFrom).
 var procEpoch = time.Now()
 
-// monoRaw is the reading a monoClock adds its offset to.
-func monoRaw() int64 { return int64(time.Since(procEpoch)) }
+// MonoRaw is the reading a MonoClock adds its offset to.
+func MonoRaw() int64 { return int64(time.Since(procEpoch)) }
 
-func newClock() *monoClock {
-	c := &monoClock{}
+// NewClock calibrates a real clock.
+func NewClock() *MonoClock {
+	c := &MonoClock{}
 	width := int64(math.MaxInt64)
 	for range 64 {
-		a := monoRaw()
+		a := MonoRaw()
 		m := osthread.Monotonic()
-		b := monoRaw()
+		b := MonoRaw()
 		if b-a < width {
 			width, c.off = b-a, m-a
 		}
@@ -52,15 +53,16 @@ func newClock() *monoClock {
 	return c
 }
 
-func (c *monoClock) now() int64 { return monoRaw() + c.off }
+// Now reads the clock.
+func (c *MonoClock) Now() int64 { return MonoRaw() + c.off }
 
-// nowFrom is the runtime's clock given monoRaw read a moment before: the
+// NowFrom is the engine's clock given MonoRaw read a moment before: the
 // same reading for the real clock, a fresh one for a test's fake clock.
-func (rt *Runtime) nowFrom(raw int64) int64 {
-	if m := rt.mono; m != nil {
+func (e *Engine) NowFrom(raw int64) int64 {
+	if m := e.mono; m != nil {
 		return raw + m.off
 	}
-	return rt.clk.now()
+	return e.clk.Now()
 }
 
 // The tick grid is tick.Grid: jiffy j begins at T0 + (j - J0)·tick, so
@@ -69,8 +71,8 @@ func (rt *Runtime) nowFrom(raw int64) int64 {
 // boot value (cpu.InitialJiffies), so 32-bit wrap-around is exercised as in
 // the kernel.
 
-// satAdd is a + b for b ≥ 0, saturating at the largest time.
-func satAdd(a, b int64) int64 {
+// SatAdd is a + b for b ≥ 0, saturating at the largest time.
+func SatAdd(a, b int64) int64 {
 	if b > math.MaxInt64-a {
 		return math.MaxInt64
 	}
