@@ -131,16 +131,23 @@ func Record(ctx context.Context, s Spec, out io.Writer) error {
 			return err
 		}
 		// A guest that died before its /init ran hit a race of TCG's,
-		// not a problem of the spec: boot it again.
-		if booted || attempt > s.Retries {
+		// not a problem of the spec: boot it again. So is one whose
+		// kernel panicked while it recorded: its trace is lost, and
+		// nothing of it can be replayed.
+		panicked := booted && guestPanicked(log)
+		if booted && !panicked || attempt > s.Retries {
 			break
 		}
 		crashes = append(crashes, crashLine(log))
-		p.printf("the guest crashed before its /init ran (%s); booting it again (%d of %d retries)",
-			crashLine(log), attempt, s.Retries)
+		when := "before its /init ran"
+		if panicked {
+			when = "while it recorded"
+		}
+		p.printf("the guest crashed %s (%s); booting it again (%d of %d retries)",
+			when, crashLine(log), attempt, s.Retries)
 	}
 	if len(crashes) > 0 && len(log) > 0 {
-		p.printf("booted on attempt %d: %d retr%s covered a crash at boot (%s; multi-threaded TCG, see lab/doc.go)",
+		p.printf("recorded on attempt %d: %d retr%s covered a crash (%s; multi-threaded TCG, see lab/doc.go)",
 			len(crashes)+1, len(crashes), map[bool]string{true: "y", false: "ies"}[len(crashes) == 1], strings.Join(crashes, "; "))
 	}
 	text, err := assemble(&s, log, nonce, k)
@@ -296,6 +303,13 @@ func runQEMU(ctx context.Context, s *Spec, qemu string, args []string, nonce, co
 }
 
 // crashLine returns the console's line that says why a kernel died.
+// guestPanicked reports whether the guest's kernel panicked (an oops in
+// interrupt context, or with panic_on_oops): the guest then never dumps its
+// trace.
+func guestPanicked(log []byte) bool {
+	return bytes.Contains(log, []byte("Kernel panic - not syncing"))
+}
+
 func crashLine(log []byte) string {
 	lines := strings.Split(string(log), "\n")
 	for _, key := range []string{"Kernel panic", "Oops:", "BUG:"} {

@@ -18,7 +18,8 @@ import (
 // fakeQEMU stands in for qemu-system-x86_64: it reads the run's nonce from
 // the /init in the initramfs it is given, and prints what a guest prints,
 // with the trace of $FAKE_TRACE. Its first $FAKE_CRASHES runs print a
-// kernel panic instead; with $FAKE_SLEEP it hangs first.
+// kernel panic instead, and its first $FAKE_LATE runs one after the guest
+// booted; with $FAKE_SLEEP it hangs first.
 const fakeQEMU = `#!/bin/sh
 while [ $# -gt 0 ]; do
 	case "$1" in -initrd) initrd=$2; shift;; esac
@@ -36,6 +37,11 @@ if [ $n -le "$FAKE_CRASHES" ]; then
 fi
 M=$(gzip -dc "$initrd" | grep -a "^M='" | sed "s/^M='\(.*\)'\$/\1/")
 echo "$M stage booted"
+if [ $n -le "$FAKE_LATE" ]; then
+	echo "[   17.744536] RIP: 0010:call_timer_fn+0x1d/0x110"
+	echo "[   17.744536] Kernel panic - not syncing: Fatal exception in interrupt"
+	exit 0
+fi
 echo "$M begin uname"; echo "6.12.117+deb13-cloud-amd64"; echo "$M end uname"
 echo "$M begin nodes"; echo "0 0-1"; echo "$M end nodes"
 echo "$M begin online"; echo "0-1"; echo "$M end online"
@@ -95,6 +101,7 @@ func fakeHost(t *testing.T, crashes int) (Spec, []byte) {
 	t.Setenv("FAKE_STATE", filepath.Join(dir, "count"))
 	t.Setenv("FAKE_CRASHES", strconv.Itoa(crashes))
 	t.Setenv("FAKE_SLEEP", "")
+	t.Setenv("FAKE_LATE", "0")
 	s := Spec{
 		CPUs: 2,
 		Host: Host{
@@ -139,6 +146,30 @@ func TestRecordRetries(t *testing.T) {
 	// A successful run leaves no run directory behind.
 	if runs, _ := filepath.Glob(filepath.Join(s.Host.CacheDir, "run-*")); len(runs) != 0 {
 		t.Errorf("run directories left: %v", runs)
+	}
+}
+
+// TestRecordRetriesAPanicWhileRecording: a guest whose kernel panics
+// after its /init ran, while it records, sends no trace: it is booted
+// again, and the recording is the next run's.
+func TestRecordRetriesAPanicWhileRecording(t *testing.T) {
+	s, trace := fakeHost(t, 0)
+	t.Setenv("FAKE_LATE", "1")
+	var progress, out bytes.Buffer
+	s.Progress = &progress
+	if err := Record(context.Background(), s, &out); err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if !strings.HasSuffix(out.String(), string(trace)) {
+		t.Errorf("recording differs from the guest's trace")
+	}
+	if runs(t) != "2" {
+		t.Errorf("QEMU ran %s times, want 2", runs(t))
+	}
+	for _, w := range []string{"crashed while it recorded (Kernel panic - not syncing: Fatal exception in interrupt); booting it again (1 of 2 retries)", "recorded on attempt 2: 1 retry covered a crash"} {
+		if !strings.Contains(progress.String(), w) {
+			t.Errorf("progress lacks %q:\n%s", w, progress.String())
+		}
 	}
 }
 
