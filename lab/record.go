@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -391,8 +390,12 @@ func assemble(s *Spec, log []byte, nonce string, k kernel) ([]byte, error) {
 	}
 	m := s.machine(release, k.HZ, k.ConfigFrom)
 	if len(s.At) > 0 {
-		if m.At, err = doneTimes(trace, s.At); err != nil {
+		var refused []ftrace.Change
+		if m.At, refused, err = doneTimes(trace, s.At); err != nil {
 			return nil, err
+		}
+		if len(refused) > 0 {
+			m.Note += "; refused by the kernel: " + ftrace.FormatChanges(refused)
 		}
 	}
 	if err := m.Validate(); err != nil {
@@ -466,11 +469,13 @@ var markerRE = regexp.MustCompile(`(?m)^.* (\d+)\.(\d{6}): tracing_mark_write: t
 // start marker, to the millisecond. Under TCG a change can take seconds
 // (an isolated partition of 16 vCPUs: 5 to 9 s on a loaded 2-core host),
 // and the machine line must say when the kernel's state changed, not when
-// it was asked. A change without its marker, or one the guest reported
-// failed, is an error.
-func doneTimes(trace []byte, planned []ftrace.Change) ([]ftrace.Change, error) {
+// it was asked. A change the kernel refused (the guest's "refused" marker)
+// did not happen: it is left out, and returned in refused. A change
+// without its marker, or one the guest reported failed, is an error.
+func doneTimes(trace []byte, planned []ftrace.Change) (out, refused []ftrace.Change, err error) {
 	start := int64(-1)
 	var done []int64
+	var kept []ftrace.Change
 	for _, m := range markerRE.FindAllSubmatch(trace, -1) {
 		sec, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		usec, _ := strconv.ParseInt(string(m[2]), 10, 64)
@@ -480,27 +485,33 @@ func doneTimes(trace []byte, planned []ftrace.Change) ([]ftrace.Change, error) {
 		case text == "start":
 			start = ts
 		case strings.HasPrefix(text, "failed "):
-			return nil, fmt.Errorf("the guest could not make the change %q", strings.TrimPrefix(text, "failed "))
+			return nil, nil, fmt.Errorf("the guest could not make the change %q", strings.TrimPrefix(text, "failed "))
 		default:
-			i := len(done)
-			if i >= len(planned) || text != planned[i].String() {
-				return nil, fmt.Errorf("the trace marks the change %q where %d changes were planned (%s)", text, len(planned), ftrace.FormatChanges(planned))
+			i := len(done) + len(refused)
+			what, isRefused := strings.CutPrefix(text, "refused ")
+			if i >= len(planned) || what != planned[i].String() {
+				return nil, nil, fmt.Errorf("the trace marks the change %q where %d changes were planned (%s)", text, len(planned), ftrace.FormatChanges(planned))
+			}
+			if isRefused {
+				refused = append(refused, planned[i])
+				continue
 			}
 			done = append(done, ts)
+			kept = append(kept, planned[i])
 		}
 	}
 	if start < 0 {
-		return nil, errors.New("the trace lacks the guest's start marker (tmigr-lab: start): the run-time changes did not run")
+		return nil, nil, errors.New("the trace lacks the guest's start marker (tmigr-lab: start): the run-time changes did not run")
 	}
-	if len(done) != len(planned) {
-		return nil, fmt.Errorf("the trace marks %d of the %d run-time changes (%s)", len(done), len(planned), ftrace.FormatChanges(planned))
+	if len(done)+len(refused) != len(planned) {
+		return nil, nil, fmt.Errorf("the trace marks %d of the %d run-time changes (%s)", len(done)+len(refused), len(planned), ftrace.FormatChanges(planned))
 	}
-	out := slices.Clone(planned)
+	out = kept
 	for i, ts := range done {
 		out[i].At = time.Duration((ts-start+500)/1000) * time.Millisecond
 		if i > 0 && out[i].At < out[i-1].At {
 			out[i].At = out[i-1].At
 		}
 	}
-	return out, nil
+	return out, refused, nil
 }

@@ -242,12 +242,25 @@ func TestDoneTimes(t *testing.T) {
 		"          <idle>-0       [002] d..2.    24.000000: tmigr_cpu_idle: cpu=2 parent=0000000000000001 nextevt=1 wakeup=1\n" +
 		"     tmigr-guest-130     [000] ...1.    33.023218: tracing_mark_write: tmigr-lab: 1s partition 9-15\n" +
 		"     tmigr-guest-130     [000] ...1.    33.100499: tracing_mark_write: tmigr-lab: 2s timer_migration=0\n"
-	got, err := doneTimes([]byte(trace), planned)
+	got, refused, err := doneTimes([]byte(trace), planned)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := ftrace.FormatChanges(got); s != "9.508s partition 9-15; 9.585s timer_migration=0" {
-		t.Errorf("done at %q", s)
+	if s := ftrace.FormatChanges(got); s != "9.508s partition 9-15; 9.585s timer_migration=0" || len(refused) != 0 {
+		t.Errorf("done at %q, refused %v", s, refused)
+	}
+	// A change the kernel refused (EBUSY from a CPU's online file) did
+	// not happen: it is left out, and said refused.
+	planned2, err := ftrace.ParseChanges("1s offline 1; 2s timer_migration=0", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, refused, err = doneTimes([]byte(strings.Replace(trace, "tmigr-lab: 1s partition 9-15", "tmigr-lab: refused 1s offline 1", 1)), planned2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, r := ftrace.FormatChanges(got), ftrace.FormatChanges(refused); s != "9.585s timer_migration=0" || r != "1s offline 1" {
+		t.Errorf("done %q, refused %q", s, r)
 	}
 	for _, tc := range []struct{ trace, want string }{
 		{strings.Replace(trace, "tmigr-lab: start", "tmigr-lab: begin", 1), `the trace marks the change "begin"`},
@@ -255,7 +268,7 @@ func TestDoneTimes(t *testing.T) {
 		{"# tracer: nop\n", "lacks the guest's start marker"},
 		{strings.Replace(trace, "tmigr-lab: 2s timer_migration=0", "tmigr-lab: failed 2s timer_migration=0", 1), `could not make the change "2s timer_migration=0"`},
 	} {
-		if _, err := doneTimes([]byte(tc.trace), planned); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := doneTimes([]byte(tc.trace), planned); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v; want an error with %q", err, tc.want)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"syscall"
 	"errors"
 	"flag"
 	"fmt"
@@ -99,6 +100,14 @@ func runAt(args []string) error {
 		if *say != "" {
 			fmt.Println(*say, "changed")
 		}
+		if err != nil && refusable(c, err) {
+			// The kernel's own rule refused it (a CPU the scheduler's
+			// deadline bandwidth or the timekeeping duty keeps online):
+			// the machine goes on as it was, and the trace says so.
+			fmt.Fprintf(os.Stderr, "tmigr-guest: at %s: %v: refused by the kernel, going on\n", c, err)
+			mark("refused " + c.String())
+			continue
+		}
 		if err != nil {
 			mark("failed " + c.String())
 			return fmt.Errorf("at %s: %v", c, err)
@@ -112,6 +121,15 @@ func runAt(args []string) error {
 	}
 	time.Sleep(time.Until(end))
 	return nil
+}
+
+// refusable reports whether err is the kernel refusing change c by one of
+// its rules, not a failure of the recording: EBUSY from a CPU's online
+// file (cpu_down: dl_bw_deactivate when the CPU's root domain could not
+// hold the deadline servers' bandwidth without it, tick_nohz_cpu_down for
+// the nohz_full timekeeper).
+func refusable(c ftrace.Change, err error) bool {
+	return (c.Kind == ftrace.ChangeOffline || c.Kind == ftrace.ChangeOnline) && errors.Is(err, syscall.EBUSY)
 }
 
 // possibleCPUs reads how many CPUs the kernel may bring up.
@@ -167,7 +185,7 @@ func writeFile(path, v string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("writing %q to %s: %v", v, path, err)
+		return fmt.Errorf("writing %q to %s: %w", v, path, err)
 	}
 	return nil
 }
