@@ -288,16 +288,16 @@ func (p *placer) nohzTarget(a int, busy bool) cpumask.Mask {
 		}
 		out.Set(a) // the default when no other housekeeping CPU is busy
 	}
+	if !p.hk.Test(a) {
+		// A busy housekeeping CPU of its domains, else
+		// housekeeping_any_cpu: the one sched_numa_find_closest picks
+		// by the arming CPU's number among the housekeeping CPUs, an
+		// isolcpus= CPU out of every domain included.
+		return p.hk
+	}
 	if p.domains.Test(a) {
 		// Any busy housekeeping CPU of its domains.
 		out = out.Or(p.domains.And(p.hk))
-		out.Clear(a)
-		if p.hk.Test(a) {
-			out.Set(a)
-		}
-	}
-	if out.Empty() {
-		out = p.hk // housekeeping_any_cpu
 	}
 	return out
 }

@@ -250,3 +250,39 @@ func TestPlacementHotplugMovesHrtimer(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementAnyHousekeepingCPU: a task on nohz_full CPU 5 starts an
+// hrtimer; get_nohz_timer_target looks for a busy housekeeping CPU among
+// CPU 5's domains and else takes housekeeping_any_cpu's, which may be an
+// isolcpus= CPU out of every domain (a 6.19 guest of the lab campaign, seed
+// 20261208, draw 1: CPU 3). Which one depends on which CPUs were busy;
+// another nohz_full CPU it can never be.
+func TestPlacementAnyHousekeepingCPU(t *testing.T) {
+	m := ftrace.Machine{CPUs: 16, Nodes: 3, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 0), cpumask.Range(1, 6), cpumask.Range(7, 15)},
+		HZ: 250, Kernel: "6.19.14", Cmdline: "isolcpus=1-4,6-7,11,13-14 nohz_full=5-8"}
+	const h = 0xaba8389d
+	for _, tc := range []struct {
+		on       int
+		mismatch bool
+	}{{3, false}, {9, false}, {6, true}} {
+		ev := []ftrace.Event{
+			{Line: 2, TS: 14_134_688_000, CPU: 5, PID: 365, Task: "tmigr-guest", Flags: "d..1.", Name: "hrtimer_start",
+				Data: ftrace.HrtimerStart{Hrtimer: h, Function: "hrtimer_wakeup", Expires: 14113113000, SoftExpires: 14113113000, Mode: ftrace.HrtimerModeAbs}},
+			{Line: 3, TS: 14_134_962_000, CPU: tc.on, PID: 0, Task: "<idle>", Flags: "d.h1.", Name: "hrtimer_expire_entry",
+				Data: ftrace.HrtimerExpireEntry{Hrtimer: h, Function: "hrtimer_wakeup", Now: 14113113746}},
+		}
+		mm := m
+		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: ev}
+		s, err := shapeOf(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := CheckPlacement(tr, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyPushTarget] != 1 {
+			t.Errorf("on CPU %d: mismatches %v, undetermined %v", tc.on, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
+}
