@@ -125,6 +125,10 @@ func (c *Counts) Reasons() string {
 	return strings.Join(s, ", ")
 }
 
+// undeterminedBy counts one decision undetermined for the reason why.
+func (c *Counts) undeterminedBy(why reason) { c.undetermined(why.String()) }
+
+// undetermined counts one decision undetermined, by its reason's text.
 func (c *Counts) undetermined(why string) {
 	c.Checked++
 	c.Undetermined++

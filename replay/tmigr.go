@@ -11,8 +11,8 @@ import (
 	"github.com/tmigr/tmigr/kernel"
 )
 
-// Why a decision is undetermined: the reasons, as counted in
-// Counts.UndeterminedReasons.
+// Why a decision is undetermined: the texts of the reasons (reasons.go), as
+// counted in Counts.UndeterminedReasons.
 const (
 	whyBefore   = "state from before the recording"
 	whyFirst    = "first transition of the group"
@@ -106,11 +106,12 @@ type replayer struct {
 	m    *model
 	c    Counts
 
-	// Knowledge: "" where the model's value is the kernel's, else why not.
-	gk  map[hier.GroupID]string // a group's state word
-	gev map[hier.GroupID]string // a group's event in its parent
-	ek  []string                // a CPU's event
-	wk  []string                // a CPU's wakeup
+	// Knowledge: known where the model's value is the kernel's, else why
+	// not.
+	gk  map[hier.GroupID]reason // a group's state word
+	gev map[hier.GroupID]reason // a group's event in its parent
+	ek  []reason                // a CPU's event
+	wk  []reason                // a CPU's wakeup
 	// seen: the group's first transition was replayed (its state before
 	// it was inferred from that very line).
 	seen     map[hier.GroupID]bool
@@ -163,7 +164,7 @@ type replayer struct {
 
 func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r := &replayer{ev: t.Events, rec: &recorder{}, nohzFull: opts.Isolation.NohzFull, busy: s.Busy,
-		gk: map[hier.GroupID]string{}, gev: map[hier.GroupID]string{}, seen: map[hier.GroupID]bool{}}
+		gk: map[hier.GroupID]reason{}, gev: map[hier.GroupID]reason{}, seen: map[hier.GroupID]bool{}}
 	km, err := s.model()
 	if err != nil {
 		return nil, err
@@ -181,23 +182,23 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.m, r.topo = m, m.topo
 	r.exclude = opts.ExcludeIsolated
 	r.rec.onUpdate = r.onUpdate
-	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = "" }
+	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = known }
 	r.rec.onCAS = r.onCAS
 	r.rec.onRemote = r.onRemote
 	r.rec.onPoint = r.onPoint
 	r.waiting = map[int]bool{}
 	r.later = map[int][2]int64{}
-	r.rec.onRemoteCPU = func(cpu int) string {
+	r.rec.onRemoteCPU = func(cpu int) reason {
 		// The target's wakeup is reset to KTIME_MAX: known from now on.
 		why := r.wk[cpu]
-		r.wk[cpu] = ""
+		r.wk[cpu] = known
 		return why
 	}
 	n := s.CPUs
-	r.ek, r.wk, r.opaque = make([]string, n), make([]string, n), make([]bool, n)
+	r.ek, r.wk, r.opaque = make([]reason, n), make([]reason, n), make([]bool, n)
 
 	if h := t.Header.Hierarchy; h != nil {
-		r.check(0, "boot line", "", h.String(), m.h.BootLine())
+		r.check(0, "boot line", known, h.String(), m.h.BootLine())
 	}
 	if m.topo == nil {
 		return r, nil // a uniprocessor: no hierarchy, nothing to replay
@@ -259,10 +260,10 @@ func startsAtBoot(events []ftrace.Event) bool {
 }
 
 // check counts one comparison.
-func (r *replayer) check(line int, event, why, kernel, model string) {
+func (r *replayer) check(line int, event string, why reason, kernel, model string) {
 	switch {
-	case why != "":
-		r.c.undetermined(why)
+	case why != known:
+		r.c.undeterminedBy(why)
 	case kernel == model:
 		r.c.match()
 	default:
@@ -272,24 +273,15 @@ func (r *replayer) check(line int, event, why, kernel, model string) {
 
 // decide counts one comparison whose outcome is ok, with the two sides
 // described for a mismatch.
-func (r *replayer) decide(line int, event, why string, ok bool, kernel, model string) {
+func (r *replayer) decide(line int, event string, why reason, ok bool, kernel, model string) {
 	switch {
-	case why != "":
-		r.c.undetermined(why)
+	case why != known:
+		r.c.undeterminedBy(why)
 	case ok:
 		r.c.match()
 	default:
 		r.c.mismatch(Mismatch{Line: line, Event: event, Kernel: kernel, Model: model})
 	}
-}
-
-func first(whys ...string) string {
-	for _, w := range whys {
-		if w != "" {
-			return w
-		}
-	}
-	return ""
 }
 
 func fmtNS(v int64) string {
