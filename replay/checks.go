@@ -32,9 +32,6 @@ type Input struct {
 	Invariants bool
 }
 
-// machine returns the machine, or why the trace does not tell it.
-func (in *Input) machine() (Shape, error) { return in.Shape, in.ShapeErr }
-
 // CheckResult is the outcome of one check.
 type CheckResult struct {
 	Name string
@@ -80,22 +77,12 @@ func (wheelCheck) Run(in *Input) (*Counts, error) {
 }
 
 func (tmigrCheck) Run(in *Input) (*Counts, error) {
-	s, err := in.machine()
-	if err != nil {
-		return nil, err
-	}
-	c, err := CheckTmigrWith(in.Trace, s, TmigrOptions{Invariants: in.Invariants})
-	return &c, err
+	return onMachine(in, func(t *Trace, s Shape) (Counts, error) {
+		return CheckTmigrWith(t, s, TmigrOptions{Invariants: in.Invariants})
+	})
 }
 
-func (nextevtCheck) Run(in *Input) (*Counts, error) {
-	s, err := in.machine()
-	if err != nil {
-		return nil, err
-	}
-	c, err := CheckNextevt(in.Trace, s)
-	return &c, err
-}
+func (nextevtCheck) Run(in *Input) (*Counts, error) { return onMachine(in, CheckNextevt) }
 
 func (hrtimerCheck) Run(in *Input) (*Counts, error) {
 	var l Load
@@ -108,12 +95,15 @@ func (hrtimerCheck) Run(in *Input) (*Counts, error) {
 	return CheckHrtimer(in.Trace, l)
 }
 
-func (placementCheck) Run(in *Input) (*Counts, error) {
-	s, err := in.machine()
-	if err != nil {
-		return nil, err
+func (placementCheck) Run(in *Input) (*Counts, error) { return onMachine(in, CheckPlacement) }
+
+// onMachine runs a check of the machine the trace was recorded on, which
+// fails where the trace and Options do not tell the machine.
+func onMachine(in *Input, check func(*Trace, Shape) (Counts, error)) (*Counts, error) {
+	if in.ShapeErr != nil {
+		return nil, in.ShapeErr
 	}
-	c, err := CheckPlacement(in.Trace, s)
+	c, err := check(in.Trace, in.Shape)
 	return &c, err
 }
 
