@@ -4,9 +4,7 @@ import (
 	"math/bits"
 	"strconv"
 
-	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
-	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/kernel"
 )
@@ -87,84 +85,9 @@ func noHierarchy(t *Trace) Counts {
 	return c
 }
 
-// replayer is the state of one tmigr check.
-type replayer struct {
-	// invariants: run hier.Check after every top-level model operation;
-	// invErr is the first failure, depth the nesting of collect.
-	invariants bool
-	invErr     error
-	depth      int
-	line       int // the trace line of the operation being replayed
-
-	ev   []ftrace.Event
-	topo *groups.Tree
-	gm   *groupMap
-	ops  []*op
-	done []bool
-	clk  *clock
-	rec  *recorder
-	m    *model
-	c    Counts
-
-	// Knowledge: known where the model's value is the kernel's, else why
-	// not.
-	gk  map[hier.GroupID]reason // a group's state word
-	gev map[hier.GroupID]reason // a group's event in its parent
-	ek  []reason                // a CPU's event
-	wk  []reason                // a CPU's wakeup
-	// seen: the group's first transition was replayed (its state before
-	// it was inferred from that very line).
-	seen     map[hier.GroupID]bool
-	opaque   []bool
-	nohzFull cpumask.Mask
-
-	rounds []*round // remote rounds in progress, innermost last
-	// later: rounds replayed after the round whose expiry window they lie
-	// in, with the wakeup they would have left in it and the kernel's
-	// (remote.go).
-	later map[int][2]int64
-
-	// Walks (interleave.go): walks are the activations and deactivations
-	// running in hier, innermost last; inWalk counts the operations
-	// replayed inside one of them; waiting holds the operations whose
-	// preResync is replaying others first; walked, per operation, that
-	// its walk was replayed.
-	walks   []*walkAt
-	inWalk  int
-	waiting map[int]bool
-	walked  []bool
-	// splits: operations waiting in the middle of their walk for another
-	// to end; pausing: the one being started (interleave.go).
-	splits  []*split
-	pausing *split
-
-	boot   bool // the trace starts at the hierarchy's creation
-	km     kernel.Model
-	busy   cpumask.Mask // the machine line's busy CPUs
-	avail0 []bool       // CPUs in the hierarchy when the recording starts (members.go)
-	at     []*change    // the machine line's at= (changes.go)
-	// firstTS: the trace time of the first event (not a marker).
-	firstTS int64
-	// described: the trace has a machine line, so that an availability
-	// change it does not list is the model's to explain.
-	described bool
-	broughtUp cpumask.Mask // boot traces: CPUs whose bring-up was seen
-	// lostAtStart: CPUs whose evidence may be among lost events (members.go)
-	lostAtStart []bool
-	lostWin     map[int][][2]int // per CPU, event index ranges its lost events lie in
-	pos         int              // event index of the operation being replayed
-	exclude     bool             // the kernel excludes isolated CPUs
-	keyOn       bool             // ... and its late initcall ran (boot traces)
-	iso         hier.Isolation
-	wheel       map[int]uint64 // targets' next global timers where the timer lines tell (wheelNext)
-	spans       map[int][][2]int64
-	witness     map[int][]int // notDueYet
-	changes     map[int][]int
-}
-
 func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
-	r := &replayer{ev: t.Events, rec: &recorder{}, nohzFull: opts.Isolation.NohzFull, busy: s.Busy,
-		gk: map[hier.GroupID]reason{}, gev: map[hier.GroupID]reason{}, seen: map[hier.GroupID]bool{}}
+	r := &replayer{ev: t.Events, rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy},
+		knowledge: knowledge{gk: map[hier.GroupID]reason{}, gev: map[hier.GroupID]reason{}, seen: map[hier.GroupID]bool{}}}
 	km, err := s.model()
 	if err != nil {
 		return nil, err
