@@ -183,12 +183,12 @@ type Result struct {
 	// Wheel, Tmigr, Nextevt, Hrtimer and Placement are the same Counts
 	// as Checks holds, each under its check's name: the JSON form (one
 	// key a check), and a field for a caller that wants one check. Nil
-	// where the check was not run.
-	Wheel   *Counts `json:"wheel,omitempty"`
-	Tmigr   *Counts `json:"tmigr,omitempty"`
-	Nextevt *Counts `json:"nextevt,omitempty"`
-	Hrtimer *Counts `json:"hrtimer,omitempty"`
-	// Placement is the placement check (placement.go).
+	// where the check was not run (Nextevt runs with Tmigr) or had
+	// nothing to decide (Hrtimer on a trace without sleepers).
+	Wheel     *Counts `json:"wheel,omitempty"`
+	Tmigr     *Counts `json:"tmigr,omitempty"`
+	Nextevt   *Counts `json:"nextevt,omitempty"`
+	Hrtimer   *Counts `json:"hrtimer,omitempty"`
 	Placement *Counts `json:"placement,omitempty"`
 }
 
