@@ -32,10 +32,9 @@ func GroupPtr(id hier.GroupID) uint64 {
 // per-capacity hierarchies (no capacity field). It returns nil for an
 // unknown kind.
 func TmigrPayload(e hier.Event) Payload {
-	cg := TmigrCPUGroup{CPU: e.CPU, Parent: GroupPtr(e.Parent), Wakeup: e.Wakeup}
-	gc := TmigrGroupAndCPU{Group: GroupPtr(e.Group), Lvl: e.Group.Level, Numa: e.Node,
-		Active: e.Active, Migrator: e.Migrator, Parent: GroupPtr(e.Parent), Childmask: uint32(e.Childmask)}
-	idle := TmigrIdle{CPU: e.CPU, Parent: GroupPtr(e.Parent), NextEvt: e.NextEvt, Wakeup: e.Wakeup}
+	if f := classPayloads[e.Kind]; f != nil {
+		return f(e)
+	}
 	switch e.Kind {
 	case hier.EvGroupSet:
 		return TmigrGroupSet{Group: GroupPtr(e.Group), Lvl: e.Group.Level, Numa: e.Node}
@@ -45,24 +44,6 @@ func TmigrPayload(e hier.Event) Payload {
 	case hier.EvConnectCPUParent:
 		return TmigrConnectCPUParent{CPU: e.CPU, Groupmask: uint32(e.Groupmask),
 			Parent: GroupPtr(e.Parent), Lvl: e.Parent.Level, Numa: e.Node, NumChildren: e.NumChildren}
-	case hier.EvGroupSetCPUActive:
-		return TmigrGroupSetCPUActive(gc)
-	case hier.EvGroupSetCPUInactive:
-		return TmigrGroupSetCPUInactive(gc)
-	case hier.EvCPUNewTimer:
-		return TmigrCPUNewTimer(cg)
-	case hier.EvCPUActive:
-		return TmigrCPUActive(cg)
-	case hier.EvCPUAvailable:
-		return TmigrCPUAvailable(cg)
-	case hier.EvCPUUnavailable:
-		return TmigrCPUUnavailable(cg)
-	case hier.EvHandleRemoteCPU:
-		return TmigrHandleRemoteCPU(cg)
-	case hier.EvCPUIdle:
-		return TmigrCPUIdle(idle)
-	case hier.EvCPUNewTimerIdle:
-		return TmigrCPUNewTimerIdle(idle)
 	case hier.EvUpdateEvents:
 		return TmigrUpdateEvents{Child: GroupPtr(e.Child), Group: GroupPtr(e.Group), GroupLvl: e.Group.Level,
 			ChildActive: e.ChildActive, GroupActive: e.GroupActive, NextEvt: e.NextEvt,
@@ -71,6 +52,34 @@ func TmigrPayload(e hier.Event) Payload {
 		return TmigrHandleRemote{Group: GroupPtr(e.Group), Lvl: e.Group.Level}
 	}
 	return nil
+}
+
+// classPayloads makes the payloads of the events of the kernel's event
+// classes (tmigr_cpugroup, tmigr_idle, tmigr_group_and_cpu): the class's
+// fields, converted to the event's type.
+var classPayloads = map[hier.EventKind]func(hier.Event) Payload{
+	hier.EvCPUNewTimer:         func(e hier.Event) Payload { return TmigrCPUNewTimer(cpuGroupOf(e)) },
+	hier.EvCPUActive:           func(e hier.Event) Payload { return TmigrCPUActive(cpuGroupOf(e)) },
+	hier.EvCPUAvailable:        func(e hier.Event) Payload { return TmigrCPUAvailable(cpuGroupOf(e)) },
+	hier.EvCPUUnavailable:      func(e hier.Event) Payload { return TmigrCPUUnavailable(cpuGroupOf(e)) },
+	hier.EvHandleRemoteCPU:     func(e hier.Event) Payload { return TmigrHandleRemoteCPU(cpuGroupOf(e)) },
+	hier.EvCPUIdle:             func(e hier.Event) Payload { return TmigrCPUIdle(idleOf(e)) },
+	hier.EvCPUNewTimerIdle:     func(e hier.Event) Payload { return TmigrCPUNewTimerIdle(idleOf(e)) },
+	hier.EvGroupSetCPUActive:   func(e hier.Event) Payload { return TmigrGroupSetCPUActive(groupAndCPUOf(e)) },
+	hier.EvGroupSetCPUInactive: func(e hier.Event) Payload { return TmigrGroupSetCPUInactive(groupAndCPUOf(e)) },
+}
+
+func cpuGroupOf(e hier.Event) TmigrCPUGroup {
+	return TmigrCPUGroup{CPU: e.CPU, Parent: GroupPtr(e.Parent), Wakeup: e.Wakeup}
+}
+
+func idleOf(e hier.Event) TmigrIdle {
+	return TmigrIdle{CPU: e.CPU, Parent: GroupPtr(e.Parent), NextEvt: e.NextEvt, Wakeup: e.Wakeup}
+}
+
+func groupAndCPUOf(e hier.Event) TmigrGroupAndCPU {
+	return TmigrGroupAndCPU{Group: GroupPtr(e.Group), Lvl: e.Group.Level, Numa: e.Node,
+		Active: e.Active, Migrator: e.Migrator, Parent: GroupPtr(e.Parent), Childmask: uint32(e.Childmask)}
 }
 
 // IsTmigr reports whether p is a tracepoint of the timer_migration system

@@ -160,23 +160,24 @@ func (TmigrHandleRemote) Name() string        { return "tmigr_handle_remote" }
 // timer_migration event (the CPU entry points: active, idle, new timer,
 // availability), and false for any other event.
 func CPUGroupOf(p Payload) (TmigrCPUGroup, bool) {
-	switch p := p.(type) {
-	case TmigrCPUActive:
-		return TmigrCPUGroup(p), true
-	case TmigrCPUNewTimer:
-		return TmigrCPUGroup(p), true
-	case TmigrCPUAvailable:
-		return TmigrCPUGroup(p), true
-	case TmigrCPUUnavailable:
-		return TmigrCPUGroup(p), true
-	case TmigrCPUOnline:
-		return TmigrCPUGroup(p), true
-	case TmigrCPUOffline:
-		return TmigrCPUGroup(p), true
-	case TmigrCPUIdle:
-		return TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
-	case TmigrCPUNewTimerIdle:
-		return TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}, true
+	if e, ok := p.(cpuEntry); ok {
+		return e.cpuGroup(), true
 	}
 	return TmigrCPUGroup{}, false
+}
+
+// cpuEntry is an event of a per-CPU entry point of the hierarchy.
+type cpuEntry interface{ cpuGroup() TmigrCPUGroup }
+
+func (p TmigrCPUActive) cpuGroup() TmigrCPUGroup       { return TmigrCPUGroup(p) }
+func (p TmigrCPUNewTimer) cpuGroup() TmigrCPUGroup     { return TmigrCPUGroup(p) }
+func (p TmigrCPUAvailable) cpuGroup() TmigrCPUGroup    { return TmigrCPUGroup(p) }
+func (p TmigrCPUUnavailable) cpuGroup() TmigrCPUGroup  { return TmigrCPUGroup(p) }
+func (p TmigrCPUOnline) cpuGroup() TmigrCPUGroup       { return TmigrCPUGroup(p) }
+func (p TmigrCPUOffline) cpuGroup() TmigrCPUGroup      { return TmigrCPUGroup(p) }
+func (p TmigrCPUIdle) cpuGroup() TmigrCPUGroup         { return TmigrIdle(p).cpuGroup() }
+func (p TmigrCPUNewTimerIdle) cpuGroup() TmigrCPUGroup { return TmigrIdle(p).cpuGroup() }
+
+func (p TmigrIdle) cpuGroup() TmigrCPUGroup {
+	return TmigrCPUGroup{CPU: p.CPU, Parent: p.Parent, Wakeup: p.Wakeup}
 }

@@ -72,14 +72,10 @@ func CutRecording(ctx context.Context, text []byte, target MismatchRef, check fu
 		if err != nil {
 			return nil, nil // a cut the replay refuses does not show it
 		}
-		for _, k := range Checks {
-			c := resultCheck(res, k)
-			if k != target.Check || c == nil {
-				continue
-			}
+		if c := res.Check(target.Check); c != nil {
 			for _, m := range c.Mismatches {
 				if m.Event == target.Event && m.Kernel == target.Kernel && m.Model == target.Model {
-					return &MismatchRef{Check: k, Mismatch: m}, nil
+					return &MismatchRef{Check: target.Check, Mismatch: m}, nil
 				}
 			}
 		}

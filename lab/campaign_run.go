@@ -538,11 +538,8 @@ func (c *Campaign) reusable(path string, s Spec) bool {
 func tally(res *replay.Result) (map[string]*CheckTotals, []MismatchRef) {
 	checks := map[string]*CheckTotals{}
 	var ms []MismatchRef
-	for _, k := range Checks {
-		c := resultCheck(res, k)
-		if c == nil {
-			continue
-		}
+	for _, rc := range res.Checks {
+		k, c := rc.Name, rc.Counts
 		t := &CheckTotals{Checked: c.Checked, Matched: c.Matched, Undetermined: c.Undetermined,
 			Mismatched: len(c.Mismatches)}
 		if len(c.UndeterminedReasons) > 0 {
@@ -562,34 +559,14 @@ func tally(res *replay.Result) (map[string]*CheckTotals, []MismatchRef) {
 	return checks, ms
 }
 
-func resultCheck(res *replay.Result, name string) *replay.Counts {
-	switch name {
-	case "wheel":
-		return res.Wheel
-	case "tmigr":
-		return res.Tmigr
-	case "nextevt":
-		return res.Nextevt
-	case "hrtimer":
-		return res.Hrtimer
-	case "placement":
-		return res.Placement
-	}
-	return nil
-}
-
 // firstMismatch returns the mismatch of the result on the earliest line.
 func firstMismatch(res *replay.Result) MismatchRef {
 	var best MismatchRef
 	found := false
-	for _, k := range Checks {
-		c := resultCheck(res, k)
-		if c == nil {
-			continue
-		}
+	for _, c := range res.Checks {
 		for _, m := range c.Mismatches {
 			if !found || m.Line < best.Line {
-				best, found = MismatchRef{Check: k, Mismatch: m}, true
+				best, found = MismatchRef{Check: c.Name, Mismatch: m}, true
 			}
 		}
 	}

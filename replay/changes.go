@@ -207,19 +207,19 @@ func (r *replayer) closeChanges(ts int64, line int) {
 				// Its window began before the recording's first
 				// event (a window cut from a longer recording): the
 				// availability event may lie before it.
-				r.decide(line, "availability", whyPartial, false, "", "")
+				r.decide(line, "availability", reasonPartial, false, "", "")
 				continue
 			}
 			if r.lostIn(c, k.begin, k.done) {
 				// Its availability event may be among them.
-				r.decide(line, "availability", whyLost, false, "", "")
+				r.decide(line, "availability", reasonLost, false, "", "")
 				continue
 			}
 			verb, none := "joins", "tmigr_cpu_available"
 			if k.leave.Test(c) {
 				verb, none = "leaves", "tmigr_cpu_unavailable"
 			}
-			r.decide(line, "availability", "", false,
+			r.decide(line, "availability", known, false,
 				fmt.Sprintf("CPU %d: no %s by %v", c, none, k.At),
 				fmt.Sprintf("CPU %d %s the hierarchy (%s)", c, verb, k.why))
 			// The model follows the kernel: the CPU keeps its place.
@@ -229,7 +229,7 @@ func (r *replayer) closeChanges(ts int64, line int) {
 		}
 		for c := k.stays.First(); c >= 0; c = k.stays.Next(c) {
 			if !k.seen.Test(c) {
-				r.decide(line, "availability", "", true, "", "")
+				r.decide(line, "availability", known, true, "", "")
 			}
 		}
 	}
@@ -258,23 +258,23 @@ func (r *replayer) explainAvailability(c int, up bool, ts int64, line int, event
 		}
 		k.seen.Set(c)
 		r.applyChange(k)
-		r.decide(line, "availability", "", true, "", "")
+		r.decide(line, "availability", known, true, "", "")
 		return
 	}
 	verb := "left"
 	if up {
 		verb = "joined"
 	}
-	why := ""
+	why := known
 	if !r.described {
-		why = whyUndescribed
+		why = reasonUndescribed
 	} else if len(r.at) == 0 {
 		// A machine line that lists changes (the lab's recorder) lists
 		// every one it made; one that lists none (a user's recording)
 		// says nothing of what was done to the machine meanwhile.
 		if causes := r.undeclaredCauses(c, up, event); len(causes) > 0 {
 			r.c.Inferred = append(r.c.Inferred, Inference{Line: line, CPU: c, Event: event, Causes: causes})
-			why = whyUndeclared
+			why = reasonUndeclared
 		}
 	}
 	var ch []string

@@ -37,6 +37,10 @@
 //   - the kernel's boot line "Timer migration: ..." when the file carries
 //     it, against hier's sizing of the machine.
 //
+// Each check is a Check (checks.go): Run runs those Options selects over
+// one Input, the trace and its machine, and Result.Checks holds what each
+// counted.
+//
 // A recording starts in the middle of a running system: group states,
 // queued events and wakeups from before it are not in it. What a decision
 // depends on and the trace cannot tell makes it undetermined, counted apart

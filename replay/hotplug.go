@@ -29,11 +29,11 @@ func (r *replayer) runHotplug(o *op) {
 	}
 	r.availability(c, up, ev)
 	ci := r.m.h.CPU(c)
-	why := ""
+	why := known
 	if ci.Available != !up {
 		// The kernel's CPU was in the other state: a hotplug transition is
 		// missing. Bring the model there first.
-		why = whyOffline
+		why = reasonOffline
 		r.silently(func() {
 			if up {
 				_, _ = r.m.h.ClearAvailable(c)
@@ -58,7 +58,7 @@ func (r *replayer) runHotplug(o *op) {
 		r.check(ev.Line, ev.Name+" wakeup", wWhy, fmtNS(printed), model)
 		// An idle CPU joins with its event ignored (from its preparation
 		// or its last activation).
-		r.ek[c] = first(why, "")
+		r.ek[c] = first(why, known)
 		r.volatile()
 		return
 	}
@@ -71,7 +71,7 @@ func (r *replayer) runHotplug(o *op) {
 		model = fmtNS(a[0].wakeup)
 	}
 	r.check(ev.Line, ev.Name+" wakeup", resynced, fmtNS(printed), model)
-	r.ek[c], r.wk[c] = "", ""
+	r.ek[c], r.wk[c] = known, known
 	if r.exclude && r.m.boot && !r.keyOn && r.iso.IsIsolated(c) {
 		// The late initcall of the 2025 kernels withdraws the isolated
 		// CPUs one by one; once all are out, the static key is on.
@@ -112,7 +112,7 @@ func (r *replayer) availability(cpu int, up bool, ev ftrace.Event) {
 	if r.boot && !r.keyOn && !up {
 		if r.exclude && r.iso.IsIsolated(cpu) {
 			out := r.km.Excluded(r.iso, cpumask.Range(0, r.topo.NCPUs-1))
-			r.decide(ev.Line, "availability", "", out.Test(cpu), "", "")
+			r.decide(ev.Line, "availability", known, out.Test(cpu), "", "")
 			return
 		}
 	}

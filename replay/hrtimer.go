@@ -123,7 +123,7 @@ func (l *Load) preemptRT(t *Trace) bool {
 type sleeperDecision struct {
 	line       int
 	determined bool
-	why        string // the undetermined reason
+	why        reason // the undetermined reason
 	soft       bool
 	who        string // "SCHED_FIFO sleeper (tmigr-guest pid 234 on CPU 4)"
 }
@@ -133,6 +133,16 @@ type sleeperInit struct {
 	mode  hrtimer.Mode
 	clock hrtimer.Clock
 }
+
+// The reasons of the hrtimer check, beside whyLost.
+const (
+	whyTwoCPUs       = "sleeper task seen on two CPUs"
+	whyMode          = "sleeper mode the model cannot set up"
+	whyPolicy        = "sleeper of a task whose policy the recording does not tell"
+	whyNoStartMode   = "start mode not in the trace (trace-cmd's hrtimer plugin prints none)"
+	whyStartedBefore = "sleeper started before the recording"
+	whyNoContext     = "expiry context not in the trace (no irq-info flags)"
+)
 
 // CheckHrtimer checks every hrtimer_start of a sleeper (function
 // hrtimer_wakeup) and the expiry of every sleeper started in the trace
@@ -194,8 +204,8 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 			policies := []hrtimer.Policy{hrtimer.SchedOther, hrtimer.SchedFIFO}
 			if p, known := l.Policy(ev); known {
 				if prev, moved := cpuOf[ev.PID]; moved && prev != ev.CPU {
-					dec.why = "sleeper task seen on two CPUs"
-					c.undetermined(dec.why)
+					dec.why = reasonTwoCPUs
+					c.undeterminedBy(dec.why)
 					continue
 				}
 				cpuOf[ev.PID] = ev.CPU
@@ -210,33 +220,33 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 			for k, p := range policies {
 				m, soft, err := model(in.clock, in.mode, p)
 				if err != nil {
-					dec.why = "sleeper mode the model cannot set up"
+					dec.why = reasonMode
 					agree = false
 					break
 				}
 				if k > 0 && (m != mode || soft != dec.soft) {
 					agree = false
-					dec.why = "sleeper of a task whose policy the recording does not tell"
+					dec.why = reasonPolicy
 					break
 				}
 				mode, dec.soft = m, soft
 			}
 			if !agree {
-				c.undetermined(dec.why)
+				c.undeterminedBy(dec.why)
 				continue
 			}
 			if kernel := d.Mode.String(); kernel != mode.String() && !seen && lost[ev.CPU] {
 				// Its setup line, which says how it was set up, may be
 				// among the lost events.
-				dec.why = whyLost
-				c.undetermined(dec.why)
+				dec.why = reasonLost
+				c.undeterminedBy(dec.why)
 				continue
 			}
 			dec.determined = true
 			if d.NoMode {
 				// trace-cmd's hrtimer plugin prints no mode; the expiry
 				// context (below) is still checked.
-				c.undetermined("start mode not in the trace (trace-cmd's hrtimer plugin prints none)")
+				c.undeterminedBy(reasonNoStartMode)
 				continue
 			}
 			if kernel := d.Mode.String(); kernel != mode.String() {
@@ -254,13 +264,13 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 			delete(pending, d.Hrtimer)
 			switch {
 			case dec == nil:
-				c.undetermined("sleeper started before the recording")
+				c.undeterminedBy(reasonStartedBefore)
 				continue
 			case !dec.determined:
-				c.undetermined(dec.why)
+				c.undeterminedBy(dec.why)
 				continue
 			case ev.Flags == "":
-				c.undetermined("expiry context not in the trace (no irq-info flags)")
+				c.undeterminedBy(reasonNoContext)
 				continue
 			}
 			kernelSoft := !ev.Flags.HardIRQ() && ev.Flags.SoftIRQ()

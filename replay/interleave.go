@@ -175,7 +175,7 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 			continue
 		}
 		seen[a.cpu] = true
-		if r.done[j] || a.kind != opActivate || a.first() > u || len(a.groups) == 0 || r.ek[a.cpu] != "" {
+		if r.done[j] || a.kind != opActivate || a.first() > u || len(a.groups) == 0 || r.ek[a.cpu] != known {
 			continue
 		}
 		if p.Child == 0 {

@@ -2,20 +2,37 @@ package replay
 
 import (
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
 )
 
-// What the replay knows of the model's state: whether each part of it
-// is the kernel's (see the package documentation).
+// knowledge is what the replay knows of the model's state: whether each
+// part of it is the kernel's (see the package documentation), on the tree
+// of groups topo. Each is known where the model's value is the kernel's,
+// else why not.
+type knowledge struct {
+	topo *groups.Tree
+	gk   map[hier.GroupID]reason // a group's state word
+	gev  map[hier.GroupID]reason // a group's event in its parent
+	ek   []reason                // a CPU's event
+	wk   []reason                // a CPU's wakeup
+	// seen: the group's first transition was replayed (its state before
+	// it was inferred from that very line).
+	seen map[hier.GroupID]bool
+	// opaque: CPUs whose transitions the trace does not show.
+	opaque []bool
+	// lostWin: per CPU, the event index ranges its lost events lie in.
+	lostWin map[int][][2]int
+}
 
 // setEvUnknown records that cpu's event may differ from the kernel's; so may
 // then every group event it was propagated into.
-func (r *replayer) setEvUnknown(cpu int, why string) {
-	if r.ek[cpu] == "" {
+func (r *knowledge) setEvUnknown(cpu int, why reason) {
+	if r.ek[cpu] == known {
 		r.ek[cpu] = why
 	}
 	for _, g := range r.topo.Path[cpu] {
-		if r.gev[g] == "" {
+		if r.gev[g] == known {
 			r.gev[g] = why
 		}
 	}
@@ -23,32 +40,32 @@ func (r *replayer) setEvUnknown(cpu int, why string) {
 
 // qIdle is why the events queued in an idle group g may differ from the
 // kernel's: the first unknown event of its children.
-func (r *replayer) qIdle(g hier.GroupID) string {
+func (r *knowledge) qIdle(g hier.GroupID) reason {
 	n := r.topo.Info[g]
 	for _, c := range n.CPUs {
-		if r.ek[c] != "" {
+		if r.ek[c] != known {
 			return r.ek[c]
 		}
 	}
 	for _, k := range n.Kids {
-		if r.gev[k] != "" {
+		if r.gev[k] != known {
 			return r.gev[k]
 		}
 	}
-	return ""
+	return known
 }
 
 // qReason is why the events queued in g may differ from the kernel's; the
 // events of active children are ignored and do not count, where g's state
 // is known.
-func (r *replayer) qReason(g hier.GroupID, s gstate) string {
+func (r *knowledge) qReason(g hier.GroupID, s gstate) reason {
 	n := r.topo.Info[g]
-	activeKnown := r.gk[g] == "" || r.gk[g] == whyMigrator
+	activeKnown := r.gk[g] == known || r.gk[g] == reasonMigrator
 	for _, c := range n.CPUs {
 		if activeKnown && s.active&r.topo.CPUBit[c] != 0 {
 			continue
 		}
-		if r.ek[c] != "" {
+		if r.ek[c] != known {
 			return r.ek[c]
 		}
 	}
@@ -56,16 +73,16 @@ func (r *replayer) qReason(g hier.GroupID, s gstate) string {
 		if activeKnown && s.active&r.topo.Info[k].Bit != 0 {
 			continue
 		}
-		if r.gev[k] != "" {
+		if r.gev[k] != known {
 			return r.gev[k]
 		}
 	}
-	return ""
+	return known
 }
 
 // onUpdate follows the hierarchy's event updates as they happen: a child
 // group's event was (re)computed from its queue.
-func (r *replayer) onUpdate(child, g hier.GroupID) {
+func (r *knowledge) onUpdate(child, g hier.GroupID) {
 	if child != hier.NoGroup {
 		r.gev[child] = r.qIdle(child)
 	}
@@ -74,7 +91,7 @@ func (r *replayer) onUpdate(child, g hier.GroupID) {
 // volatile marks what opaque CPUs may change at any moment, and CPUs
 // inside a stretch their buffer lost.
 func (r *replayer) volatile() {
-	mark := func(c int, why string) {
+	mark := func(c int, why reason) {
 		r.setEvUnknown(c, why)
 		r.wk[c] = why
 		for _, g := range r.topo.Path[c] {
@@ -83,13 +100,13 @@ func (r *replayer) volatile() {
 	}
 	for c, o := range r.opaque {
 		if o {
-			mark(c, whyOpaque)
+			mark(c, reasonOpaque)
 		}
 	}
 	for c, ws := range r.lostWin {
 		for _, w := range ws {
 			if r.pos >= w[0] && r.pos <= w[1] {
-				mark(c, whyLost)
+				mark(c, reasonLost)
 			}
 		}
 	}

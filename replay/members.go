@@ -117,16 +117,16 @@ func (r *replayer) checkMembers(ms []membership) []bool {
 		moved := r.movedBeforeStart(c)
 		switch {
 		case m.in >= 0:
-			why := ""
+			why := known
 			if moved && !modelIn {
-				why = whyPartial
+				why = reasonPartial
 			}
 			r.decide(r.ev[m.in].Line, whyMembership, why, modelIn, fmt.Sprintf("CPU %d in the hierarchy (%s)", c, m.inWhat), model)
 			avail[c] = true
 		case busy && m.out >= 0:
-			why := ""
+			why := known
 			if moved && modelIn {
-				why = whyPartial
+				why = reasonPartial
 			}
 			gl := r.groupLine(m.out)
 			r.decide(r.ev[m.out].Line, whyMembership, why, !modelIn,
@@ -137,7 +137,7 @@ func (r *replayer) checkMembers(ms []membership) []bool {
 			// membership stands, and the CPU's state is unknown (seedStart).
 			avail[c] = modelIn
 			if busy && modelIn {
-				r.decide(0, whyMembership, whyLost, false, "", "")
+				r.decide(0, whyMembership, reasonLost, false, "", "")
 			}
 		default:
 			// Nothing shows it in: idle without events, or out.

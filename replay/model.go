@@ -18,7 +18,7 @@ type mline struct {
 	childmask        uint8
 	cpu              int
 	wakeup, nextevt  int64
-	why              string // handle_remote_cpu: why the target's wakeup may differ from the kernel's
+	why              reason // handle_remote_cpu: why the target's wakeup may differ from the kernel's
 }
 
 // recorder is the hierarchy's Tracer: it keeps the lines of the operation
@@ -30,7 +30,7 @@ type recorder struct {
 	lines       []mline
 	onUpdate    func(child, group hier.GroupID)
 	onActive    func(group hier.GroupID)
-	onRemoteCPU func(cpu int) string
+	onRemoteCPU func(cpu int) reason
 	// onCAS is called after every group transition, right after its
 	// compare-and-swap (no group lock held), once the line is recorded.
 	onCAS func()

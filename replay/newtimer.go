@@ -13,12 +13,12 @@ import (
 // timer may have changed.
 func (r *replayer) runNewTimer(o *op) {
 	c := o.cpu
-	resynced := ""
+	resynced := known
 	if ci := r.m.h.CPU(c); !ci.Idle {
 		// The kernel calls it only on an idle CPU: its deactivation is
 		// missing from the trace (the model's CPU follows the CPU's own
 		// operations, so this is no model error).
-		why := first(r.gk[r.topo.CPUGroup[c]], whyMissing)
+		why := first(r.gk[r.topo.CPUGroup[c]], reasonMissing)
 		st := r.m.states()
 		g0 := r.topo.CPUGroup[c]
 		s := st[g0]
@@ -45,7 +45,7 @@ func (r *replayer) runNewTimer(o *op) {
 		}
 	}
 	if o.nextevt != hier.KtimeMax {
-		r.ek[c] = ""
+		r.ek[c] = known
 	}
 	var ret int64
 	ml := r.collect(func() { ret = r.m.h.NewTimer(c, o.nextevt) })
@@ -61,7 +61,7 @@ func (r *replayer) runNewTimer(o *op) {
 		// (that CPU walks afterwards). Replayed inside that round, the
 		// model does the same; next to it, the order is unknown.
 		if !r.inRemoteOf(c) && r.remoteNear(c, r.ev[o.last()].TS) {
-			why = first(why, whyRace)
+			why = first(why, reasonRace)
 		}
 	}
 	if walked || o.walked {
@@ -75,9 +75,9 @@ func (r *replayer) runNewTimer(o *op) {
 	r.check(r.ev[o.last()].Line, "tmigr_cpu_new_timer_idle", why,
 		fmt.Sprintf("walk=%v wakeup=%s", o.walked, fmtNS(o.wakeup)),
 		fmt.Sprintf("walk=%v wakeup=%s", walked, fmtNS(ret)))
-	r.wk[c] = ""
+	r.wk[c] = known
 	if ret != o.wakeup {
-		r.wk[c] = first(why, whyDiverged)
+		r.wk[c] = first(why, reasonDiverged)
 	}
 	r.volatile()
 }

@@ -68,6 +68,14 @@ import (
 // mismatch; so is one on a CPU whose buffer lost events ("events lost": a
 // timer line of that CPU may be missing).
 
+// The reasons of the nextevt check, beside whyLost.
+const (
+	whyTimeBase      = "time base unknown"
+	whyPendingBeyond = "timer armed before the recording, pending beyond its end"
+	whyDueBefore     = "timer due before the recording began"
+	whyArmedBefore   = "timer armed before the recording"
+)
+
 // CheckNextevt runs the nextevt check over a trace of the machine s.
 func CheckNextevt(t *Trace, s Shape) (Counts, error) {
 	c, _, err := runNextevt(t, s)
@@ -294,7 +302,7 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		return
 	}
 	if !clk.known {
-		cnt.undetermined("time base unknown")
+		cnt.undeterminedBy(reasonTimeBase)
 		return
 	}
 	model, idle := m.handed(c, kind, clk.ns(basej))
@@ -325,11 +333,11 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 	if lost {
 		// Its buffer lost events: timers started or removed in the gap
 		// are not in our bases.
-		cnt.undetermined(whyLost)
+		cnt.undeterminedBy(reasonLost)
 		return
 	}
 	if printed != cpu.KtimeMax && printed > clk.ns(end) && (model == cpu.KtimeMax || model > printed) {
-		cnt.undetermined("timer armed before the recording, pending beyond its end")
+		cnt.undeterminedBy(reasonPendingBeyond)
 		return
 	}
 	if printed == cpu.KtimeMax && model != cpu.KtimeMax && model > clk.ns(end) {
@@ -343,7 +351,7 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 	if printed != cpu.KtimeMax && printed < clk.ns(start) && (model == cpu.KtimeMax || model > printed) {
 		// Due before the first jiffy the trace shows, and pending on a
 		// CPU whose lines the trace clock may put too late.
-		cnt.undetermined("timer due before the recording began")
+		cnt.undeterminedBy(reasonDueBefore)
 		return
 	}
 	for _, p := range pre {
@@ -357,7 +365,7 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		switch {
 		case printed == cpu.KtimeMax && (model == cpu.KtimeMax || earliest <= model),
 			printed != cpu.KtimeMax && (p.revealed && printed == earliest || !p.revealed && printed >= earliest):
-			cnt.undetermined("timer armed before the recording")
+			cnt.undeterminedBy(reasonArmedBefore)
 			return
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 // runPartial takes in what the lines of an incomplete operation reveal:
 // the group states it printed. Everything else about its CPU is unknown.
-func (r *replayer) runPartial(o *op, why string) {
+func (r *replayer) runPartial(o *op, why reason) {
 	want := map[hier.GroupID]gstate{}
 	for _, i := range o.groups {
 		gl := r.groupLine(i)
@@ -25,7 +25,7 @@ func (r *replayer) runPartial(o *op, why string) {
 	if len(want) > 0 {
 		r.resyncTo(want, why)
 		for g := range want {
-			r.gk[g] = ""
+			r.gk[g] = known
 			r.seen[g] = true
 		}
 	}
@@ -41,11 +41,11 @@ func (r *replayer) runPartial(o *op, why string) {
 		case ftrace.TmigrHandleRemote:
 			round = true
 		case ftrace.TmigrGroupSetCPUActive, ftrace.TmigrGroupSetCPUInactive, ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:
-			r.c.undetermined(why)
+			r.c.undeterminedBy(why)
 		}
 	}
 	if round {
-		r.c.undetermined(why)
+		r.c.undeterminedBy(why)
 	}
 	r.volatile()
 }

@@ -134,7 +134,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	type hstart struct {
 		ev   ftrace.Event
 		want cpumask.Mask
-		why  string
+		why  reason
 	}
 	hpending := map[uint64]hstart{}
 	hrunning := map[uint64]int{}
@@ -184,7 +184,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 		case ftrace.TimerStart:
 			a := ev.CPU
 			var want cpumask.Mask
-			why := ""
+			why := known
 			base, ok := running[d.Timer]
 			switch fin := finishingOn(finishing, d.Timer); {
 			case d.Flags&ftrace.TimerPinned != 0 && d.CPU != a:
@@ -197,7 +197,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 				// its CPU stalled before relocking (then it stays).
 				want.Set(a)
 				if d.CPU == base {
-					why = whyFinishing
+					why = reasonFinishing
 					want.Set(base)
 				}
 			case ok:
@@ -214,14 +214,14 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 					// local arm the rules do not allow (a nohz_full
 					// CPU's timer goes to a housekeeping CPU).
 					want.Set(d.CPU)
-					why = whyAddTimerOn
+					why = reasonAddTimerOn
 				}
 			}
 			p.decide(&c, ev, "timer_start", d.CPU, want, why, lost[a])
 		case ftrace.HrtimerStart:
 			a := ev.CPU
 			var want cpumask.Mask
-			why := ""
+			why := known
 			switch base, ok := hrunning[d.Hrtimer]; {
 			case ok:
 				want.Set(base)
@@ -261,7 +261,7 @@ type placer struct {
 
 // migration returns kernel.timer_migration at trace time ts, or why it is
 // not known.
-func (p *placer) migration(ts int64) (bool, string) {
+func (p *placer) migration(ts int64) (bool, reason) {
 	on := true
 	prev := p.start
 	for _, ch := range p.sysctl {
@@ -270,11 +270,11 @@ func (p *placer) migration(ts int64) (bool, string) {
 		case ts > done:
 			on = ch.On
 		case ts >= prev && ch.On != on:
-			return on, whySysctl
+			return on, reasonSysctl
 		}
 		prev = p.start + int64(ch.At)
 	}
-	return on, ""
+	return on, known
 }
 
 // nohzTarget is what get_nohz_timer_target may return for an arm on CPU a
@@ -303,49 +303,49 @@ func (p *placer) nohzTarget(a int, busy bool) cpumask.Mask {
 }
 
 // wheel is the rule of a non-pinned wheel timer armed on CPU a.
-func (p *placer) wheel(a int, ev ftrace.Event) (cpumask.Mask, string) {
+func (p *placer) wheel(a int, ev ftrace.Event) (cpumask.Mask, reason) {
 	var local cpumask.Mask
 	local.Set(a)
 	if !p.km.Has(kernel.PushAtEnqueue) {
-		return local, ""
+		return local, known
 	}
 	on, why := p.migration(ev.TS)
-	if why != "" {
+	if why != known {
 		return p.nohzTarget(a, ev.PID != 0).Or(local), why
 	}
 	if !on {
-		return local, ""
+		return local, known
 	}
-	return p.nohzTarget(a, ev.PID != 0), ""
+	return p.nohzTarget(a, ev.PID != 0), known
 }
 
 // hrtimer is the rule of a non-pinned hrtimer started on CPU a.
-func (p *placer) hrtimer(a int, ev ftrace.Event) (cpumask.Mask, string) {
+func (p *placer) hrtimer(a int, ev ftrace.Event) (cpumask.Mask, reason) {
 	var local cpumask.Mask
 	local.Set(a)
 	on, why := p.migration(ev.TS)
-	if why != "" {
+	if why != known {
 		return p.nohzTarget(a, ev.PID != 0).Or(local), why
 	}
 	if !on {
-		return local, ""
+		return local, known
 	}
 	// hrtimer_check_target (and from 7.1 a timer first on its CPU) may
 	// keep it here whatever the target.
-	return p.nohzTarget(a, ev.PID != 0).Or(local), ""
+	return p.nohzTarget(a, ev.PID != 0).Or(local), known
 }
 
 // decide counts one placement: the kernel put the timer on got.
-func (p *placer) decide(c *Counts, ev ftrace.Event, event string, got int, want cpumask.Mask, why string, lost bool) {
+func (p *placer) decide(c *Counts, ev ftrace.Event, event string, got int, want cpumask.Mask, why reason, lost bool) {
 	switch {
-	case want.Test(got) && want.Weight() == 1 && why == "":
+	case want.Test(got) && want.Weight() == 1 && why == known:
 		c.match()
-	case want.Test(got) && why != "":
-		c.undetermined(why)
+	case want.Test(got) && why != known:
+		c.undeterminedBy(why)
 	case want.Test(got):
-		c.undetermined(whyPushTarget)
+		c.undeterminedBy(reasonPushTarget)
 	case lost:
-		c.undetermined(whyLost) // a line that would explain it may be lost
+		c.undeterminedBy(reasonLost) // a line that would explain it may be lost
 	default:
 		c.mismatch(Mismatch{Line: ev.Line, Event: event + " placement",
 			Kernel: fmt.Sprintf("armed on CPU %d, queued on CPU %d", ev.CPU, got),

@@ -29,38 +29,38 @@ type round struct {
 	o       *op
 	used    []bool       // kernel targets matched to the model's
 	cur     int          // the kernel target of the model's current expiry, -1
-	why     string       // why the round is undetermined, beyond its start
+	why     reason       // why the round is undetermined, beyond its start
 	lo, hi  int64        // now lies in [lo, hi] (ns)
 	amb     map[int]bool // CPUs with an event between lo and hi
 	walked  []int        // targets whose events the model walked up again
 	nested  bool         // operations of other CPUs were replayed inside it
 	entered int          // groups the model's round entered so far
 	unseen  []unseen     // rounds replayed before an unprinted walk
-	wWhy    string       // why the handler's wakeup afterwards may differ
+	wWhy    reason       // why the handler's wakeup afterwards may differ
 }
 
 // q0Reason is qReason for the level-0 group a round handles: an idle CPU's
 // event from before the recording does not count when the trace shows it
 // was not due at that round (see notDueYet). Its value may still be the
 // group's next expiry, which the handler keeps as its wakeup.
-func (r *replayer) q0Reason(g hier.GroupID, s gstate, idx int, rd *round) string {
+func (r *replayer) q0Reason(g hier.GroupID, s gstate, idx int, rd *round) reason {
 	n := r.topo.Info[g]
-	activeKnown := r.gk[g] == ""
+	activeKnown := r.gk[g] == known
 	for _, c := range n.CPUs {
 		if activeKnown && s.active&r.topo.CPUBit[c] != 0 {
 			continue
 		}
-		if r.ek[c] == whyEvent && activeKnown && r.notDueYet(c, idx) {
+		if r.ek[c] == reasonEvent && activeKnown && r.notDueYet(c, idx) {
 			if rd != nil {
-				rd.wWhy = first(rd.wWhy, whyEvent)
+				rd.wWhy = first(rd.wWhy, reasonEvent)
 			}
 			continue
 		}
-		if r.ek[c] != "" {
+		if r.ek[c] != known {
 			return r.ek[c]
 		}
 	}
-	return ""
+	return known
 }
 
 // notDueYet reports whether the trace shows that cpu's event, unknown
@@ -134,7 +134,7 @@ func (r *replayer) findWitnesses() {
 // migrator, their queues, and h's wakeup if h is not the migrator of its
 // own group (the fast exit). With rd, it also notes the queued events that
 // now decides about.
-func (r *replayer) roundDeps(h int, rd *round, idx int) string {
+func (r *replayer) roundDeps(h int, rd *round, idx int) reason {
 	gis := r.m.h.Groups()
 	st := map[hier.GroupID]gstate{}
 	queues := map[hier.GroupID][]hier.EventInfo{}
@@ -152,7 +152,7 @@ func (r *replayer) roundDeps(h int, rd *round, idx int) string {
 		if k > 0 {
 			bit = r.topo.Info[r.topo.Path[h][k-1]].Bit
 		}
-		if r.gk[g] == whyMigrator && r.topo.Info[g].Parent == hier.NoGroup && r.qReason(g, st[g]) == "" && !live(queues[g]) {
+		if r.gk[g] == reasonMigrator && r.topo.Info[g].Parent == hier.NoGroup && r.qReason(g, st[g]) == known && !live(queues[g]) {
 			// Whichever active child is the top's migrator, the visit
 			// finds nothing to expire and goes no further.
 			continue
@@ -221,7 +221,7 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }
 	for tries := 0; tries < lookahead; tries++ {
 		cur := r.m.states()[g]
-		if enters(cur) || r.gk[g] != "" || r.wk[h] != "" || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
+		if enters(cur) || r.gk[g] != known || r.wk[h] != known || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
 			return
 		}
 		j := r.bridge(o, g, cur, enters, false, -1)
@@ -235,7 +235,7 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 func (r *replayer) runRemote(idx int, o *op) {
 	h := o.cpu
 	rd := &round{idx: idx, o: o, used: make([]bool, len(o.targets)), cur: -1, lo: minNS, hi: maxNS}
-	why := ""
+	why := known
 	// Without the clock, now is anywhere: a round that finds no event
 	// queued in the groups it handles decides nothing that depends on it;
 	// one that finds an event is undetermined (below).
@@ -290,12 +290,12 @@ func (r *replayer) runRemote(idx int, o *op) {
 			// Only where after the walk gives the kernel's value, and
 			// before did not: a value neither gives stays a mismatch.
 			if a, ok := r.predictRound(u.cpu); ok && a == u.kx && u.before != u.kx {
-				r.wk[u.cpu] = first(r.wk[u.cpu], whyOrder)
+				r.wk[u.cpu] = first(r.wk[u.cpu], reasonOrder)
 			}
 			continue
 		}
 		if a, ok := r.predictRound(u.cpu); !ok || a != u.before {
-			r.wk[u.cpu] = first(r.wk[u.cpu], whyOrder)
+			r.wk[u.cpu] = first(r.wk[u.cpu], reasonOrder)
 		}
 	}
 	var kl, ml0 []string
@@ -315,21 +315,21 @@ func (r *replayer) runRemote(idx int, o *op) {
 	}
 	kernel := fmt.Sprintf("groups=%s cpus=%s", strings.Join(kl, ","), fmtCPUs(kt))
 	model := fmt.Sprintf("groups=%s cpus=%s", strings.Join(ml0, ","), fmtCPUs(mt))
-	if why == "" && len(rd.amb) > 0 {
+	if why == known && len(rd.amb) > 0 {
 		// Where now lies between the bounds decides whether an event is
 		// due: the round is undetermined, unless the kernel and the model
 		// differ on something now does not explain.
 		if kernel == model || strings.Join(kl, ",") == strings.Join(ml0, ",") &&
 			fmtCPUs(rd.without(kt)) == fmtCPUs(rd.without(mt)) {
-			why = whyNow
+			why = reasonNow
 			if !r.clk.known {
-				why = whyNoClock
+				why = reasonNoClock
 			}
 		}
 	}
 	if o.cut && kernel != model && strings.HasPrefix(strings.Join(ml0, ","), strings.Join(kl, ",")) &&
 		strings.HasPrefix(fmtCPUs(mt), fmtCPUs(kt)) {
-		why = first(why, whyPartial) // the recording ended in the round
+		why = first(why, reasonPartial) // the recording ended in the round
 	}
 	r.check(r.ev[o.first()].Line, "tmigr_handle_remote", why, kernel, model)
 	// h's wakeup is now the next expiry of the highest group it handled.
@@ -340,13 +340,13 @@ func (r *replayer) runRemote(idx int, o *op) {
 		// have, which came first is not in the trace; where it does not,
 		// neither order explains the kernel, and the check says so.
 		if a := r.m.h.CPU(h).Wakeup; a != c[0] && a == c[1] {
-			r.wk[h] = first(r.wk[h], whyOrder)
+			r.wk[h] = first(r.wk[h], reasonOrder)
 		}
 	}
 	if kernel != model {
 		// The model expired other CPUs than the kernel: their events,
 		// wakeups and everything above them may differ now.
-		w := first(why, whyDiverged)
+		w := first(why, reasonDiverged)
 		for _, c := range append(kt, mt...) {
 			r.setEvUnknown(c, w)
 			r.wk[c] = w
@@ -399,7 +399,7 @@ func (rd *round) nowFor(r *replayer) int64 {
 		e, ok := exp[x]
 		if !ok {
 			ci := r.m.h.CPU(x)
-			if ci.EvtIgnore || !ci.EvtQueued || r.ek[x] != "" {
+			if ci.EvtIgnore || !ci.EvtQueued || r.ek[x] != known {
 				continue // only a known event tells when now was
 			}
 			e = ci.EvtExpires
@@ -733,7 +733,7 @@ func (r *replayer) onRemote() {
 		return
 	}
 	p, ok := r.ev[end].Data.(ftrace.TmigrHandleRemoteCPU)
-	if !ok || p.CPU == rd.o.cpu || r.wk[p.CPU] != "" || r.m.h.CPU(p.CPU).Wakeup == p.Wakeup {
+	if !ok || p.CPU == rd.o.cpu || r.wk[p.CPU] != known || r.m.h.CPU(p.CPU).Wakeup == p.Wakeup {
 		return
 	}
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
@@ -756,14 +756,14 @@ func (r *replayer) nextGlobalRemote(target int) int64 {
 	if rd.cur >= 0 {
 		rd.walked = append(rd.walked, target)
 		if n, ok := r.refetched(rd.o, rd.cur); ok {
-			r.ek[target] = ""
+			r.ek[target] = known
 			rd.note(target, n)
 			return n
 		}
 	}
 	if rd.cur >= 0 {
 		if j, ok := r.wheel[rd.o.targets[rd.cur]]; ok {
-			r.ek[target] = ""
+			r.ek[target] = known
 			if j == 0 {
 				return hier.KtimeMax
 			}
@@ -775,8 +775,8 @@ func (r *replayer) nextGlobalRemote(target int) int64 {
 			return n
 		}
 	}
-	r.setEvUnknown(target, whyRefetch)
-	rd.why = first(rd.why, whyRefetch)
+	r.setEvUnknown(target, reasonRefetch)
+	rd.why = first(rd.why, reasonRefetch)
 	return hier.KtimeMax
 }
 

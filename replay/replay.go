@@ -125,6 +125,10 @@ func (c *Counts) Reasons() string {
 	return strings.Join(s, ", ")
 }
 
+// undeterminedBy counts one decision undetermined for the reason why.
+func (c *Counts) undeterminedBy(why reason) { c.undetermined(why.String()) }
+
+// undetermined counts one decision undetermined, by its reason's text.
 func (c *Counts) undetermined(why string) {
 	c.Checked++
 	c.Undetermined++
@@ -172,83 +176,46 @@ type Options struct {
 
 // Result is the outcome of the checks on one trace.
 type Result struct {
-	File  string  `json:"file"`
-	Wheel *Counts `json:"wheel,omitempty"`
-	Tmigr *Counts `json:"tmigr,omitempty"`
-	// Nextevt is the nextevt check (nextevt.go), run with Tmigr.
-	Nextevt *Counts `json:"nextevt,omitempty"`
-	// Hrtimer is nil when the check was not asked for or the trace has no
-	// sleeper events.
-	Hrtimer *Counts `json:"hrtimer,omitempty"`
-	// Placement is the placement check (placement.go).
+	File string `json:"file"`
+	// Checks are the checks run, in the order Options.Checks gives, each
+	// with its Counts; a check with nothing to decide is left out.
+	Checks []CheckResult `json:"-"`
+	// Wheel, Tmigr, Nextevt, Hrtimer and Placement are the same Counts
+	// as Checks holds, each under its check's name: the JSON form (one
+	// key a check), and a field for a caller that wants one check. Nil
+	// where the check was not run (Nextevt runs with Tmigr) or had
+	// nothing to decide (Hrtimer on a trace without sleepers).
+	Wheel     *Counts `json:"wheel,omitempty"`
+	Tmigr     *Counts `json:"tmigr,omitempty"`
+	Nextevt   *Counts `json:"nextevt,omitempty"`
+	Hrtimer   *Counts `json:"hrtimer,omitempty"`
 	Placement *Counts `json:"placement,omitempty"`
+}
+
+// add appends a check's outcome to Checks and sets the field of its name.
+func (r *Result) add(name string, c *Counts) {
+	r.Checks = append(r.Checks, CheckResult{Name: name, Counts: c})
+	fields := map[string]**Counts{"wheel": &r.Wheel, "tmigr": &r.Tmigr, "nextevt": &r.Nextevt, "hrtimer": &r.Hrtimer, "placement": &r.Placement}
+	*fields[name] = c
+}
+
+// Check returns the Counts of the check called name, nil if it was not
+// run or had nothing to decide.
+func (r *Result) Check(name string) *Counts {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c.Counts
+		}
+	}
+	return nil
 }
 
 // Mismatched reports whether any check found a mismatch.
 func (r *Result) Mismatched() bool {
-	return r.Wheel != nil && len(r.Wheel.Mismatches) > 0 || r.Tmigr != nil && len(r.Tmigr.Mismatches) > 0 ||
-		r.Nextevt != nil && len(r.Nextevt.Mismatches) > 0 || r.Hrtimer != nil && len(r.Hrtimer.Mismatches) > 0 ||
-		r.Placement != nil && len(r.Placement.Mismatches) > 0
-}
-
-// Run runs the selected checks on a trace.
-func Run(t *Trace, o Options) (*Result, error) {
-	s, err := shapeOf(t, o)
-	if err != nil && o.Tmigr {
-		return nil, err
-	}
-	if err == nil {
-		// An event of a CPU the machine does not have would be dropped
-		// by the checks without a word.
-		for _, ev := range t.Events {
-			if ev.CPU >= s.CPUs {
-				return nil, fmt.Errorf("line %d: an event of CPU %d, beyond the machine's CPUs 0-%d: give its possible CPUs with --cpus", ev.Line, ev.CPU, s.CPUs-1)
-			}
+	for _, c := range r.Checks {
+		if len(c.Mismatches) > 0 {
+			return true
 		}
 	}
-	if s.HZ <= 0 {
-		return nil, errors.New("the trace has no \"# machine:\" line naming its HZ; give it with --hz")
-	}
-	r := &Result{File: t.File}
-	if o.Wheel {
-		c := CheckWheel(t, s.HZ)
-		r.Wheel = c.forJSON()
-	}
-	if o.Tmigr {
-		c, err := CheckTmigrWith(t, s, TmigrOptions{Invariants: o.Check})
-		if err != nil {
-			return nil, err
-		}
-		r.Tmigr = c.forJSON()
-		if c, err = CheckNextevt(t, s); err != nil {
-			return nil, err
-		}
-		r.Nextevt = c.forJSON()
-	}
-	if o.Placement {
-		if err != nil {
-			return nil, err
-		}
-		c, err := CheckPlacement(t, s)
-		if err != nil {
-			return nil, err
-		}
-		r.Placement = c.forJSON()
-	}
-	if o.Hrtimer {
-		var l Load
-		if m := t.Header.Machine; m != nil {
-			if l, err = LoadOf(m); err != nil {
-				return nil, err
-			}
-		}
-		c, err := CheckHrtimer(t, l)
-		if err != nil {
-			return nil, err
-		}
-		if c != nil {
-			r.Hrtimer = c.forJSON()
-		}
-	}
-	return r, nil
+	return false
 }

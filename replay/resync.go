@@ -65,12 +65,12 @@ func (r *replayer) snapshot() snapshot {
 // idles the child (its lowest child, which one being unknown), a child that
 // wins sets its bit in the parent. Groups changed are marked unknown with
 // why unless they are in keep.
-func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bool, why string) {
+func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bool, why reason) {
 	rank := func(g hier.GroupID) int {
 		switch {
 		case keep[g]:
 			return 2
-		case r.gk[g] == "":
+		case r.gk[g] == known:
 			return 1
 		}
 		return 0
@@ -168,7 +168,7 @@ func valid(s gstate) gstate {
 // The groups of want are then only marked unknown with why, for a later
 // operation to resynchronise; resyncTo reports whether it replaced the
 // model.
-func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) bool {
+func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why reason) bool {
 	if r.inWalk > 0 {
 		for g := range want {
 			r.gk[g] = first(r.gk[g], why)
@@ -193,7 +193,7 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) bool {
 		case idle && !old.idle[c]:
 			r.setEvUnknown(c, why)
 		case !idle && old.idle[c]:
-			r.ek[c] = ""
+			r.ek[c] = known
 		}
 	}
 	for _, e := range old.evts {
@@ -221,12 +221,12 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why string) bool {
 	}
 	nw := r.snapshot()
 	for _, g := range r.topo.Groups {
-		if old.gevt[g] != nw.gevt[g] && r.gev[g] == "" {
+		if old.gevt[g] != nw.gevt[g] && r.gev[g] == known {
 			r.gev[g] = why
 		}
 	}
 	for c := range nw.wakes {
-		if nw.wakes[c] != old.wakes[c] && r.wk[c] == "" {
+		if nw.wakes[c] != old.wakes[c] && r.wk[c] == known {
 			r.wk[c] = why
 		}
 	}

@@ -40,16 +40,16 @@ func (r *replayer) exec(i int) {
 	case opRemote:
 		r.runRemote(i, o)
 	case opPartial:
-		r.runPartial(o, whyPartial)
+		r.runPartial(o, reasonPartial)
 	case opHotplug:
 		r.runHotplug(o)
 	case opLost:
 		// Whatever the CPU did in the lost stretch is unknown: its
 		// event, its wakeup and the groups on its path.
-		r.setEvUnknown(o.cpu, whyLost)
-		r.wk[o.cpu] = whyLost
+		r.setEvUnknown(o.cpu, reasonLost)
+		r.wk[o.cpu] = reasonLost
 		for _, g := range r.topo.Path[o.cpu] {
-			r.gk[g] = first(r.gk[g], whyLost)
+			r.gk[g] = first(r.gk[g], reasonLost)
 		}
 	}
 }
@@ -104,8 +104,8 @@ func only(ls []mline, kind hier.EventKind) []mline {
 //     shows, and o's transitions are compared as they are: a difference is
 //     a mismatch.
 //
-// It returns why o is undetermined ("" if nothing was unknown).
-func (r *replayer) preResync(o *op) string {
+// It returns why o is undetermined (known if nothing was unknown).
+func (r *replayer) preResync(o *op) reason {
 	for tries := 0; ; tries++ {
 		cur := r.m.states()
 		bridged := false
@@ -124,7 +124,7 @@ func (r *replayer) preResync(o *op) string {
 		if r.walked[o.idx] {
 			// o itself ran inside the operation replayed first, between
 			// its compare-and-swap and its update (interleave.go).
-			return ""
+			return known
 		}
 		if !bridged {
 			break
@@ -132,20 +132,20 @@ func (r *replayer) preResync(o *op) string {
 	}
 	cur := r.m.states()
 	want := map[hier.GroupID]gstate{}
-	why := ""
+	why := known
 	for _, i := range o.groups {
 		gl := r.groupLine(i)
 		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 		// A transition no consistent state leads to, or one from a state
 		// the model knows, is left to the comparison.
-		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == "" {
+		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == known {
 			continue
 		}
 		want[gl.id] = p.s
 		why = first(why, r.gk[gl.id])
 	}
 	if len(want) == 0 {
-		return ""
+		return known
 	}
 	r.resyncTo(want, why)
 	return why

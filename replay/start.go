@@ -118,13 +118,13 @@ func (r *replayer) seedStart() error {
 	st := map[hier.GroupID]gstate{}
 	for _, g := range r.topo.Groups {
 		st[g] = gstate{0, hier.MigratorNone}
-		r.gk[g] = whyBefore
-		r.gev[g] = whyEvent
+		r.gk[g] = reasonBefore
+		r.gev[g] = reasonEvent
 	}
 	for c := range r.ek {
-		r.ek[c], r.wk[c] = whyEvent, whyWakeup
+		r.ek[c], r.wk[c] = reasonEvent, reasonWakeup
 	}
-	known := map[hier.GroupID]bool{}
+	knownGroups := map[hier.GroupID]bool{}
 	cpuState := make([]int, r.topo.NCPUs) // 0 unknown, 1 idle, 2 active
 	for _, o := range r.ops {
 		if cpuState[o.cpu] == 0 {
@@ -140,24 +140,24 @@ func (r *replayer) seedStart() error {
 		}
 		for _, i := range o.groups {
 			gl := r.groupLine(i)
-			if known[gl.id] || gl.id == hier.NoGroup {
+			if knownGroups[gl.id] || gl.id == hier.NoGroup {
 				continue
 			}
-			known[gl.id] = true
+			knownGroups[gl.id] = true
 			p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 			st[gl.id] = p.s
 			switch {
 			case !p.bad && p.alt == 0:
-				r.gk[gl.id] = ""
+				r.gk[gl.id] = known
 			case !p.bad:
-				r.gk[gl.id] = whyMigrator // the active children are known
+				r.gk[gl.id] = reasonMigrator // the active children are known
 			}
 		}
 	}
 	constant := r.constantCPUs(cpuState)
 	for _, g := range r.topo.Groups {
 		n := r.topo.Info[g]
-		if known[g] || len(n.CPUs) == 0 {
+		if knownGroups[g] || len(n.CPUs) == 0 {
 			continue
 		}
 		s := gstate{0, hier.MigratorNone}
@@ -169,26 +169,26 @@ func (r *replayer) seedStart() error {
 		s.migrator = lowest(s.active)
 		st[g] = s
 	}
-	r.complete(st, known, whyBefore)
-	r.constantGroups(st, known, constant)
+	r.complete(st, knownGroups, reasonBefore)
+	r.constantGroups(st, knownGroups, constant)
 	for c := range r.ek {
 		if st[r.topo.CPUGroup[c]].active&r.topo.CPUBit[c] != 0 || !r.avail0[c] {
 			// An active CPU's event is ignored; one out of the hierarchy
 			// has none there.
-			r.ek[c] = ""
+			r.ek[c] = known
 		}
 		if !r.avail0[c] {
-			r.wk[c] = ""
+			r.wk[c] = known
 		}
 	}
 	// A CPU that may have lost its lines before it showed anything is
 	// unknown, and so is everything above it.
 	for c, l := range r.lostAtStart {
 		if l && r.avail0[c] {
-			r.setEvUnknown(c, whyLost)
-			r.wk[c] = whyLost
+			r.setEvUnknown(c, reasonLost)
+			r.wk[c] = reasonLost
 			for _, g := range r.topo.Path[c] {
-				r.gk[g] = first(r.gk[g], whyLost)
+				r.gk[g] = first(r.gk[g], reasonLost)
 			}
 		}
 	}
@@ -196,7 +196,7 @@ func (r *replayer) seedStart() error {
 	// event: known, whatever the recording shows of it.
 	for _, g := range r.topo.Groups {
 		if r.emptyGroup(g) {
-			r.gk[g], r.gev[g] = "", ""
+			r.gk[g], r.gev[g] = known, known
 		}
 	}
 	r.volatile()
@@ -275,9 +275,9 @@ const whyMigrator = "migrator from before the recording"
 // (constant CPUs, groups without an available CPU, known groups): their
 // active mask is then known, and so is their migrator when at most one
 // child is active; with more, the migrator is unknown (whyMigrator).
-func (r *replayer) constantGroups(st map[hier.GroupID]gstate, known map[hier.GroupID]bool, constant []bool) {
+func (r *replayer) constantGroups(st map[hier.GroupID]gstate, knownGroups map[hier.GroupID]bool, constant []bool) {
 	for _, g := range r.topo.Groups {
-		if known[g] {
+		if knownGroups[g] {
 			continue
 		}
 		n := r.topo.Info[g]
@@ -288,7 +288,7 @@ func (r *replayer) constantGroups(st map[hier.GroupID]gstate, known map[hier.Gro
 			}
 		}
 		for _, k := range n.Kids {
-			if r.gk[k] != "" && r.gk[k] != whyMigrator {
+			if r.gk[k] != known && r.gk[k] != reasonMigrator {
 				ok = false
 			}
 		}
@@ -297,9 +297,9 @@ func (r *replayer) constantGroups(st map[hier.GroupID]gstate, known map[hier.Gro
 		}
 		switch bits.OnesCount8(st[g].active) {
 		case 0, 1:
-			r.gk[g] = ""
+			r.gk[g] = known
 		default:
-			r.gk[g] = whyMigrator
+			r.gk[g] = reasonMigrator
 		}
 	}
 }

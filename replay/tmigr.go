@@ -4,15 +4,13 @@ import (
 	"math/bits"
 	"strconv"
 
-	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
-	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/kernel"
 )
 
-// Why a decision is undetermined: the reasons, as counted in
-// Counts.UndeterminedReasons.
+// Why a decision is undetermined: the texts of the reasons (reasons.go), as
+// counted in Counts.UndeterminedReasons.
 const (
 	whyBefore   = "state from before the recording"
 	whyFirst    = "first transition of the group"
@@ -87,83 +85,9 @@ func noHierarchy(t *Trace) Counts {
 	return c
 }
 
-// replayer is the state of one tmigr check.
-type replayer struct {
-	// invariants: run hier.Check after every top-level model operation;
-	// invErr is the first failure, depth the nesting of collect.
-	invariants bool
-	invErr     error
-	depth      int
-	line       int // the trace line of the operation being replayed
-
-	ev   []ftrace.Event
-	topo *groups.Tree
-	gm   *groupMap
-	ops  []*op
-	done []bool
-	clk  *clock
-	rec  *recorder
-	m    *model
-	c    Counts
-
-	// Knowledge: "" where the model's value is the kernel's, else why not.
-	gk  map[hier.GroupID]string // a group's state word
-	gev map[hier.GroupID]string // a group's event in its parent
-	ek  []string                // a CPU's event
-	wk  []string                // a CPU's wakeup
-	// seen: the group's first transition was replayed (its state before
-	// it was inferred from that very line).
-	seen     map[hier.GroupID]bool
-	opaque   []bool
-	nohzFull cpumask.Mask
-
-	rounds []*round // remote rounds in progress, innermost last
-	// later: rounds replayed after the round whose expiry window they lie
-	// in, with the wakeup they would have left in it and the kernel's
-	// (remote.go).
-	later map[int][2]int64
-
-	// Walks (interleave.go): walks are the activations and deactivations
-	// running in hier, innermost last; inWalk counts the operations
-	// replayed inside one of them; waiting holds the operations whose
-	// preResync is replaying others first; walked, per operation, that
-	// its walk was replayed.
-	walks   []*walkAt
-	inWalk  int
-	waiting map[int]bool
-	walked  []bool
-	// splits: operations waiting in the middle of their walk for another
-	// to end; pausing: the one being started (interleave.go).
-	splits  []*split
-	pausing *split
-
-	boot   bool // the trace starts at the hierarchy's creation
-	km     kernel.Model
-	busy   cpumask.Mask // the machine line's busy CPUs
-	avail0 []bool       // CPUs in the hierarchy when the recording starts (members.go)
-	at     []*change    // the machine line's at= (changes.go)
-	// firstTS: the trace time of the first event (not a marker).
-	firstTS int64
-	// described: the trace has a machine line, so that an availability
-	// change it does not list is the model's to explain.
-	described bool
-	broughtUp cpumask.Mask // boot traces: CPUs whose bring-up was seen
-	// lostAtStart: CPUs whose evidence may be among lost events (members.go)
-	lostAtStart []bool
-	lostWin     map[int][][2]int // per CPU, event index ranges its lost events lie in
-	pos         int              // event index of the operation being replayed
-	exclude     bool             // the kernel excludes isolated CPUs
-	keyOn       bool             // ... and its late initcall ran (boot traces)
-	iso         hier.Isolation
-	wheel       map[int]uint64 // targets' next global timers where the timer lines tell (wheelNext)
-	spans       map[int][][2]int64
-	witness     map[int][]int // notDueYet
-	changes     map[int][]int
-}
-
 func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
-	r := &replayer{ev: t.Events, rec: &recorder{}, nohzFull: opts.Isolation.NohzFull, busy: s.Busy,
-		gk: map[hier.GroupID]string{}, gev: map[hier.GroupID]string{}, seen: map[hier.GroupID]bool{}}
+	r := &replayer{ev: t.Events, rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy},
+		knowledge: knowledge{gk: map[hier.GroupID]reason{}, gev: map[hier.GroupID]reason{}, seen: map[hier.GroupID]bool{}}}
 	km, err := s.model()
 	if err != nil {
 		return nil, err
@@ -181,23 +105,23 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.m, r.topo = m, m.topo
 	r.exclude = opts.ExcludeIsolated
 	r.rec.onUpdate = r.onUpdate
-	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = "" }
+	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = known }
 	r.rec.onCAS = r.onCAS
 	r.rec.onRemote = r.onRemote
 	r.rec.onPoint = r.onPoint
 	r.waiting = map[int]bool{}
 	r.later = map[int][2]int64{}
-	r.rec.onRemoteCPU = func(cpu int) string {
+	r.rec.onRemoteCPU = func(cpu int) reason {
 		// The target's wakeup is reset to KTIME_MAX: known from now on.
 		why := r.wk[cpu]
-		r.wk[cpu] = ""
+		r.wk[cpu] = known
 		return why
 	}
 	n := s.CPUs
-	r.ek, r.wk, r.opaque = make([]string, n), make([]string, n), make([]bool, n)
+	r.ek, r.wk, r.opaque = make([]reason, n), make([]reason, n), make([]bool, n)
 
 	if h := t.Header.Hierarchy; h != nil {
-		r.check(0, "boot line", "", h.String(), m.h.BootLine())
+		r.check(0, "boot line", known, h.String(), m.h.BootLine())
 	}
 	if m.topo == nil {
 		return r, nil // a uniprocessor: no hierarchy, nothing to replay
@@ -259,10 +183,10 @@ func startsAtBoot(events []ftrace.Event) bool {
 }
 
 // check counts one comparison.
-func (r *replayer) check(line int, event, why, kernel, model string) {
+func (r *replayer) check(line int, event string, why reason, kernel, model string) {
 	switch {
-	case why != "":
-		r.c.undetermined(why)
+	case why != known:
+		r.c.undeterminedBy(why)
 	case kernel == model:
 		r.c.match()
 	default:
@@ -272,24 +196,15 @@ func (r *replayer) check(line int, event, why, kernel, model string) {
 
 // decide counts one comparison whose outcome is ok, with the two sides
 // described for a mismatch.
-func (r *replayer) decide(line int, event, why string, ok bool, kernel, model string) {
+func (r *replayer) decide(line int, event string, why reason, ok bool, kernel, model string) {
 	switch {
-	case why != "":
-		r.c.undetermined(why)
+	case why != known:
+		r.c.undeterminedBy(why)
 	case ok:
 		r.c.match()
 	default:
 		r.c.mismatch(Mismatch{Line: line, Event: event, Kernel: kernel, Model: model})
 	}
-}
-
-func first(whys ...string) string {
-	for _, w := range whys {
-		if w != "" {
-			return w
-		}
-	}
-	return ""
 }
 
 func fmtNS(v int64) string {

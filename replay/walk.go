@@ -20,7 +20,7 @@ func (r *replayer) runWalk(o *op) {
 	// The walk reads the states of the groups on c's path bottom-up.
 	pathWhy := r.pathWhy(c, resynced)
 	if o.kind == opDeactivate {
-		r.ek[c] = "" // see below: known once the CPU deactivates
+		r.ek[c] = known // see below: known once the CPU deactivates
 	}
 	wBefore := r.wk[c]
 	var ret int64
@@ -47,7 +47,7 @@ func (r *replayer) runWalk(o *op) {
 	mg := only(ml, kind)
 	lastWhy := r.compareGroups(o, mg, kind, resynced, pathWhy)
 	if o.kind == opActivate {
-		r.ek[c], r.wk[c] = "", ""
+		r.ek[c], r.wk[c] = known, known
 		r.volatile()
 		return
 	}
@@ -59,9 +59,9 @@ func (r *replayer) runWalk(o *op) {
 		why = first(why, r.qIdle(r.topo.Top))
 	}
 	r.check(r.ev[o.last()].Line, "tmigr_cpu_idle", why, fmtNS(o.wakeup), fmtNS(ret))
-	r.wk[c] = ""
+	r.wk[c] = known
 	if ret != o.wakeup {
-		r.wk[c] = first(why, whyDiverged)
+		r.wk[c] = first(why, reasonDiverged)
 	}
 	r.volatile()
 }
@@ -70,8 +70,8 @@ func (r *replayer) runWalk(o *op) {
 // with the model's, and then puts what the kernel printed in the model
 // where it differs (after a mismatch or an undetermined replay): it is
 // known from now on. It returns why the walk was undetermined.
-func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynced string, pathWhy []string) string {
-	lastWhy := ""
+func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynced reason, pathWhy []reason) reason {
+	lastWhy := known
 	for k := 0; k < max(len(o.groups), len(mg)); k++ {
 		why := resynced
 		if k < len(pathWhy) {
@@ -84,13 +84,13 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 			line = gl.line
 			kernel = fmtGroup(gl.id, gl.after)
 			if !r.seen[gl.id] {
-				why = first(why, whyFirst)
+				why = first(why, reasonFirst)
 			}
 		}
 		if k < len(mg) {
 			model = fmtGroup(mg[k].group, gstate{mg[k].active, mg[k].migrator})
 			if k >= len(o.groups) && o.cut {
-				why = first(why, whyPartial) // the recording ended first
+				why = first(why, reasonPartial) // the recording ended first
 			}
 		}
 		r.check(line, kind.String(), why, kernel, model)
@@ -110,11 +110,11 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 	}
 	applied := true
 	if len(fix) > 0 {
-		applied = r.resyncTo(fix, first(lastWhy, whyDiverged))
+		applied = r.resyncTo(fix, first(lastWhy, reasonDiverged))
 	}
 	for _, i := range o.groups {
 		if gl := r.groupLine(i); gl.id != hier.NoGroup && (applied || post[gl.id] == gl.after) {
-			r.gk[gl.id] = ""
+			r.gk[gl.id] = known
 		}
 	}
 	return lastWhy
@@ -122,8 +122,8 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 
 // pathWhy returns, per level of cpu's path, why the states a walk reads up
 // to that level may differ from the kernel's.
-func (r *replayer) pathWhy(cpu int, why string) []string {
-	out := make([]string, len(r.topo.Path[cpu]))
+func (r *replayer) pathWhy(cpu int, why reason) []reason {
+	out := make([]reason, len(r.topo.Path[cpu]))
 	for k, g := range r.topo.Path[cpu] {
 		why = first(why, r.gk[g])
 		out[k] = why

@@ -40,6 +40,10 @@ import (
 // early by a cancelled timer may have held the base clock back.
 const whyEarlyNext = "base clock held back by the next_expiry of a cancelled timer"
 
+// whyHeldBack is why a start is undetermined when a timer armed before the
+// recording may have held the base clock back.
+const whyHeldBack = "base clock held back by a timer armed before the recording"
+
 type baseKey struct {
 	cpu int
 	idx int // cpu.BaseLocal, BaseGlobal, BaseDef
@@ -231,17 +235,17 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 		return be
 	}
 	if lower != clk && explainable(p, lower, clk, depth) {
-		c.undetermined("base clock held back by a timer armed before the recording")
+		c.undeterminedBy(reasonHeldBack)
 		return be
 	}
 	if b.hasEarly && wheel.Before(b.early, clk) && !wheel.After(b.early, jiffies) && explainable(p, b.early, clk, depth) {
-		c.undetermined(whyEarlyNext)
+		c.undeterminedBy(reasonEarlyNext)
 		return be
 	}
 	if b.lost && explainable(p, 0, later(clk, jiffies), depth) {
 		// A lost start may hold the clock back, a lost cancel or expiry
 		// may have let it run up to jiffies.
-		c.undetermined(whyLost)
+		c.undeterminedBy(reasonLost)
 		return be
 	}
 	kernel := fmt.Sprintf("idx=%d bucket_expiry=%d", p.Idx, p.BucketExpiry)

@@ -165,38 +165,28 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 //	  tmigr: 70 undetermined: 55 event from before the recording, ...
 //	  tmigr line 2445: tmigr_cpu_idle: kernel 15336000000, model max
 func printResult(w io.Writer, r *replay.Result, maxShow int) {
-	type check struct {
-		name string
-		c    *replay.Counts
-	}
-	var checks []check
-	for _, c := range []check{{"wheel", r.Wheel}, {"tmigr", r.Tmigr}, {"nextevt", r.Nextevt}, {"hrtimer", r.Hrtimer}, {"placement", r.Placement}} {
-		if c.c != nil {
-			checks = append(checks, c)
-		}
-	}
 	fmt.Fprintf(w, "%s:", r.File)
-	for i, c := range checks {
+	for i, c := range r.Checks {
 		sep := " "
 		if i > 0 {
 			sep = ", "
 		}
-		fmt.Fprintf(w, "%s%s %d/%d", sep, c.name, c.c.Matched, c.c.Checked)
+		fmt.Fprintf(w, "%s%s %d/%d", sep, c.Name, c.Matched, c.Checked)
 	}
 	fmt.Fprintln(w, " matched")
-	for _, c := range checks {
-		if c.c.Undetermined > 0 {
-			fmt.Fprintf(w, "  %s: %d undetermined: %s\n", c.name, c.c.Undetermined, c.c.Reasons())
+	for _, c := range r.Checks {
+		if c.Undetermined > 0 {
+			fmt.Fprintf(w, "  %s: %d undetermined: %s\n", c.Name, c.Undetermined, c.Reasons())
 		}
-		for _, x := range c.c.Inferred {
-			fmt.Fprintf(w, "  %s line %d: inferred: CPU %d %s, which the machine line does not declare: %s\n", c.name, x.Line, x.CPU, x.Event, strings.Join(x.Causes, " or "))
+		for _, x := range c.Inferred {
+			fmt.Fprintf(w, "  %s line %d: inferred: CPU %d %s, which the machine line does not declare: %s\n", c.Name, x.Line, x.CPU, x.Event, strings.Join(x.Causes, " or "))
 		}
-		for i, m := range c.c.Mismatches {
+		for i, m := range c.Mismatches {
 			if i == maxShow {
-				fmt.Fprintf(w, "  ... %d more %s mismatches\n", len(c.c.Mismatches)-i, c.name)
+				fmt.Fprintf(w, "  ... %d more %s mismatches\n", len(c.Mismatches)-i, c.Name)
 				break
 			}
-			fmt.Fprintf(w, "  %s line %d: %s: kernel %s, model %s\n", c.name, m.Line, m.Event, m.Kernel, m.Model)
+			fmt.Fprintf(w, "  %s line %d: %s: kernel %s, model %s\n", c.Name, m.Line, m.Event, m.Kernel, m.Model)
 		}
 	}
 }

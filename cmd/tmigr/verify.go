@@ -110,16 +110,13 @@ func hostVerify(ctx context.Context, h *host.Host, root, tracefsRoot string, d t
 	claim(outsideIso.Empty(), "every isolated or nohz_full CPU that ran another CPU's timer is one the rules allow"+orList(outsideIso))
 	checked, mismatched := 0, 0
 	var shown []string
-	for i, c := range []*replay.Counts{res.Wheel, res.Tmigr, res.Nextevt, res.Hrtimer, res.Placement} {
-		if c == nil {
-			continue
-		}
+	for _, c := range res.Checks {
 		checked += c.Checked
 		mismatched += len(c.Mismatches)
 		for _, x := range c.Mismatches {
 			if len(shown) < verifyShown {
 				shown = append(shown, fmt.Sprintf("%s line %d: %s: kernel %s, model %s",
-					[]string{"wheel", "tmigr", "nextevt", "hrtimer", "placement"}[i], x.Line, x.Event, x.Kernel, x.Model))
+					c.Name, x.Line, x.Event, x.Kernel, x.Model))
 			}
 		}
 	}
