@@ -345,7 +345,7 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		// beyond the recording's end too: fetch_next_timer_interrupt
 		// (6.9+) leaves the global event KTIME_MAX when the local base
 		// comes first.
-		cnt.undetermined("timer armed before the recording, pending beyond its end")
+		cnt.undeterminedBy(reasonPendingBeyond)
 		return
 	}
 	if printed != cpu.KtimeMax && printed < clk.ns(start) && (model == cpu.KtimeMax || model > printed) {

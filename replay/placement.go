@@ -238,7 +238,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 			if st, ok := hpending[d.Hrtimer]; ok {
 				delete(hpending, d.Hrtimer)
 				if at, ok := hotplug[st.ev.CPU]; ok && at > st.ev.TS && !st.want.Test(ev.CPU) {
-					c.undetermined(whyHotplug)
+					c.undeterminedBy(reasonHotplug)
 					break
 				}
 				p.decide(&c, st.ev, "hrtimer_start", ev.CPU, st.want, st.why, lost[st.ev.CPU])

@@ -55,6 +55,7 @@ const (
 	reasonSysctl
 	reasonFinishing
 	reasonAddTimerOn
+	reasonHotplug
 
 	numReasons
 )
@@ -95,6 +96,7 @@ var reasonTexts = [numReasons]string{
 	reasonSysctl:        whySysctl,
 	reasonFinishing:     whyFinishing,
 	reasonAddTimerOn:    whyAddTimerOn,
+	reasonHotplug:       whyHotplug,
 }
 
 // String returns the reason's text.
