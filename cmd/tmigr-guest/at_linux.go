@@ -261,7 +261,22 @@ func (p *partition) remove() error {
 		}
 	}
 	p.threads = nil
-	if err := os.Remove(isoCgroup); err != nil {
+	// A load's short-lived children (the storm's) are born into the
+	// partition with the thread that forks them: the cgroup empties
+	// when they exit, or when they are moved out too.
+	var err error
+	for range 100 {
+		if err = os.Remove(isoCgroup); !errors.Is(err, unix.EBUSY) {
+			break
+		}
+		if b, rerr := os.ReadFile(filepath.Join(isoCgroup, "cgroup.threads")); rerr == nil {
+			for _, f := range strings.Fields(string(b)) {
+				writeFile(filepath.Join(cgroupRoot, "cgroup.threads"), f)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		return err
 	}
 	p.made = false
