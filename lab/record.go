@@ -370,7 +370,20 @@ func assemble(s *Spec, log []byte, nonce string, k kernel) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := rep.checkShape(s); err != nil {
+	trace, err := rep.trace()
+	if err != nil {
+		return nil, err
+	}
+	// The changes as made: the kernel may have refused some.
+	var done, refused []ftrace.Change
+	if len(s.At) > 0 {
+		if done, refused, err = doneTimes(trace, s.At); err != nil {
+			return nil, err
+		}
+	}
+	made := *s
+	made.At = done
+	if err := rep.checkShape(&made); err != nil {
 		return nil, err
 	}
 	release, err := rep.release()
@@ -384,19 +397,10 @@ func assemble(s *Spec, log []byte, nonce string, k kernel) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	trace, err := rep.trace()
-	if err != nil {
-		return nil, err
-	}
 	m := s.machine(release, k.HZ, k.ConfigFrom)
-	if len(s.At) > 0 {
-		var refused []ftrace.Change
-		if m.At, refused, err = doneTimes(trace, s.At); err != nil {
-			return nil, err
-		}
-		if len(refused) > 0 {
-			m.Note += "; refused by the kernel: " + ftrace.FormatChanges(refused)
-		}
+	m.At = done
+	if len(refused) > 0 {
+		m.Note += "; refused by the kernel: " + ftrace.FormatChanges(refused)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
