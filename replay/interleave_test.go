@@ -2,6 +2,7 @@ package replay
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -208,5 +209,43 @@ func TestUpdateReadsLateActivations(t *testing.T) {
 	c := replayWindow(t, "vm7-3node-6.12-update-reads-late-activations.txt")
 	if c.Checked-c.Undetermined < 500 {
 		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}
+
+// TestRoundReadsWakeupBeforeClaimReset replays a window of a recording of
+// this project's 2-CPU 6.18 host where CPU 0, the migrator, claimed idle
+// CPU 1 (line 65: tmigr_handle_remote_cpu prints CPU 1's wakeup, set, and
+// only then resets it) and CPU 1's own round printed entering its group in
+// the same microsecond (line 66): it read its wakeup between the claim's
+// line and the reset. The model applies the claim whole, so the round
+// finds KTIME_MAX and does not enter; which came first no line prints, and
+// the round is undetermined. Had the claim printed KTIME_MAX, nothing
+// would explain the entry, and it stays a mismatch.
+func TestRoundReadsWakeupBeforeClaimReset(t *testing.T) {
+	const f = "kvm2-6.18-round-reads-wakeup-before-claim-reset.txt"
+	c := replayWindow(t, f)
+	if c.UndeterminedReasons[whyClaim] == 0 {
+		t.Errorf("no round undetermined for a claim's reset: %s", c.Reasons())
+	}
+	const claim = "28852.257449: tmigr_handle_remote_cpu: cpu=1 parent=00000000cae9f75e wakeup=28852256000000"
+	n := 0
+	c2 := editTrace(t, f, func(lines []string) []string {
+		for i, l := range lines {
+			if strings.Contains(l, claim) {
+				lines[i] = strings.Replace(l, "wakeup=28852256000000", "wakeup=9223372036854775807", 1)
+				n = i + 1
+			}
+		}
+		return lines
+	})
+	if n == 0 {
+		t.Fatalf("no line %q", claim)
+	}
+	found := false
+	for _, m := range c2.Mismatches {
+		found = found || m.Line == n+1 && m.Event == "tmigr_handle_remote"
+	}
+	if !found {
+		t.Errorf("with the claim printing KTIME_MAX: mismatches %+v, want the round's entry at line %d", c2.Mismatches, n+1)
 	}
 }

@@ -27,6 +27,7 @@ const (
 	reasonPartial
 	reasonDiverged
 	reasonOrder
+	reasonClaim
 	reasonOffline
 	reasonMigrator
 	reasonUndescribed
@@ -76,6 +77,7 @@ var reasonTexts = [numReasons]string{
 	reasonPartial:       whyPartial,
 	reasonDiverged:      whyDiverged,
 	reasonOrder:         whyOrder,
+	reasonClaim:         whyClaim,
 	reasonOffline:       whyOffline,
 	reasonMigrator:      whyMigrator,
 	reasonUndescribed:   whyUndescribed,

@@ -232,6 +232,33 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 	}
 }
 
+// claimedJustBefore reports whether another CPU's round claimed the CPU
+// of round o, printing a wakeup that was set, shortly before o's first
+// line: tmigr_handle_remote_cpu prints the target's wakeup and only then,
+// under the same lock, resets it to KTIME_MAX, while the target's own
+// tmigr_handle_remote reads it without the lock. A round that read it
+// between the two entered although, replayed after the claim, it finds
+// KTIME_MAX and returns: which came first no line prints, and the model,
+// which applies the claim whole, can only replay the later order. The
+// round then decides nothing else (its CPU is not the migrator, and its
+// final write leaves the wakeup KTIME_MAX as the claim did).
+func (r *replayer) claimedJustBefore(o *op) bool {
+	ts := r.ev[o.first()].TS
+	for j := max(0, o.idx-lookahead); j < o.idx; j++ {
+		p := r.ops[j]
+		if p.kind != opRemote || p.cpu == o.cpu {
+			continue
+		}
+		for _, i := range p.targets {
+			c := ftrace.TmigrCPUGroup(r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU))
+			if c.CPU == o.cpu && c.Wakeup != hier.KtimeMax && ts >= r.ev[i].TS && ts-r.ev[i].TS <= bridgeNS {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (r *replayer) runRemote(idx int, o *op) {
 	h := o.cpu
 	rd := &round{idx: idx, o: o, used: make([]bool, len(o.targets)), cur: -1, lo: minNS, hi: maxNS}
@@ -305,6 +332,9 @@ func (r *replayer) runRemote(idx int, o *op) {
 	}
 	for _, l := range only(ml, hier.EvHandleRemote) {
 		ml0 = append(ml0, l.group.String())
+	}
+	if len(ml) == 0 && len(o.levels) > 0 && len(o.targets) == 0 && r.claimedJustBefore(o) {
+		why = first(why, reasonClaim)
 	}
 	var kt, mt []int
 	for _, i := range o.targets {

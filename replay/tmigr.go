@@ -27,6 +27,7 @@ const (
 	whyDiverged = "earlier mismatch"
 	whyOrder    = "round before or after a walk, order not printed"
 	whyOffline  = "CPU offline"
+	whyClaim    = "round read its wakeup before a claim reset it, order not printed"
 )
 
 // CheckTmigr replays the hierarchy's inputs of a trace through package hier
