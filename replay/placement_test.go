@@ -125,16 +125,7 @@ func TestPlacementAddTimerOnBefore69(t *testing.T) {
 		mismatch bool
 	}{{"6.1.192", false}, {"6.12.118", true}} {
 		m.Kernel = tc.kernel
-		mm := m
-		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: ev}
-		s, err := shapeOf(tr, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := CheckPlacement(tr, s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := placementOfEvents(t, m, ev)
 		if got := len(c.Mismatches) == 1; got != tc.mismatch || (!tc.mismatch && c.UndeterminedReasons[whyAddTimerOn] != 1) {
 			t.Errorf("%s: mismatches %v, undetermined %v", tc.kernel, c.Mismatches, c.UndeterminedReasons)
 		}
@@ -156,16 +147,7 @@ func TestPlacementAddTimerOnLocalBefore69(t *testing.T) {
 	}{{"mix_interrupt_randomness", false}, {"process_timeout", true}} {
 		ev := []ftrace.Event{{Line: 2, CPU: 2, PID: 0, Task: "<idle>", Flags: "d.h2.", Name: "timer_start",
 			Data: ftrace.TimerStart{Timer: 0xae35bea7, Function: tc.function, Expires: 4294895756, Timeout: 0, CPU: 2, Idx: 13, NoBucketExpiry: true}}}
-		mm := m
-		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: ev}
-		s, err := shapeOf(tr, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := CheckPlacement(tr, s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := placementOfEvents(t, m, ev)
 		if got := len(c.Mismatches) == 1; got != tc.mismatch || (!tc.mismatch && c.UndeterminedReasons[whyAddTimerOn] != 1) {
 			t.Errorf("%s: mismatches %v, undetermined %v", tc.function, c.Mismatches, c.UndeterminedReasons)
 		}
@@ -197,16 +179,7 @@ func TestPlacementInitAnewLeavesRunningBase(t *testing.T) {
 		{"init anew", []ftrace.Event{entry, init, start, exit}, false},
 		{"re-armed", []ftrace.Event{entry, start, exit}, true},
 	} {
-		mm := m
-		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: tc.ev}
-		s, err := shapeOf(tr, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := CheckPlacement(tr, s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := placementOfEvents(t, m, tc.ev)
 		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.Matched != 1 {
 			t.Errorf("%s: %d matched, mismatches %v, undetermined %v", tc.name, c.Matched, c.Mismatches, c.UndeterminedReasons)
 		}
@@ -235,16 +208,7 @@ func TestPlacementHotplugMovesHrtimer(t *testing.T) {
 		{"offline between", []ftrace.Event{start, cpuhp, expire}, false},
 		{"no hotplug", []ftrace.Event{start, expire}, true},
 	} {
-		mm := m
-		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: tc.ev}
-		s, err := shapeOf(tr, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := CheckPlacement(tr, s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := placementOfEvents(t, m, tc.ev)
 		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyHotplug] != 1 {
 			t.Errorf("%s: mismatches %v, undetermined %v", tc.name, c.Mismatches, c.UndeterminedReasons)
 		}
@@ -271,18 +235,24 @@ func TestPlacementAnyHousekeepingCPU(t *testing.T) {
 			{Line: 3, TS: 14_134_962_000, CPU: tc.on, PID: 0, Task: "<idle>", Flags: "d.h1.", Name: "hrtimer_expire_entry",
 				Data: ftrace.HrtimerExpireEntry{Hrtimer: h, Function: "hrtimer_wakeup", Now: 14113113746}},
 		}
-		mm := m
-		tr := &Trace{Header: ftrace.Header{Machine: &mm}, Events: ev}
-		s, err := shapeOf(tr, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := CheckPlacement(tr, s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := placementOfEvents(t, m, ev)
 		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyPushTarget] != 1 {
 			t.Errorf("on CPU %d: mismatches %v, undetermined %v", tc.on, c.Mismatches, c.UndeterminedReasons)
 		}
 	}
+}
+
+// placementOfEvents runs the placement check over events of machine m.
+func placementOfEvents(t *testing.T, m ftrace.Machine, ev []ftrace.Event) Counts {
+	t.Helper()
+	tr := &Trace{Header: ftrace.Header{Machine: &m}, Events: ev}
+	s, err := shapeOf(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := CheckPlacement(tr, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
