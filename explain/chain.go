@@ -200,7 +200,7 @@ func (b *builder) chain(e ftrace.Event, p ftrace.TmigrHandleRemoteCPU, r *round)
 		case tc.lost != 0:
 			s.Line, s.Undetermined = tc.lost, whyLost
 			s.Text = fmt.Sprintf("CPU %d was idle (the round ran its timers); since when, events lost at line %d hide", t, tc.lost)
-		case !b.traced[t]:
+		case !b.isTraced(t):
 			s.Undetermined = whyOpaque
 			s.Text = fmt.Sprintf("CPU %d was idle (the round ran its timers); its own idle transitions are not in the trace", t)
 		}

@@ -171,15 +171,13 @@ const (
 	whyNoTree   = "groups not named by the trace"
 )
 
-// ExplainFile explains the recording at path ("-": standard input).
+// ExplainFile explains the recording at path ("-": standard input). It
+// reads it as a stream, holding what the machine's state and a window of
+// swapWindow need, not the recording (see stream.go).
 func ExplainFile(path string, o Options) (*Report, error) {
-	evs, hdr, err := ReadFile(path)
+	rep, err := explainPath(path, o)
 	if err != nil {
 		return nil, err
-	}
-	rep, err := Build(evs, hdr, o)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	rep.File = path
 	return rep, nil
@@ -207,7 +205,7 @@ func Build(evs []ftrace.Event, hdr ftrace.Header, o Options) (*Report, error) {
 		return nil, err
 	}
 	b.run()
-	b.summarise()
+	b.finish()
 	return b.rep, nil
 }
 

@@ -1,0 +1,97 @@
+package explain
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/tmigr/tmigr/ftrace"
+)
+
+// The one pass gives the report of the recording read whole, on every
+// recording of testdata where it finishes; and it finishes on most.
+func TestStreamIsWhole(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(tracesDir, "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recordings: %v", err)
+	}
+	passed := 0
+	for _, f := range files {
+		evs, hdr, err := ReadFile(f)
+		if err != nil {
+			continue
+		}
+		want, err := Build(evs, hdr, Options{})
+		if err != nil {
+			continue
+		}
+		in, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, c, err := ftrace.OpenReader(in, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := stream(r, Options{})
+		c.Close()
+		in.Close()
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if got == nil {
+			t.Logf("%s: read whole", filepath.Base(f))
+			continue
+		}
+		passed++
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the stream's report differs from the whole recording's", f)
+		}
+	}
+	if passed < len(files)/2 {
+		t.Errorf("the one pass finished on %d of %d recordings", passed, len(files))
+	}
+}
+
+// On vm64-4node-mixed.txt, CPU 29's chain is written before its first
+// per-CPU tmigr line shows it traces its transitions: the pass says it
+// cannot give the whole recording's report, and ExplainFile reads the
+// recording whole, and gives that report.
+func TestStreamFallsBack(t *testing.T) {
+	f := filepath.Join(tracesDir, "vm64-4node-mixed.txt")
+	in, err := os.Open(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, c, err := ftrace.OpenReader(in, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := stream(r, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != nil {
+		t.Fatal("the pass finished, though CPU 29 was taken as untraced before it traced")
+	}
+	rep, err := ExplainFile(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, hdr, err := ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Build(evs, hdr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.File = f
+	if !reflect.DeepEqual(rep, want) {
+		t.Errorf("ExplainFile differs from the whole recording's report")
+	}
+}
