@@ -126,8 +126,54 @@ type since struct {
 	ts    int64
 	line  int
 	exact bool   // the role began at ts; else it began then or before
-	why   string // the rule that gave it
 	undet string // why exact is false
+	// The rule that gave it, which why words: the transition of child
+	// bit cm of group, and the line of the group's state before it. It
+	// is worded only when a chain uses it.
+	rule  rule
+	group uint64
+	cm    uint8
+	prev  int
+}
+
+// rule names what gave a group its migrator, as transition found it.
+type rule uint8
+
+const (
+	ruleLastIdle    rule = iota // the last active child went idle
+	ruleTook                    // a child became active in a group without a migrator
+	ruleLowest                  // handed to the lowest active child
+	ruleHanded                  // handed to another than the lowest
+	ruleMissed                  // a transition is missing
+	ruleFirstLowest             // first shown; perhaps taken over as the lowest
+	ruleFirst                   // first shown
+	ruleAfterLost               // shown again after lost events
+)
+
+// why words the rule that gave the role.
+func (b *builder) why(s since) string {
+	who, _, ok := b.g.child(s.group, s.cm)
+	if !ok {
+		who = "its child " + fmt.Sprintf("%x", s.cm)
+	}
+	name := b.g.name(s.group)
+	switch s.rule {
+	case ruleLastIdle:
+		return fmt.Sprintf("%s, its last active child, went idle", who)
+	case ruleTook:
+		return fmt.Sprintf("%s became active while %s had no active child, and took the role", who, name)
+	case ruleLowest:
+		return fmt.Sprintf("the lowest active child when %s went idle", who)
+	case ruleHanded:
+		return fmt.Sprintf("handed the role when %s went idle, though not the lowest active child", who)
+	case ruleMissed:
+		return fmt.Sprintf("the trace misses the transition that gave it the role (the previous state of %s, line %d, named another)", name, s.prev)
+	case ruleFirstLowest:
+		return fmt.Sprintf("it was the migrator already, or took over as the lowest active child when %s went idle; the recording shows %s first there", who, name)
+	case ruleFirst:
+		return fmt.Sprintf("it was the migrator already when the recording first shows %s", name)
+	}
+	return fmt.Sprintf("it was the migrator when %s's state reappears after lost events", name)
 }
 
 const noMigrator = 0xff // TMIGR_NONE
@@ -636,40 +682,34 @@ func (b *builder) group(ptr uint64) *groupState {
 func (b *builder) transition(e *ftrace.Event, t ftrace.TmigrGroupAndCPU, activate bool) {
 	gs := b.group(t.Group)
 	cm := uint8(t.Childmask)
-	who, _, ok := b.g.child(t.Group, cm)
-	if !ok {
-		who = "its child " + fmt.Sprintf("%x", cm)
-	}
-	name := b.g.name(t.Group)
 	m := t.Migrator
-	s := since{ts: e.TS, line: e.Line, exact: true}
+	s := since{ts: e.TS, line: e.Line, exact: true, group: t.Group, cm: cm}
 	switch {
 	case m == noMigrator:
-		s.why = fmt.Sprintf("%s, its last active child, went idle", who)
+		s.rule = ruleLastIdle
 	case activate && m == cm:
-		s.why = fmt.Sprintf("%s became active while %s had no active child, and took the role", who, name)
+		s.rule = ruleTook
 	case gs.known && gs.migrator == m:
 		s = gs.since
 	case gs.known && !activate && gs.migrator == cm:
-		s.why = fmt.Sprintf("the lowest active child when %s went idle", who)
+		s.rule = ruleLowest
 		if m != lowest(t.Active) {
-			s.why = fmt.Sprintf("handed the role when %s went idle, though not the lowest active child", who)
+			s.rule = ruleHanded
 		}
 	case gs.known:
 		s.exact, s.undet = false, whyDisagree
-		s.why = fmt.Sprintf("the trace misses the transition that gave it the role (the previous state of %s, line %d, named another)", name, gs.line)
+		s.rule, s.prev = ruleMissed, gs.line
 	default:
 		s.exact, s.undet = false, gs.unknown
 		if !gs.seen {
 			s.undet = whyFirst
 		}
+		s.rule = ruleFirst
 		if !activate && m == lowest(t.Active) {
-			s.why = fmt.Sprintf("it was the migrator already, or took over as the lowest active child when %s went idle; the recording shows %s first there", who, name)
-		} else {
-			s.why = fmt.Sprintf("it was the migrator already when the recording first shows %s", name)
+			s.rule = ruleFirstLowest
 		}
 		if gs.unknown == whyLost {
-			s.why = fmt.Sprintf("it was the migrator when %s's state reappears after lost events", name)
+			s.rule = ruleAfterLost
 		}
 	}
 	gs.known, gs.seen, gs.unknown = true, true, ""

@@ -290,7 +290,7 @@ func (b *builder) propagated(t, k int, found uint64) Step {
 	switch {
 	case gs != nil && gs.known && gs.active == 0:
 		s := Step{Kind: StepPropagated, Line: gs.since.line, TS: gs.since.ts, CPU: t, Group: cn, Text: fmt.Sprintf(
-			"%s had no active child %s, so its first event went up into %s", cn, sinceText(gs.since), pn)}
+			"%s had no active child %s, so its first event went up into %s", cn, b.sinceText(gs.since), pn)}
 		if !gs.since.exact {
 			s.Undetermined = gs.since.undet
 		}
@@ -325,13 +325,13 @@ func (b *builder) role(h int, g uint64, subj string, bit uint8, cpuLevel bool) S
 		s.Text = fmt.Sprintf("%s walked %s; which child of it %s is, the trace does not tell", subj, name, subj)
 	case gs.migrator == bit:
 		s.Line, s.TS = gs.since.line, gs.since.ts
-		s.Text = fmt.Sprintf("%s was %s's migrator %s", subj, name, sinceText(gs.since))
+		s.Text = fmt.Sprintf("%s was %s's migrator %s", subj, name, b.sinceText(gs.since))
 		if !gs.since.exact {
 			s.Undetermined = gs.since.undet
 		}
 	case gs.migrator == noMigrator:
 		s.Line, s.TS = gs.since.line, gs.since.ts
-		s.Text = fmt.Sprintf("%s had no migrator %s, and %s walked it as the last CPU to go idle", name, sinceText(gs.since), subj)
+		s.Text = fmt.Sprintf("%s had no migrator %s, and %s walked it as the last CPU to go idle", name, b.sinceText(gs.since), subj)
 		if c := &b.cpus[h]; cpuLevel && c.idle == 1 && c.wakeup != ftrace.KtimeMax {
 			s.Text += fmt.Sprintf(", woken by its wakeup at %s (line %d)", fmtKtime(c.wakeup), c.wakeLine)
 		}
@@ -349,11 +349,11 @@ func (b *builder) role(h int, g uint64, subj string, bit uint8, cpuLevel bool) S
 	return s
 }
 
-func sinceText(s since) string {
+func (b *builder) sinceText(s since) string {
 	if s.exact {
-		return fmt.Sprintf("since %s (%s)", ftrace.FormatTS(s.ts)+" s", s.why)
+		return fmt.Sprintf("since %s (%s)", ftrace.FormatTS(s.ts)+" s", b.why(s))
 	}
-	return fmt.Sprintf("since %s or before (%s)", ftrace.FormatTS(s.ts)+" s", s.why)
+	return fmt.Sprintf("since %s or before (%s)", ftrace.FormatTS(s.ts)+" s", b.why(s))
 }
 
 // selfChain is a round in which the handler expires its own event: the

@@ -214,6 +214,11 @@ func (g *kgroups) onPath(cpu, lvl int, ptr uint64) error {
 	if lvl < 0 || lvl > maxLevel {
 		return fmt.Errorf("group level %d", lvl)
 	}
+	if old, ok := g.path[cpu][lvl]; ok && old == ptr {
+		// Known, and linked to its neighbours on the path when it was
+		// learned (or they were).
+		return nil
+	}
 	if ptr == 0 {
 		return fmt.Errorf("a null group on the path of CPU %d", cpu)
 	}
