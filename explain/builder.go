@@ -53,6 +53,8 @@ type builder struct {
 	// whose remote expiry the next timer_start would have ruled out
 	// (pending, the rule of replay.RemoteExpiry that looks ahead).
 	whole    bool
+	o        Options
+	sum      tally
 	untraced []bool
 	clear    map[uint64]bool
 	pending  map[uint64]bool
@@ -74,7 +76,7 @@ type cpuState struct {
 	printed   bool // some line of this CPU came before
 	round     *round
 	ctx       *remoteCtx
-	open      map[uint64]int // timer -> index in Report.Events of an expiry awaiting its exit
+	open      map[uint64]counted // timer -> an expiry awaiting its exit
 }
 
 // round is one tmigr_handle_remote walk of a CPU.
@@ -189,7 +191,7 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 	rep := &Report{Timekeeper: -1, Undetermined: map[string]int{}}
 	b := &builder{rep: rep, gs: map[uint64]*groupState{}, timers: map[uint64]*Start{}, ran: map[uint64]ranAt{},
 		opaque: map[uint64]bool{}, last: map[uint64]uint8{}, skip: map[int]bool{},
-		clear: map[uint64]bool{}, pending: map[uint64]bool{}, whole: evs != nil}
+		clear: map[uint64]bool{}, pending: map[uint64]bool{}, whole: evs != nil, o: o}
 	m := hdr.Machine
 	if m != nil {
 		rep.Machine = m.String()
@@ -296,7 +298,7 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 	b.traced = make([]bool, n)
 	b.untraced = make([]bool, n)
 	for c := range b.cpus {
-		b.cpus[c] = cpuState{idle: -1, open: map[uint64]int{}}
+		b.cpus[c] = cpuState{idle: -1, open: map[uint64]counted{}}
 	}
 	if evs == nil {
 		b.remote = replay.NewRemoteExpiry(nil)
@@ -588,9 +590,9 @@ func (b *builder) step(i int) {
 	case ftrace.TimerExpireEntry:
 		b.expire(e, p, remote)
 	case ftrace.TimerExpireExit:
-		if i, ok := c.open[p.Timer]; ok {
+		if x, ok := c.open[p.Timer]; ok {
 			delete(c.open, p.Timer)
-			b.rep.Events[i].Duration = e.TS - b.rep.Events[i].TS
+			b.exited(x, e.TS-x.ts)
 		}
 	case ftrace.TmigrCPUIdle:
 		b.endRound(c)
@@ -799,6 +801,23 @@ func (b *builder) expire(e *ftrace.Event, p ftrace.TimerExpireEntry, remote bool
 			b.rep.Undetermined[s.Undetermined]++
 		}
 	}
-	c.open[p.Timer] = len(b.rep.Events)
-	b.rep.Events = append(b.rep.Events, x)
+	at := b.count(&x)
+	at.ts = x.TS
+	if b.keep(x.Handler) {
+		at.event = len(b.rep.Events)
+		b.rep.Events = append(b.rep.Events, x)
+	}
+	c.open[p.Timer] = at
+}
+
+// keep says whether Report.Events keeps the next expiry handler h ran
+// (Options.Events).
+func (b *builder) keep(h int) bool {
+	if b.o.Events == 0 {
+		return true
+	}
+	if !b.o.EventCPUs.Empty() && !b.o.EventCPUs.Test(h) {
+		return false
+	}
+	return len(b.rep.Events) < b.o.Events
 }

@@ -1,11 +1,13 @@
 package explain
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 )
 
@@ -93,5 +95,46 @@ func TestStreamFallsBack(t *testing.T) {
 	want.File = f
 	if !reflect.DeepEqual(rep, want) {
 		t.Errorf("ExplainFile differs from the whole recording's report")
+	}
+}
+
+// A report that keeps only the first events (Options.Events) prints the
+// text of one that keeps them all, whatever CPUs it shows.
+func TestKeepFirstEvents(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(tracesDir, "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recordings: %v", err)
+	}
+	cut := 0
+	for _, f := range files {
+		all, err := ExplainFile(f, Options{})
+		if err != nil {
+			continue
+		}
+		for _, o := range []TextOptions{{MaxEvents: 1}, {MaxEvents: 3}, {MaxEvents: 2, CPUs: cpumask.Range(1, 3)}} {
+			var want, got bytes.Buffer
+			if err := all.WriteText(&want, o); err != nil {
+				t.Fatal(err)
+			}
+			first, err := ExplainFile(f, Options{Events: o.MaxEvents, EventCPUs: o.CPUs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first.Events) > o.MaxEvents {
+				t.Errorf("%s: %d events kept, want at most %d", f, len(first.Events), o.MaxEvents)
+			}
+			if len(first.Events) < len(all.Events) {
+				cut++
+			}
+			if err := first.WriteText(&got, o); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("%s, %+v: the text differs:\n%s\nwant:\n%s", filepath.Base(f), o, got.String(), want.String())
+			}
+		}
+	}
+	if cut == 0 {
+		t.Error("no recording had more events than were kept")
 	}
 }

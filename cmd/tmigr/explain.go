@@ -109,6 +109,11 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if !*asJSON {
+		// The text prints the first events only: the report need not
+		// hold the rest.
+		opts.Events, opts.EventCPUs = *events, only
+	}
 	var reps []*explain.Report
 	for _, f := range fs.Args() {
 		if !pics.Any() {
