@@ -48,15 +48,14 @@ type builder struct {
 	// the opaque groups. A stream learns them as it reads, and the
 	// builder notes where an answer it used may differ from the whole
 	// recording's (unstable): the groups' (kgroups.changed), a CPU taken
-	// as untraced that traces later (untraced), a group taken in before
-	// it was found opaque (clear), a timer armed before the recording
+	// as untraced that traces later (untraced), a group's state read
+	// before it was found opaque (groupState.early), a timer armed before the recording
 	// whose remote expiry the next timer_start would have ruled out
 	// (pending, the rule of replay.RemoteExpiry that looks ahead).
 	whole    bool
 	o        Options
 	sum      tally
 	untraced []bool
-	clear    map[uint64]bool
 	pending  map[uint64]bool
 	unstable string
 }
@@ -121,6 +120,11 @@ type groupState struct {
 	since            since  // of the migrator role (or of having none)
 	unknown          string // when !known: why not (whyBefore, whyLost)
 	seen             bool   // a transition was seen
+	// A stream's: the transitions taken in since the group was found
+	// opaque (two make its state the whole recording's: see finish), and
+	// whether a chain read its state before then.
+	opaqueSteps int
+	early       bool
 }
 
 // since is when a migrator took its role, as far as the trace shows.
@@ -191,7 +195,7 @@ func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, err
 	rep := &Report{Timekeeper: -1, Undetermined: map[string]int{}}
 	b := &builder{rep: rep, gs: map[uint64]*groupState{}, timers: map[uint64]*Start{}, ran: map[uint64]ranAt{},
 		opaque: map[uint64]bool{}, last: map[uint64]uint8{}, skip: map[int]bool{},
-		clear: map[uint64]bool{}, pending: map[uint64]bool{}, whole: evs != nil, o: o}
+		pending: map[uint64]bool{}, whole: evs != nil, o: o}
 	m := hdr.Machine
 	if m != nil {
 		rep.Machine = m.String()
@@ -386,9 +390,12 @@ func (b *builder) finish() {
 				b.opaque[g] = true
 			}
 		}
-		for g := range b.clear {
-			if b.opaque[g] {
-				b.unsure(fmt.Sprintf("group %016x was found opaque after its transitions were taken in", g))
+		// A group found opaque late had its state taken in as though
+		// it were not, until two transitions after: the read of an
+		// opaque group's state then is the whole recording's.
+		for g := range b.opaque {
+			if gs := b.gs[g]; gs != nil && gs.early {
+				b.unsure(fmt.Sprintf("group %016x's state was read before it was found opaque", g))
 			}
 		}
 	}
@@ -667,6 +674,16 @@ func (b *builder) lost(e *ftrace.Event) {
 	}
 }
 
+// state is a group's state for a chain to read; nil before any line
+// showed it.
+func (b *builder) state(ptr uint64) *groupState {
+	gs := b.gs[ptr]
+	if gs != nil && gs.opaqueSteps < 2 {
+		gs.early = true
+	}
+	return gs
+}
+
 func (b *builder) group(ptr uint64) *groupState {
 	gs := b.gs[ptr]
 	if gs == nil {
@@ -718,8 +735,7 @@ func (b *builder) transition(e *ftrace.Event, t ftrace.TmigrGroupAndCPU, activat
 	gs.active, gs.migrator, gs.line, gs.ts, gs.since = t.Active, m, e.Line, e.TS, s
 	if b.opaque[t.Group] {
 		gs.known, gs.unknown = false, whyOpaque
-	} else if !b.whole {
-		b.clear[t.Group] = true
+		gs.opaqueSteps++
 	}
 }
 

@@ -286,7 +286,7 @@ func (b *builder) propagated(t, k int, found uint64) Step {
 			"CPU %d's level-%d group passed the event up (which group that is, the trace does not tell)", t, k-1)}
 	}
 	cn, pn := b.g.name(child), b.g.name(parent)
-	gs := b.gs[child]
+	gs := b.state(child)
 	switch {
 	case gs != nil && gs.known && gs.active == 0:
 		s := Step{Kind: StepPropagated, Line: gs.since.line, TS: gs.since.ts, CPU: t, Group: cn, Text: fmt.Sprintf(
@@ -311,7 +311,7 @@ func (b *builder) propagated(t, k int, found uint64) Step {
 // migrator role, or the group having none.
 func (b *builder) role(h int, g uint64, subj string, bit uint8, cpuLevel bool) Step {
 	name := b.g.name(g)
-	gs := b.gs[g]
+	gs := b.state(g)
 	s := Step{Kind: StepMigrator, TS: -1, CPU: h, Group: name}
 	switch {
 	case gs == nil || !gs.known:
@@ -395,7 +395,7 @@ func (b *builder) isolationSteps(x *Expiry, ctx *remoteCtx) []Step {
 	}
 	s.Text = fmt.Sprintf("CPU %d is isolated (isolcpus domain), yet on %s, as on every kernel from 6.9 to 6.18, an isolated CPU stays in the hierarchy and pulls like any other", h, b.release)
 	if g0, ok := b.g.at(h, 0); ok {
-		if gs := b.gs[g0]; gs != nil && gs.known && gs.active&b.g.bitOfCPU(h) != 0 && lowest(gs.active) == b.g.bitOfCPU(h) {
+		if gs := b.state(g0); gs != nil && gs.known && gs.active&b.g.bitOfCPU(h) != 0 && lowest(gs.active) == b.g.bitOfCPU(h) {
 			s.Text += fmt.Sprintf("; busy, it is the lowest active CPU of %s", b.g.name(g0))
 		}
 	}
@@ -417,7 +417,7 @@ func (b *builder) newerKernel(x *Expiry, ctx *remoteCtx) Step {
 		}
 		g0, ok := b.g.at(c, 0)
 		bit := b.g.bitOfCPU(c)
-		gs := b.gs[g0]
+		gs := b.state(g0)
 		switch {
 		case !ok || bit == 0 || gs == nil || !gs.known:
 			unknown.Set(c)
