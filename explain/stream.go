@@ -51,22 +51,22 @@ func (w *window) pop() {
 	w.start++
 }
 
-// stream explains the recording r reads in one pass. It returns a nil
-// report, and no error, when the pass cannot give the whole recording's
-// report: the caller then reads it whole.
-func stream(r *ftrace.Reader, o Options) (*Report, error) {
+// stream explains the recording r reads in one pass. It returns nil
+// when the pass cannot give the whole recording's report: the caller then
+// reads it whole.
+func stream(r *ftrace.Reader, o Options) *Report {
 	e, err := r.Next()
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	hdr := r.Header()
 	b, err := newBuilder(nil, hdr, o)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	for {
 		if !b.take(e) {
-			return nil, nil
+			return nil
 		}
 		for ; b.win.start < b.win.end && e.TS-b.win.at(b.win.start).TS > swapWindow; b.win.pop() {
 			b.step(b.win.start)
@@ -74,75 +74,66 @@ func stream(r *ftrace.Reader, o Options) (*Report, error) {
 		if e, err = r.Next(); err == io.EOF {
 			break
 		} else if err != nil {
-			return nil, nil
+			return nil
 		}
 	}
 	for ; b.win.start < b.win.end; b.win.pop() {
 		b.step(b.win.start)
 	}
 	if !reflect.DeepEqual(hdr, r.Header()) {
-		return nil, nil
+		return nil
 	}
 	b.finish()
 	if b.unstable != "" {
-		return nil, nil
+		return nil
 	}
-	return b.rep, nil
+	return b.rep
 }
 
 // explainPath explains the recording at path ("-": standard input) in one
 // pass, or, where that pass cannot, reading it whole. Standard input is
-// copied to a temporary file as it is read, to be read again from there.
+// copied to a temporary file as it is read, to be read again from there;
+// without one, it is read whole at once.
 func explainPath(path string, o Options) (*Report, error) {
-	src, name := os.Stdin, path
-	var spool *os.File
+	again := func() ([]ftrace.Event, ftrace.Header, error) { return readFile(path) }
+	var rep *Report
 	if path == "-" {
-		f, err := os.CreateTemp("", "tmigr-explain-*")
-		if err != nil {
-			return nil, fmt.Errorf("standard input needs a temporary copy: %w", err)
+		if spool, err := os.CreateTemp("", "tmigr-explain-*"); err == nil {
+			defer os.Remove(spool.Name())
+			defer spool.Close()
+			rep = streamFrom(io.TeeReader(os.Stdin, spool), path, o)
+			again = func() ([]ftrace.Event, ftrace.Header, error) {
+				if _, err := io.Copy(spool, os.Stdin); err != nil {
+					return nil, ftrace.Header{}, err
+				}
+				return readFile(spool.Name())
+			}
 		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		spool = f
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		defer f.Close()
-		src = f
+		rep = streamFrom(f, path, o)
 	}
-	var in io.Reader = src
-	if spool != nil {
-		in = io.TeeReader(src, spool)
+	if rep != nil {
+		return rep, nil
 	}
-	rep, err := streamFrom(in, name, o)
-	if rep != nil || err != nil {
-		return rep, err
-	}
-	// Read it again, whole.
-	again := path
-	if spool != nil {
-		if _, err := io.Copy(spool, src); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		again = spool.Name()
-	}
-	evs, hdr, err := readFile(again)
+	evs, hdr, err := again()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	rep, err = Build(evs, hdr, o)
-	if err != nil {
+	if rep, err = Build(evs, hdr, o); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rep, nil
 }
 
-func streamFrom(in io.Reader, name string, o Options) (*Report, error) {
+func streamFrom(in io.Reader, name string, o Options) *Report {
 	r, c, err := ftrace.OpenReader(in, name)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	defer c.Close()
 	return stream(r, o)
