@@ -14,10 +14,7 @@ import (
 // The one pass gives the report of the recording read whole, on every
 // recording of testdata where it finishes; and it finishes on most.
 func TestStreamIsWhole(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(tracesDir, "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no recordings: %v", err)
-	}
+	files := recordings(t)
 	passed := 0
 	for _, f := range files {
 		evs, hdr, err := ReadFile(f)
@@ -93,12 +90,8 @@ func TestStreamFallsBack(t *testing.T) {
 // A report that keeps only the first events (Options.Events) prints the
 // text of one that keeps them all, whatever CPUs it shows.
 func TestKeepFirstEvents(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(tracesDir, "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no recordings: %v", err)
-	}
 	cut := 0
-	for _, f := range files {
+	for _, f := range recordings(t) {
 		all, err := ExplainFile(f, Options{})
 		if err != nil {
 			continue
@@ -129,4 +122,14 @@ func TestKeepFirstEvents(t *testing.T) {
 	if cut == 0 {
 		t.Error("no recording had more events than were kept")
 	}
+}
+
+// recordings are the recordings of testdata.
+func recordings(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(tracesDir, "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recordings: %v", err)
+	}
+	return files
 }
