@@ -29,7 +29,7 @@ type builder struct {
 	cpus   []cpuState
 	remote *replay.RemoteExpiry // whose timers each expiry runs
 	gs     map[uint64]*groupState
-	timers map[uint64]*Start
+	timers map[uint64]Start // a timer's latest timer_start
 	ran    map[uint64]ranAt // a timer's latest expiry
 	traced []bool           // the CPU prints per-CPU tmigr lines somewhere
 	tmigr  bool             // the recording holds timer_migration events
@@ -193,7 +193,7 @@ var errWhole = errors.New("the number of CPUs needs the whole recording")
 // tells the builder one at a time.
 func newBuilder(evs []ftrace.Event, hdr ftrace.Header, o Options) (*builder, error) {
 	rep := &Report{Timekeeper: -1, Undetermined: map[string]int{}}
-	b := &builder{rep: rep, gs: map[uint64]*groupState{}, timers: map[uint64]*Start{}, ran: map[uint64]ranAt{},
+	b := &builder{rep: rep, gs: map[uint64]*groupState{}, timers: map[uint64]Start{}, ran: map[uint64]ranAt{},
 		opaque: map[uint64]bool{}, last: map[uint64]uint8{}, skip: map[int]bool{},
 		pending: map[uint64]bool{}, whole: evs != nil, o: o}
 	m := hdr.Machine
@@ -593,7 +593,7 @@ func (b *builder) step(i int) {
 			b.unsure(fmt.Sprintf("line %d shows a timer armed before the recording pinned or deferrable after it expired in a remote round", e.Line))
 		}
 		delete(b.pending, p.Timer)
-		b.timers[p.Timer] = &Start{Line: e.Line, TS: e.TS, CPU: e.CPU, Base: p.CPU, Flags: p.Flags, Expires: p.Expires, HardIRQ: e.Flags.HardIRQ()}
+		b.timers[p.Timer] = Start{Line: e.Line, TS: e.TS, CPU: e.CPU, Base: p.CPU, Flags: p.Flags, Expires: p.Expires, HardIRQ: e.Flags.HardIRQ()}
 	case ftrace.TimerExpireEntry:
 		b.expire(e, p, remote)
 	case ftrace.TimerExpireExit:
@@ -768,7 +768,11 @@ func (b *builder) expire(e *ftrace.Event, p ftrace.TimerExpireEntry, remote bool
 	h := e.CPU
 	c := &b.cpus[h]
 	b.rep.Expiries++
-	st := b.timers[p.Timer]
+	x := Expiry{Line: e.Line, TS: e.TS, Handler: h, Owner: h, Function: p.Function, Timer: p.Timer, Kind: Own, Duration: -1}
+	if st, ok := b.timers[p.Timer]; ok {
+		x.Start = &st
+	}
+	st := x.Start
 	if remote && st == nil && !b.whole {
 		b.pending[p.Timer] = true
 	}
@@ -778,11 +782,6 @@ func (b *builder) expire(e *ftrace.Event, p ftrace.TimerExpireEntry, remote bool
 		// need not print (an idle top, or a target that woke, prints
 		// no walk).
 		ctx = nil
-	}
-	x := Expiry{Line: e.Line, TS: e.TS, Handler: h, Owner: h, Function: p.Function, Timer: p.Timer, Kind: Own, Duration: -1}
-	if st != nil {
-		cp := *st
-		x.Start = &cp
 	}
 	if ctx != nil {
 		ctx.last = e.TS
