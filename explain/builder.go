@@ -49,9 +49,10 @@ type builder struct {
 	// builder notes where an answer it used may differ from the whole
 	// recording's (unstable): the groups' (kgroups.changed), a CPU taken
 	// as untraced that traces later (untraced), a group's state read
-	// before it was found opaque (groupState.early), a timer armed before the recording
-	// whose remote expiry the next timer_start would have ruled out
-	// (pending, the rule of replay.RemoteExpiry that looks ahead).
+	// before it was found opaque (groupState.early), a timer armed
+	// before the recording whose remote expiry its next timer_start
+	// would have ruled out (pending: the rule of replay.RemoteExpiry
+	// that looks ahead). o and sum are what the report keeps.
 	whole    bool
 	o        Options
 	sum      tally
