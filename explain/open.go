@@ -3,6 +3,7 @@ package explain
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/tmigr/tmigr/ftrace"
 )
@@ -20,6 +21,16 @@ func ReadFile(path string) ([]ftrace.Event, ftrace.Header, error) {
 
 func readFile(path string) ([]ftrace.Event, ftrace.Header, error) {
 	r, c, err := ftrace.Open(path)
+	if err != nil {
+		return nil, ftrace.Header{}, err
+	}
+	defer c.Close()
+	return readAll(r)
+}
+
+// readFrom is readFile of an open input; name is what it is called.
+func readFrom(src io.Reader, name string) ([]ftrace.Event, ftrace.Header, error) {
+	r, c, err := ftrace.OpenReader(src, name)
 	if err != nil {
 		return nil, ftrace.Header{}, err
 	}

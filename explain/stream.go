@@ -91,31 +91,39 @@ func stream(r *ftrace.Reader, o Options) *Report {
 }
 
 // explainPath explains the recording at path ("-": standard input) in one
-// pass, or, where that pass cannot, reading it whole. Standard input is
-// copied to a temporary file as it is read, to be read again from there;
-// without one, it is read whole at once.
+// pass, or, where that pass cannot, reading it whole. Standard input, or a
+// pipe, is copied to a temporary file as it is read, to be read again from
+// there; without a temporary file, it is read whole at once.
 func explainPath(path string, o Options) (*Report, error) {
-	again := func() ([]ftrace.Event, ftrace.Header, error) { return readFile(path) }
-	var rep *Report
-	if path == "-" {
-		if spool, err := os.CreateTemp("", "tmigr-explain-*"); err == nil {
-			defer os.Remove(spool.Name())
-			defer spool.Close()
-			rep = streamFrom(io.TeeReader(os.Stdin, spool), path, o)
-			again = func() ([]ftrace.Event, ftrace.Header, error) {
-				if _, err := io.Copy(spool, os.Stdin); err != nil {
-					return nil, ftrace.Header{}, err
-				}
-				return readFile(spool.Name())
-			}
-		}
-	} else {
+	src := os.Stdin
+	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		defer f.Close()
-		rep = streamFrom(f, path, o)
+		src = f
+	}
+	var rep *Report
+	again := func() ([]ftrace.Event, ftrace.Header, error) { return readFrom(src, path) }
+	if st, err := src.Stat(); err == nil && st.Mode().IsRegular() {
+		rep = streamFrom(src, path, o)
+		again = func() ([]ftrace.Event, ftrace.Header, error) {
+			if _, err := src.Seek(0, io.SeekStart); err != nil {
+				return nil, ftrace.Header{}, err
+			}
+			return readFrom(src, path)
+		}
+	} else if spool, err := os.CreateTemp("", "tmigr-explain-*"); err == nil {
+		defer os.Remove(spool.Name())
+		defer spool.Close()
+		rep = streamFrom(io.TeeReader(src, spool), path, o)
+		again = func() ([]ftrace.Event, ftrace.Header, error) {
+			if _, err := io.Copy(spool, src); err != nil {
+				return nil, ftrace.Header{}, err
+			}
+			return readFile(spool.Name())
+		}
 	}
 	if rep != nil {
 		return rep, nil

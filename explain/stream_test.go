@@ -133,3 +133,36 @@ func recordings(t *testing.T) []string {
 	}
 	return files
 }
+
+// Standard input, a pipe, is read again from its copy when the one pass
+// cannot finish: the report is the whole recording's.
+func TestStreamFallsBackOnAPipe(t *testing.T) {
+	f := filepath.Join(tracesDir, "vm64-4node-mixed.txt")
+	text, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		pw.Write(text)
+		pw.Close()
+	}()
+	stdin := os.Stdin
+	os.Stdin = pr
+	defer func() { os.Stdin = stdin; pr.Close() }()
+	rep, err := ExplainFile("-", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ExplainText(bytes.NewReader(text), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.File = "-"
+	if !reflect.DeepEqual(rep, want) {
+		t.Errorf("ExplainFile(\"-\") differs from the whole recording's report")
+	}
+}
