@@ -200,7 +200,7 @@ func (b *builder) chain(e ftrace.Event, p ftrace.TmigrHandleRemoteCPU, r *round)
 		case tc.lost != 0:
 			s.Line, s.Undetermined = tc.lost, whyLost
 			s.Text = fmt.Sprintf("CPU %d was idle (the round ran its timers); since when, events lost at line %d hide", t, tc.lost)
-		case !b.traced[t]:
+		case !b.isTraced(t):
 			s.Undetermined = whyOpaque
 			s.Text = fmt.Sprintf("CPU %d was idle (the round ran its timers); its own idle transitions are not in the trace", t)
 		}
@@ -286,11 +286,11 @@ func (b *builder) propagated(t, k int, found uint64) Step {
 			"CPU %d's level-%d group passed the event up (which group that is, the trace does not tell)", t, k-1)}
 	}
 	cn, pn := b.g.name(child), b.g.name(parent)
-	gs := b.gs[child]
+	gs := b.state(child)
 	switch {
 	case gs != nil && gs.known && gs.active == 0:
 		s := Step{Kind: StepPropagated, Line: gs.since.line, TS: gs.since.ts, CPU: t, Group: cn, Text: fmt.Sprintf(
-			"%s had no active child %s, so its first event went up into %s", cn, sinceText(gs.since), pn)}
+			"%s had no active child %s, so its first event went up into %s", cn, b.sinceText(gs.since), pn)}
 		if !gs.since.exact {
 			s.Undetermined = gs.since.undet
 		}
@@ -311,7 +311,7 @@ func (b *builder) propagated(t, k int, found uint64) Step {
 // migrator role, or the group having none.
 func (b *builder) role(h int, g uint64, subj string, bit uint8, cpuLevel bool) Step {
 	name := b.g.name(g)
-	gs := b.gs[g]
+	gs := b.state(g)
 	s := Step{Kind: StepMigrator, TS: -1, CPU: h, Group: name}
 	switch {
 	case gs == nil || !gs.known:
@@ -325,13 +325,13 @@ func (b *builder) role(h int, g uint64, subj string, bit uint8, cpuLevel bool) S
 		s.Text = fmt.Sprintf("%s walked %s; which child of it %s is, the trace does not tell", subj, name, subj)
 	case gs.migrator == bit:
 		s.Line, s.TS = gs.since.line, gs.since.ts
-		s.Text = fmt.Sprintf("%s was %s's migrator %s", subj, name, sinceText(gs.since))
+		s.Text = fmt.Sprintf("%s was %s's migrator %s", subj, name, b.sinceText(gs.since))
 		if !gs.since.exact {
 			s.Undetermined = gs.since.undet
 		}
 	case gs.migrator == noMigrator:
 		s.Line, s.TS = gs.since.line, gs.since.ts
-		s.Text = fmt.Sprintf("%s had no migrator %s, and %s walked it as the last CPU to go idle", name, sinceText(gs.since), subj)
+		s.Text = fmt.Sprintf("%s had no migrator %s, and %s walked it as the last CPU to go idle", name, b.sinceText(gs.since), subj)
 		if c := &b.cpus[h]; cpuLevel && c.idle == 1 && c.wakeup != ftrace.KtimeMax {
 			s.Text += fmt.Sprintf(", woken by its wakeup at %s (line %d)", fmtKtime(c.wakeup), c.wakeLine)
 		}
@@ -349,11 +349,11 @@ func (b *builder) role(h int, g uint64, subj string, bit uint8, cpuLevel bool) S
 	return s
 }
 
-func sinceText(s since) string {
+func (b *builder) sinceText(s since) string {
 	if s.exact {
-		return fmt.Sprintf("since %s (%s)", ftrace.FormatTS(s.ts)+" s", s.why)
+		return fmt.Sprintf("since %s (%s)", ftrace.FormatTS(s.ts)+" s", b.why(s))
 	}
-	return fmt.Sprintf("since %s or before (%s)", ftrace.FormatTS(s.ts)+" s", s.why)
+	return fmt.Sprintf("since %s or before (%s)", ftrace.FormatTS(s.ts)+" s", b.why(s))
 }
 
 // selfChain is a round in which the handler expires its own event: the
@@ -395,7 +395,7 @@ func (b *builder) isolationSteps(x *Expiry, ctx *remoteCtx) []Step {
 	}
 	s.Text = fmt.Sprintf("CPU %d is isolated (isolcpus domain), yet on %s, as on every kernel from 6.9 to 6.18, an isolated CPU stays in the hierarchy and pulls like any other", h, b.release)
 	if g0, ok := b.g.at(h, 0); ok {
-		if gs := b.gs[g0]; gs != nil && gs.known && gs.active&b.g.bitOfCPU(h) != 0 && lowest(gs.active) == b.g.bitOfCPU(h) {
+		if gs := b.state(g0); gs != nil && gs.known && gs.active&b.g.bitOfCPU(h) != 0 && lowest(gs.active) == b.g.bitOfCPU(h) {
 			s.Text += fmt.Sprintf("; busy, it is the lowest active CPU of %s", b.g.name(g0))
 		}
 	}
@@ -417,7 +417,7 @@ func (b *builder) newerKernel(x *Expiry, ctx *remoteCtx) Step {
 		}
 		g0, ok := b.g.at(c, 0)
 		bit := b.g.bitOfCPU(c)
-		gs := b.gs[g0]
+		gs := b.state(g0)
 		switch {
 		case !ok || bit == 0 || gs == nil || !gs.known:
 			unknown.Set(c)

@@ -86,6 +86,19 @@
 // printed in the wrong order (a CPU's line trails its compare-and-swap)
 // are taken in the order that makes both follow.
 //
+// # Memory
+//
+// ExplainFile reads a recording in one pass (stream.go): it holds the
+// state of the machine's CPUs, groups and live timers and a window of
+// events a millisecond long, not the recording. What the builder would ask
+// of the whole recording it learns a window ahead of where it explains,
+// and a recording whose later lines change an answer already used (a
+// group found opaque late, a CPU that traces its transitions only later)
+// is read again, whole, so that the report is the same either way.
+// Report.Events, the one part that grows with the recording, keeps only
+// the first Options.Events expiries when asked to: a text report prints
+// no more, and the summaries count them all.
+//
 // Report holds the values an exporter needs (Expiry: handler, owner,
 // function, time, duration, the Steps with their lines, and the sentence);
 // WriteText and JSON are the command's two forms.

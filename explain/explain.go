@@ -24,6 +24,13 @@ type Options struct {
 	NodeCPUs []cpumask.Mask
 	// HZ is CONFIG_HZ, the jiffy rate.
 	HZ int
+
+	// Events, above 0, is the most expiries Report.Events keeps, of the
+	// CPUs in EventCPUs (all when empty): the ones a text report prints
+	// (TextOptions.MaxEvents). The summaries count every expiry still,
+	// so that what the report holds does not grow with the recording.
+	Events    int
+	EventCPUs cpumask.Mask
 }
 
 // Kind says whose timer an expiry ran.
@@ -147,9 +154,11 @@ type Report struct {
 	Isolated, NohzFull, Excluded cpumask.Mask
 	Timekeeper                   int // -1 without nohz_full
 	Expiries                     int // timer_expire_entry lines read
-	Events                       []Expiry
-	Pulls                        []Pull
-	CPUSummaries                 []CPUSummary
+	// Events are the expiries explained, in the order they ran; the
+	// first Options.Events of them when that is set.
+	Events       []Expiry
+	Pulls        []Pull
+	CPUSummaries []CPUSummary
 	// Undetermined counts, by reason, the links of the chains the trace
 	// cannot determine (the reasons of package replay, and "timer armed
 	// before the recording").
@@ -171,15 +180,13 @@ const (
 	whyNoTree   = "groups not named by the trace"
 )
 
-// ExplainFile explains the recording at path ("-": standard input).
+// ExplainFile explains the recording at path ("-": standard input). It
+// reads it as a stream, holding what the machine's state and a window of
+// swapWindow need, not the recording (see stream.go).
 func ExplainFile(path string, o Options) (*Report, error) {
-	evs, hdr, err := ReadFile(path)
+	rep, err := explainPath(path, o)
 	if err != nil {
 		return nil, err
-	}
-	rep, err := Build(evs, hdr, o)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	rep.File = path
 	return rep, nil
@@ -207,7 +214,7 @@ func Build(evs []ftrace.Event, hdr ftrace.Header, o Options) (*Report, error) {
 		return nil, err
 	}
 	b.run()
-	b.summarise()
+	b.finish()
 	return b.rep, nil
 }
 

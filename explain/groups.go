@@ -46,6 +46,50 @@ type kgroups struct {
 	numa     map[uint64]int    // a group's node as printed (numa=)
 	numaLine map[uint64]int
 	bound    groups.Binding // pointers named after the tree
+
+	// A recording read as a stream is learned as it is read: the tree is
+	// bound as each fact arrives (sync), and every answer the builder
+	// gets is kept (memo) with the version of what was known then
+	// (ver, raised by each new fact). An answer that a later fact would
+	// change is found when it is asked again or at the end (verify): the
+	// explanation built on it may differ from the whole recording's.
+	tree       *topology // the tree before any line contradicted it
+	ver        int
+	dirtyCPU   map[int]bool
+	dirtyGroup map[uint64]bool
+	memo       map[query]answer
+	masks      map[uint64]maskAnswer
+	changed    string // the first answer a later fact changed, "" none
+}
+
+// query is one question the builder asked: op with its arguments.
+type query struct {
+	op  uint8
+	ptr uint64
+	n   int
+}
+
+const (
+	qName uint8 = iota
+	qAt
+	qBitOfCPU
+	qBitOfGroup
+	qChild
+)
+
+// answer is what a query returned, at version ver.
+type answer struct {
+	s   string
+	p   uint64
+	n   int
+	ok  bool
+	ver int
+}
+
+type maskAnswer struct {
+	m   cpumask.Mask
+	ok  bool
+	ver int
 }
 
 // topology is the tree hier builds for the machine, with the kernel's boot
@@ -68,9 +112,10 @@ func newTopology(nodeOf []int) (*topology, error) {
 }
 
 func newKGroups(ncpus int, topo *topology) *kgroups {
-	g := &kgroups{topo: topo, lvl: map[uint64]int{}, parent: map[uint64]uint64{},
+	g := &kgroups{topo: topo, tree: topo, lvl: map[uint64]int{}, parent: map[uint64]uint64{},
 		path: make([]map[int]uint64, ncpus), cpuBit: make([]uint8, ncpus), groupBit: map[uint64]uint8{},
-		numa: map[uint64]int{}, numaLine: map[uint64]int{}}
+		numa: map[uint64]int{}, numaLine: map[uint64]int{},
+		dirtyCPU: map[int]bool{}, dirtyGroup: map[uint64]bool{}, memo: map[query]answer{}, masks: map[uint64]maskAnswer{}}
 	for c := range g.path {
 		g.path[c] = map[int]uint64{}
 	}
@@ -134,6 +179,8 @@ func (g *kgroups) transition(e ftrace.Event, t ftrace.TmigrGroupAndCPU) error {
 	cpu := e.CPU
 	if _, ok := g.numa[t.Group]; !ok {
 		g.numa[t.Group], g.numaLine[t.Group] = t.Numa, e.Line
+		g.ver++
+		g.dirtyGroup[t.Group] = true
 	}
 	if err := g.onPath(cpu, t.Lvl, t.Group); err != nil {
 		return err
@@ -167,13 +214,23 @@ func (g *kgroups) onPath(cpu, lvl int, ptr uint64) error {
 	if lvl < 0 || lvl > maxLevel {
 		return fmt.Errorf("group level %d", lvl)
 	}
+	if old, ok := g.path[cpu][lvl]; ok && old == ptr {
+		// Known, and linked to its neighbours on the path when it was
+		// learned (or they were).
+		return nil
+	}
 	if ptr == 0 {
 		return fmt.Errorf("a null group on the path of CPU %d", cpu)
 	}
-	if old, ok := g.path[cpu][lvl]; ok && old != ptr {
+	old, ok := g.path[cpu][lvl]
+	if ok && old != ptr {
 		return fmt.Errorf("CPU %d's level-%d group is %016x here, %016x earlier", cpu, lvl, ptr, old)
 	}
-	g.path[cpu][lvl] = ptr
+	if !ok {
+		g.path[cpu][lvl] = ptr
+		g.ver++
+		g.dirtyCPU[cpu] = true
+	}
 	if err := g.setLevel(ptr, lvl); err != nil {
 		return err
 	}
@@ -192,10 +249,14 @@ func (g *kgroups) setLevel(ptr uint64, lvl int) error {
 	if ptr == 0 {
 		return nil
 	}
-	if old, ok := g.lvl[ptr]; ok && old != lvl {
+	old, ok := g.lvl[ptr]
+	if ok && old != lvl {
 		return fmt.Errorf("group %016x is at level %d here, %d earlier", ptr, lvl, old)
 	}
-	g.lvl[ptr] = lvl
+	if !ok {
+		g.lvl[ptr] = lvl
+		g.ver++
+	}
 	return nil
 }
 
@@ -209,10 +270,14 @@ func (g *kgroups) link(child, parent uint64, childLvl int) error {
 	if err := g.setLevel(parent, childLvl+1); err != nil {
 		return err
 	}
-	if old, ok := g.parent[child]; ok && old != parent {
+	old, ok := g.parent[child]
+	if ok && old != parent {
 		return fmt.Errorf("group %016x's parent is %016x here, %016x earlier", child, parent, old)
 	}
-	g.parent[child] = parent
+	if !ok {
+		g.parent[child] = parent
+		g.ver++
+	}
 	return nil
 }
 
@@ -221,7 +286,11 @@ func (g *kgroups) setCPUBit(cpu int, bit uint8) error {
 	if err := oneBit(bit, old, old != 0, "group", func() string { return fmt.Sprintf("CPU %d", cpu) }); err != nil {
 		return err
 	}
-	g.cpuBit[cpu] = bit
+	if old == 0 {
+		g.cpuBit[cpu] = bit
+		g.ver++
+		g.dirtyCPU[cpu] = true
+	}
 	return nil
 }
 
@@ -230,7 +299,11 @@ func (g *kgroups) setGroupBit(ptr uint64, bit uint8) error {
 	if err := oneBit(bit, old, ok, "parent", func() string { return fmt.Sprintf("group %016x", ptr) }); err != nil {
 		return err
 	}
-	g.groupBit[ptr] = bit
+	if !ok {
+		g.groupBit[ptr] = bit
+		g.ver++
+		g.dirtyGroup[ptr] = true
+	}
 	return nil
 }
 
@@ -249,55 +322,160 @@ func oneBit(bit, old uint8, known bool, in string, who func() string) error {
 // bind names the learned groups after the tree, or drops the tree at the
 // first line that contradicts it.
 func (g *kgroups) bind() {
-	t := g.topo
-	if t == nil {
-		return
-	}
-	fail := func(format string, args ...any) {
-		g.dropped = fmt.Sprintf(format, args...)
-		g.topo = nil
-		g.bound.Reset()
-	}
 	for c := range g.path {
-		if b := g.cpuBit[c]; b != 0 && b != t.CPUBit[c] {
-			fail("CPU %d has bit %x in its group, %x in the tree tmigr builds for this machine", c, b, t.CPUBit[c])
+		if !g.bindCPU(c) {
 			return
-		}
-		for lvl := 0; lvl <= maxLevel; lvl++ {
-			ptr, ok := g.path[c][lvl]
-			if !ok {
-				continue
-			}
-			if lvl >= len(t.Path[c]) {
-				fail("CPU %d has a level-%d group, the tree tmigr builds has %d levels", c, lvl, len(t.Path[c]))
-				return
-			}
-			id := t.Path[c][lvl]
-			if x := g.bound.Bind(ptr, id); x != nil {
-				if x.Was != hier.NoGroup {
-					fail("group %016x is on the paths of CPUs that share no %v in the tree tmigr builds", ptr, x.Was)
-				} else {
-					fail("%v has two pointers, %016x and %016x: the CPUs below it are not grouped as tmigr groups them", id, x.WasPtr, ptr)
-				}
-				return
-			}
 		}
 	}
 	for _, ptr := range g.bound.Pointers() {
-		id, _ := g.bound.ID(ptr)
-		if b, ok := g.groupBit[ptr]; ok && t.Info[id].Bit != b {
-			fail("%v has bit %x in its parent, %x in the tree tmigr builds", id, b, t.Info[id].Bit)
-			return
-		}
-		if n, ok := g.numa[ptr]; ok && n != t.Info[id].Node {
-			fail("line %d: %v is on node %d, on node %d in the tree tmigr builds", g.numaLine[ptr], id, n, t.Info[id].Node)
+		if !g.checkGroup(ptr) {
 			return
 		}
 	}
 }
 
+// sync binds what was learned since the last sync: the paths and bits of
+// the CPUs, and the bits and nodes of the groups, that changed. Its
+// contradictions are the ones bind finds, perhaps another first.
+func (g *kgroups) sync() {
+	if len(g.dirtyCPU) == 0 && len(g.dirtyGroup) == 0 {
+		return
+	}
+	for c := range g.dirtyCPU {
+		if !g.bindCPU(c) {
+			break
+		}
+		for _, ptr := range g.path[c] {
+			g.dirtyGroup[ptr] = true
+		}
+	}
+	for ptr := range g.dirtyGroup {
+		if _, ok := g.bound.ID(ptr); ok && !g.checkGroup(ptr) {
+			break
+		}
+	}
+	clear(g.dirtyCPU)
+	clear(g.dirtyGroup)
+}
+
+// rebind binds the whole of what was learned afresh, as bind after learn
+// would: the tree and the reason it was dropped are the whole
+// recording's, whatever order the facts came in.
+func (g *kgroups) rebind() {
+	g.topo, g.dropped = g.tree, ""
+	g.bound.Reset()
+	g.bind()
+	clear(g.dirtyCPU)
+	clear(g.dirtyGroup)
+	g.ver++
+}
+
+func (g *kgroups) fail(format string, args ...any) {
+	g.dropped = fmt.Sprintf(format, args...)
+	g.topo = nil
+	g.bound.Reset()
+	g.ver++
+}
+
+// bindCPU binds the groups of c's path; false when there is no tree (any
+// longer).
+func (g *kgroups) bindCPU(c int) bool {
+	t := g.topo
+	if t == nil {
+		return false
+	}
+	if b := g.cpuBit[c]; b != 0 && b != t.CPUBit[c] {
+		g.fail("CPU %d has bit %x in its group, %x in the tree tmigr builds for this machine", c, b, t.CPUBit[c])
+		return false
+	}
+	for lvl := 0; lvl <= maxLevel; lvl++ {
+		ptr, ok := g.path[c][lvl]
+		if !ok {
+			continue
+		}
+		if lvl >= len(t.Path[c]) {
+			g.fail("CPU %d has a level-%d group, the tree tmigr builds has %d levels", c, lvl, len(t.Path[c]))
+			return false
+		}
+		id := t.Path[c][lvl]
+		if _, bound := g.bound.ID(ptr); !bound {
+			g.ver++
+		}
+		if x := g.bound.Bind(ptr, id); x != nil {
+			if x.Was != hier.NoGroup {
+				g.fail("group %016x is on the paths of CPUs that share no %v in the tree tmigr builds", ptr, x.Was)
+			} else {
+				g.fail("%v has two pointers, %016x and %016x: the CPUs below it are not grouped as tmigr groups them", id, x.WasPtr, ptr)
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// checkGroup holds a bound group's bit and node to the tree's.
+func (g *kgroups) checkGroup(ptr uint64) bool {
+	t := g.topo
+	if t == nil {
+		return false
+	}
+	id, _ := g.bound.ID(ptr)
+	if b, ok := g.groupBit[ptr]; ok && t.Info[id].Bit != b {
+		g.fail("%v has bit %x in its parent, %x in the tree tmigr builds", id, b, t.Info[id].Bit)
+		return false
+	}
+	if n, ok := g.numa[ptr]; ok && n != t.Info[id].Node {
+		g.fail("line %d: %v is on node %d, on node %d in the tree tmigr builds", g.numaLine[ptr], id, n, t.Info[id].Node)
+		return false
+	}
+	return true
+}
+
+// ask returns the answer to q, computing it with f when what is known has
+// changed since it was last given; an answer that differs from the one
+// given before is noted in changed.
+func (g *kgroups) ask(q query, f func() answer) answer {
+	a, seen := g.memo[q]
+	if seen && a.ver == g.ver {
+		return a
+	}
+	b := f()
+	b.ver = g.ver
+	if seen && g.changed == "" && (a.s != b.s || a.p != b.p || a.n != b.n || a.ok != b.ok) {
+		g.changed = fmt.Sprintf("what the trace says of group %016x (or CPU %d) grew after it was used", q.ptr, q.n)
+	}
+	g.memo[q] = b
+	return b
+}
+
+// verify asks every question again, of what is known now.
+func (g *kgroups) verify() {
+	g.ver++
+	for q := range g.memo {
+		switch q.op {
+		case qName:
+			g.name(q.ptr)
+		case qAt:
+			g.at(q.n, int(q.ptr))
+		case qBitOfCPU:
+			g.bitOfCPU(q.n)
+		case qBitOfGroup:
+			g.bitOfGroup(q.ptr)
+		case qChild:
+			g.child(q.ptr, uint8(q.n))
+		}
+	}
+	for ptr := range g.masks {
+		g.cpusOf(ptr)
+	}
+}
+
 // name returns a group's name: "GRP0:1" after the tree, else by pointer.
 func (g *kgroups) name(ptr uint64) string {
+	return g.ask(query{op: qName, ptr: ptr}, func() answer { return answer{s: g.nameOf(ptr)} }).s
+}
+
+func (g *kgroups) nameOf(ptr uint64) string {
 	if id, ok := g.bound.ID(ptr); ok {
 		return id.String()
 	}
@@ -309,6 +487,14 @@ func (g *kgroups) name(ptr uint64) string {
 
 // at returns the group at level lvl of cpu's path.
 func (g *kgroups) at(cpu, lvl int) (uint64, bool) {
+	a := g.ask(query{op: qAt, ptr: uint64(lvl), n: cpu}, func() answer {
+		p, ok := g.atOf(cpu, lvl)
+		return answer{p: p, ok: ok}
+	})
+	return a.p, a.ok
+}
+
+func (g *kgroups) atOf(cpu, lvl int) (uint64, bool) {
 	if cpu < 0 || cpu >= len(g.path) {
 		return 0, false
 	}
@@ -323,6 +509,10 @@ func (g *kgroups) at(cpu, lvl int) (uint64, bool) {
 
 // bitOfCPU is cpu's bit in its level-0 group, 0 when unknown.
 func (g *kgroups) bitOfCPU(cpu int) uint8 {
+	return uint8(g.ask(query{op: qBitOfCPU, n: cpu}, func() answer { return answer{n: int(g.bitOfCPUOf(cpu))} }).n)
+}
+
+func (g *kgroups) bitOfCPUOf(cpu int) uint8 {
 	if b := g.cpuBit[cpu]; b != 0 {
 		return b
 	}
@@ -334,6 +524,10 @@ func (g *kgroups) bitOfCPU(cpu int) uint8 {
 
 // bitOfGroup is a group's bit in its parent, 0 when unknown.
 func (g *kgroups) bitOfGroup(ptr uint64) uint8 {
+	return uint8(g.ask(query{op: qBitOfGroup, ptr: ptr}, func() answer { return answer{n: int(g.bitOfGroupOf(ptr))} }).n)
+}
+
+func (g *kgroups) bitOfGroupOf(ptr uint64) uint8 {
 	if b, ok := g.groupBit[ptr]; ok {
 		return b
 	}
@@ -347,13 +541,21 @@ func (g *kgroups) bitOfGroup(ptr uint64) uint8 {
 // 0 ("CPU 3"), a group above; ok is false when the trace and the tree do
 // not tell.
 func (g *kgroups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
+	a := g.ask(query{op: qChild, ptr: ptr, n: int(bit)}, func() answer {
+		s, c, ok := g.childOf(ptr, bit)
+		return answer{s: s, n: c, ok: ok}
+	})
+	return a.s, a.n, a.ok
+}
+
+func (g *kgroups) childOf(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
 	lvl, known := g.lvl[ptr]
 	if !known || bit == 0 {
 		return "", -1, false
 	}
 	if lvl == 0 {
 		for c := range g.path {
-			if g.path[c][0] == ptr && g.bitOfCPU(c) == bit {
+			if g.path[c][0] == ptr && g.bitOfCPUOf(c) == bit {
 				return fmt.Sprintf("CPU %d", c), c, true
 			}
 		}
@@ -365,8 +567,8 @@ func (g *kgroups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
 		return "", -1, false
 	}
 	for k, p := range g.parent {
-		if p == ptr && g.bitOfGroup(k) == bit {
-			return g.name(k), -1, true
+		if p == ptr && g.bitOfGroupOf(k) == bit {
+			return g.nameOf(k), -1, true
 		}
 	}
 	if id, ok := g.bound.ID(ptr); ok {
@@ -379,6 +581,19 @@ func (g *kgroups) child(ptr uint64, bit uint8) (name string, cpu int, ok bool) {
 
 // cpusOf returns the CPUs below a group, as far as known.
 func (g *kgroups) cpusOf(ptr uint64) (cpumask.Mask, bool) {
+	a, seen := g.masks[ptr]
+	if seen && a.ver == g.ver {
+		return a.m, a.ok
+	}
+	m, ok := g.cpusOfNow(ptr)
+	if seen && g.changed == "" && (a.m != m || a.ok != ok) {
+		g.changed = fmt.Sprintf("the CPUs below group %016x grew after they were used", ptr)
+	}
+	g.masks[ptr] = maskAnswer{m: m, ok: ok, ver: g.ver}
+	return m, ok
+}
+
+func (g *kgroups) cpusOfNow(ptr uint64) (cpumask.Mask, bool) {
 	if id, ok := g.bound.ID(ptr); ok {
 		return g.topo.Info[id].Below, true
 	}

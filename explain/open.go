@@ -3,6 +3,7 @@ package explain
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/tmigr/tmigr/ftrace"
 )
@@ -11,16 +12,30 @@ import (
 // (tracefs text, trace-cmd report text, trace.dat, gzip'd; "-" is
 // standard input), in time order (sorted by ftrace.Open, as replay's).
 func ReadFile(path string) ([]ftrace.Event, ftrace.Header, error) {
-	r, c, err := ftrace.Open(path)
-	if err != nil {
-		return nil, ftrace.Header{}, fmt.Errorf("%s: %w", path, err)
-	}
-	defer c.Close()
-	evs, hdr, err := readAll(r)
+	evs, hdr, err := readFile(path)
 	if err != nil {
 		return nil, ftrace.Header{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return evs, hdr, nil
+}
+
+func readFile(path string) ([]ftrace.Event, ftrace.Header, error) {
+	r, c, err := ftrace.Open(path)
+	if err != nil {
+		return nil, ftrace.Header{}, err
+	}
+	defer c.Close()
+	return readAll(r)
+}
+
+// readFrom is readFile of an open input; name is what it is called.
+func readFrom(src io.Reader, name string) ([]ftrace.Event, ftrace.Header, error) {
+	r, c, err := ftrace.OpenReader(src, name)
+	if err != nil {
+		return nil, ftrace.Header{}, err
+	}
+	defer c.Close()
+	return readAll(r)
 }
 
 // readAll reads every event of r. The first malformed line ends the

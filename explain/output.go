@@ -36,16 +36,18 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		p("  note: %s\n", n)
 	}
 	shown := func(c int) bool { return o.CPUs.Empty() || o.CPUs.Test(c) }
-	var foreign, onIso int
-	for _, x := range r.Events {
-		if !shown(x.Handler) {
+	// The counts are the summaries': Events may keep only the first of
+	// the expiries (Options.Events).
+	var foreign, onIso, listed int
+	for _, cs := range r.CPUSummaries {
+		if !shown(cs.CPU) {
 			continue
 		}
-		if x.Kind == Foreign {
-			foreign++
-		}
-		if r.Isolated.Test(x.Handler) || r.NohzFull.Test(x.Handler) {
-			onIso++
+		n := cs.Foreign + cs.Own + cs.Unknown
+		foreign += cs.Foreign
+		listed += n
+		if r.Isolated.Test(cs.CPU) || r.NohzFull.Test(cs.CPU) {
+			onIso += n
 		}
 	}
 	p("  %d timer expiries: %d foreign, %d on isolated or nohz_full CPUs\n", r.Expiries, foreign, onIso)
@@ -93,17 +95,13 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			p("\n  events:\n")
 		}
 		if o.MaxEvents > 0 && n == o.MaxEvents {
-			left := 0
-			for _, y := range r.Events {
-				if shown(y.Handler) {
-					left++
-				}
-			}
-			p("    ... %d more (--events 0 prints them all)\n", left-n)
 			break
 		}
 		n++
 		p("    line %d: %s\n", x.Line, x.Why)
+	}
+	if n < listed {
+		p("    ... %d more (--events 0 prints them all)\n", listed-n)
 	}
 	return bw.Flush()
 }

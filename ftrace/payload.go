@@ -216,6 +216,9 @@ func (d *dec) at(key string) (val string, end int, ok bool) {
 		for k < len(p) && p[k] == ' ' {
 			k++
 		}
+		if k == len(p) || keyNext(p[k:]) {
+			break
+		}
 		e := k
 		for e < len(p) && p[e] != ' ' {
 			e++
@@ -233,6 +236,25 @@ func (d *dec) at(key string) (val string, end int, ok bool) {
 		j = e
 	}
 	return p[vs:j], j, true
+}
+
+// keyNext reports whether s starts with "key=": the next field, where the
+// value before it ends. It reads only the key: most values are followed by
+// one, so this is the common case of the token checks at's loop makes.
+func keyNext(s string) bool {
+	if s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if c == '=' {
+			return true
+		}
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return false
 }
 
 // checkSymbol reports why s cannot be what %ps prints, or "".

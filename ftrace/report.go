@@ -154,7 +154,7 @@ func normalizeReport(p string) string {
 	if strings.IndexByte(p, '/') >= 0 {
 		p = cutFunctionOffset(p)
 	}
-	if strings.Contains(p, "=(nil)") {
+	if strings.IndexByte(p, '(') >= 0 && strings.Contains(p, "=(nil)") {
 		p = strings.ReplaceAll(p, "=(nil)", "=0x0")
 	}
 	return p

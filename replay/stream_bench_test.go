@@ -133,16 +133,12 @@ func BenchmarkStreamReplay(b *testing.B) {
 	reportRate(b, path, events)
 }
 
-// BenchmarkStreamExplain is tmigr explain of the recording.
+// BenchmarkStreamExplain is tmigr explain of the recording, in one pass.
 func BenchmarkStreamExplain(b *testing.B) {
 	path, events := simRecording(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		evs, hdr, err := explain.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := explain.Build(evs, hdr, explain.Options{}); err != nil {
+		if _, err := explain.ExplainFile(path, explain.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -109,8 +109,23 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if !*asJSON {
+		// The text prints the first events only: the report need not
+		// hold the rest.
+		opts.Events, opts.EventCPUs = *events, only
+	}
 	var reps []*explain.Report
 	for _, f := range fs.Args() {
+		if !pics.Any() {
+			// One pass over the recording: what it holds does not grow
+			// with the recording's length. Pictures need it whole.
+			r, err := explain.ExplainFile(f, opts)
+			if err != nil {
+				return fs.fail(err)
+			}
+			reps = append(reps, r)
+			continue
+		}
 		evs, hdr, err := explain.ReadFile(f)
 		if err != nil {
 			return fs.fail(err)
@@ -120,17 +135,15 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 			return fs.fail(fmt.Errorf("%s: %w", f, err))
 		}
 		r.File = f
-		if pics.Any() {
-			// As in replay: a trace the pictures cannot be drawn from is
-			// bad input (2), a picture not written the run's failure (1).
-			tl, err := viz.FromEvents(hdr, evs)
-			if err != nil {
-				return fs.fail(fmt.Errorf("%s: %w", f, err))
-			}
-			if err := pics.Write(tl, viz.Extras{Title: f}); err != nil {
-				fmt.Fprintf(stderr, "tmigr explain: %v\n", err)
-				return 1
-			}
+		// As in replay: a trace the pictures cannot be drawn from is bad
+		// input (2), a picture not written the run's failure (1).
+		tl, err := viz.FromEvents(hdr, evs)
+		if err != nil {
+			return fs.fail(fmt.Errorf("%s: %w", f, err))
+		}
+		if err := pics.Write(tl, viz.Extras{Title: f}); err != nil {
+			fmt.Fprintf(stderr, "tmigr explain: %v\n", err)
+			return 1
 		}
 		reps = append(reps, r)
 	}
