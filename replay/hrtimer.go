@@ -37,8 +37,13 @@ import (
 // undetermined, unless the answer is the same for every policy (a kernel
 // without PREEMPT_RT).
 
-// guestComm is the comm of "tmigr lab record"'s guest program.
-const guestComm = "tmigr-guest"
+// guestComm is the comm of "tmigr lab record"'s guest program, and
+// sleeperComm that of its sleepers' threads, which name themselves so in
+// recordings made since 2026-12-06 (before, they were tmigr-guest too).
+const (
+	guestComm   = "tmigr-guest"
+	sleeperComm = "tmigr-sleeper"
+)
 
 // Load is what a recording's "# machine:" line says about the load its
 // guest ran (see package lab): the busy and sleeping CPUs, which sleepers
@@ -53,6 +58,10 @@ type Load struct {
 	Period         time.Duration // 0 when the note does not say
 	Absolute       bool          // the sleepers slept to absolute deadlines
 	PreemptRT      bool
+	// named: the sleepers' threads are named sleeperComm in the trace,
+	// so the guest's other threads, the runtime's and the timer loads',
+	// are told apart from them on a shared CPU.
+	named bool
 }
 
 // LoadOf reads the load from a machine line. An item of the note that
@@ -95,10 +104,21 @@ func LoadOf(m *ftrace.Machine) (Load, error) {
 // program on a sleeper CPU is that CPU's sleeper, and on a CPU without a
 // load it is a SCHED_OTHER runtime thread. ok is false for any other task
 // (kernel threads, the init script's commands, the guest on a busy CPU).
+//
+// Where the sleepers' threads have a name of their own (Load.named), the
+// guest's threads named tmigr-guest are never sleepers: when every CPU has
+// a load, the runtime's threads share CPU 0 with its sleeper. They are
+// SCHED_OTHER, as are the timer loads' threads.
 func (l *Load) Policy(ev *ftrace.Event) (p hrtimer.Policy, ok bool) {
 	switch {
+	case ev.Task == sleeperComm && l.Sleepers.Test(ev.CPU) && l.FIFOSleepers.Test(ev.CPU):
+		return hrtimer.SchedFIFO, true
+	case ev.Task == sleeperComm && l.Sleepers.Test(ev.CPU):
+		return hrtimer.SchedOther, true
 	case ev.Task != guestComm || l.Busy.Test(ev.CPU):
 		return 0, false
+	case l.named:
+		return hrtimer.SchedOther, true
 	case l.FIFOSleepers.Test(ev.CPU):
 		return hrtimer.SchedFIFO, true
 	}
@@ -151,6 +171,12 @@ const (
 // returns nil when the trace holds no sleeper start.
 func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 	rt := l.preemptRT(t)
+	for i := range t.Events {
+		if t.Events[i].Task == sleeperComm {
+			l.named = true
+			break
+		}
+	}
 	cfg := hrtimer.Config{PreemptRT: rt, Sleepers: hrtimer.SleepersByPolicy}
 	base, err := hrtimer.NewCPUBase(0, cfg)
 	if err != nil {

@@ -286,6 +286,10 @@ func pinProcess(m cpumask.Mask) error {
 	}
 }
 
+// sleeperName is the comm of a sleeper's thread, NUL-terminated; the
+// replay's hrtimer check knows it (replay/hrtimer.go).
+var sleeperName = []byte("tmigr-sleeper\x00")
+
 // run locks the goroutine to its thread, pins the thread, reports on errs
 // and runs the load.
 func (w worker) run(errs chan<- error) {
@@ -300,6 +304,15 @@ func (w worker) run(errs chan<- error) {
 	if err := unix.SchedGetaffinity(0, &got); err != nil || got != set {
 		errs <- fmt.Errorf("%v on CPU %d: the thread's affinity did not take (%v)", w.kind, w.cpu, err)
 		return
+	}
+	if w.kind == sleeper || w.kind == fifoSleeper {
+		// The sleeper's thread has a name of its own, so that a trace
+		// tells it from the runtime's threads on its CPU (all of them
+		// share a CPU with a load when every CPU has one).
+		if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&sleeperName[0])), 0, 0, 0); err != nil {
+			errs <- fmt.Errorf("%v on CPU %d: naming the thread: %v", w.kind, w.cpu, err)
+			return
+		}
 	}
 	if w.kind == fifoSleeper {
 		attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(w.prio)}
