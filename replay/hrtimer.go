@@ -62,6 +62,10 @@ type Load struct {
 	// so the guest's other threads, the runtime's and the timer loads',
 	// are told apart from them on a shared CPU.
 	named bool
+	// shared: without the names, the CPUs where more than one of the
+	// guest's threads slept: which of them is the sleeper the trace does
+	// not tell.
+	shared cpumask.Mask
 }
 
 // LoadOf reads the load from a machine line. An item of the note that
@@ -119,6 +123,8 @@ func (l *Load) Policy(ev *ftrace.Event) (p hrtimer.Policy, ok bool) {
 		return 0, false
 	case l.named:
 		return hrtimer.SchedOther, true
+	case l.shared.Test(ev.CPU):
+		return 0, false
 	case l.FIFOSleepers.Test(ev.CPU):
 		return hrtimer.SchedFIFO, true
 	}
@@ -171,10 +177,18 @@ const (
 // returns nil when the trace holds no sleeper start.
 func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 	rt := l.preemptRT(t)
+	sleptOn := map[int]int{} // a CPU's first guest thread that slept there
 	for i := range t.Events {
-		if t.Events[i].Task == sleeperComm {
+		ev := &t.Events[i]
+		if ev.Task == sleeperComm {
 			l.named = true
-			break
+		}
+		if d, ok := ev.Data.(ftrace.HrtimerStart); ok && ev.Task == guestComm && d.Function == "hrtimer_wakeup" && ev.CPU >= 0 && ev.CPU < cpumask.MaxCPUs {
+			if pid, seen := sleptOn[ev.CPU]; !seen {
+				sleptOn[ev.CPU] = ev.PID
+			} else if pid != ev.PID {
+				l.shared.Set(ev.CPU)
+			}
 		}
 	}
 	cfg := hrtimer.Config{PreemptRT: rt, Sleepers: hrtimer.SleepersByPolicy}
