@@ -618,10 +618,6 @@ func (m *Machine) offline(i int, t int64) {
 		m.fail(fmt.Errorf("at %s: offline %d: CPU %d is not online", fmtTime(t), i, i))
 		return
 	}
-	if c.curr != nil && c.curr.Pinned || pinnedIn(&c.rq) {
-		m.fail(fmt.Errorf("at %s: offline %d: CPU %d runs a task pinned to it", fmtTime(t), i, i))
-		return
-	}
 	to := -1
 	for j := range m.cpus {
 		if j != i && m.cpus[j].online && !m.cpus[j].stopped && !m.cfg.NohzFull.Test(j) {
@@ -644,14 +640,20 @@ func (m *Machine) offline(i int, t int64) {
 		c.idle = false
 		c.busyFrom = t
 	}
+	// A task pinned to the CPU loses its affinity and runs elsewhere
+	// (select_fallback_rq: "process N (comm) no longer affine to cpuN"),
+	// as every other task of its runqueue does.
 	if c.curr != nil {
 		cur := c.curr
 		m.preempt(c, t)
 		c.rq.remove(cur)
+		cur.Pinned = false
 		m.global.push(cur, false)
 	}
 	for c.rq.len() > 0 {
-		m.global.push(c.rq.pop(), false)
+		task := c.rq.pop()
+		task.Pinned = false
+		m.global.push(task, false)
 	}
 	r, err := c.tk.Offline(&m.cpus[to].tk, t)
 	if err != nil {
@@ -676,15 +678,6 @@ func (m *Machine) offline(i int, t int64) {
 		m.kick(int(r.Kick), t)
 	}
 	m.pullGlobal(t)
-}
-
-func pinnedIn(r *runqueue) bool {
-	for _, t := range r.q {
-		if t.Pinned {
-			return true
-		}
-	}
-	return false
 }
 
 // online brings CPU i back: empty bases, active in the hierarchy (it runs

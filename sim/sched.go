@@ -204,6 +204,11 @@ func (m *Machine) wake(task *Task, t int64, waker *cpuState) {
 	}
 	task.state = taskRunnable
 	var c *cpuState
+	if task.Pinned && !m.cpus[task.CPU].online {
+		// Its CPU went offline while it slept: it wakes elsewhere, its
+		// affinity broken (select_fallback_rq).
+		task.Pinned = false
+	}
 	if task.Pinned {
 		c = &m.cpus[task.CPU]
 	} else if c = m.selectCPU(task); c == nil {
