@@ -15,9 +15,9 @@ import (
 // reconstructed the way __mod_timer moves it:
 //
 //   - jiffies at the time of the event is expires - timeout;
-//   - inside a timer function running on the same base, the clock is one
-//     ahead of the tick being expired (timer_expire_entry prints that tick
-//     as baseclk), else it is at most jiffies;
+//   - once the base expired a tick (timer_expire_entry prints it as
+//     baseclk), the clock is one ahead of it, in the timer functions and
+//     after them, until jiffies passes it; else it is at most jiffies;
 //   - __mod_timer forwards the clock to jiffies, or only up to the base's
 //     next_expiry when an overdue timer is still pending there. That is
 //     common on the deferrable base of a CPU that slept: deferrable timers
@@ -64,7 +64,8 @@ type wheelBase struct {
 	pending  map[uint64]uint64 // timer -> bucket expiry
 	unknown  map[uint64]bool   // pending since before the trace, bucket unknown
 	expiring bool              // a timer function of this base is running
-	baseclk  uint64            // the tick being expired, while expiring
+	baseclk  uint64            // the tick being expired, or last expired
+	ran      bool              // baseclk is known: the base expired a timer
 	// lost: the CPU's buffer lost events (a start, cancel or expiry may
 	// be missing): its pending timers, and so its clock, are unknown.
 	lost bool
@@ -161,7 +162,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 			k, ok := expiringBase(owner, isRemote, p.Timer, last)
 			if ok {
 				b := getBase(k)
-				b.expiring, b.baseclk = true, p.BaseClk
+				b.expiring, b.baseclk, b.ran = true, p.BaseClk, true
 				delete(b.pending, p.Timer)
 				delete(b.unknown, p.Timer)
 				// __run_timers took the whole bucket of this tick off
@@ -207,25 +208,30 @@ func CheckWheel(t *Trace, hz int) Counts {
 func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int) uint64 {
 	jiffies := p.Now()
 	clk := jiffies
-	if b.expiring && wheel.After(b.baseclk+1, jiffies) {
+	// __run_timers leaves the clock one ahead of the last tick it
+	// expired (it counts base->clk up before it runs a tick's timers),
+	// during the callbacks and after them: within that tick's jiffy the
+	// clock is ahead of jiffies, and __forward_timer_base never moves it
+	// back.
+	if b.ran && wheel.After(b.baseclk+1, jiffies) {
 		clk = b.baseclk + 1
 	}
 	if next, ok := b.nextExpiry(); ok && !wheel.After(next, jiffies) {
-		// __forward_timer_base: an overdue bucket caps the clock. Outside
-		// an expiry the clock never passed a pending bucket, so it
-		// stops at next; during one it is already one ahead of the
-		// tick being expired and does not move back.
+		// __forward_timer_base: an overdue bucket caps the clock. The
+		// clock never passed a pending bucket, so it stops at next,
+		// unless an expiry already took it one ahead of the tick it
+		// expired.
 		clk = next
-		if b.expiring && wheel.Before(next, b.baseclk+1) {
+		if b.ran && wheel.Before(next, b.baseclk+1) {
 			clk = b.baseclk + 1
 		}
 	}
 	lower := clk // the lowest clock the kernel could have had
 	if len(b.unknown) > 0 || unknownElsewhere {
 		// A timer of unknown bucket may cap the clock lower still, but
-		// never below the clock of an expiry in progress.
+		// never below the clock an expiry left in this jiffy.
 		lower = 0
-		if b.expiring {
+		if b.ran && wheel.After(b.baseclk+1, jiffies) {
 			lower = b.baseclk + 1
 		}
 	}

@@ -268,3 +268,36 @@ func TestWheelNextExpiryLeftEarly(t *testing.T) {
 		})
 	}
 }
+
+// TestWheelClockAheadAfterExpiry: __run_timers counts the base's clock up
+// before it runs a tick's timers, and leaves it there: within the jiffy of
+// the tick it expired, the clock is one ahead of jiffies after the last
+// callback returned too. A timer armed then already due (expires before
+// the clock) goes to the clock's own bucket, one ahead of jiffies; told
+// that the expiry was a jiffy earlier, the same start is a mismatch.
+func TestWheelClockAheadAfterExpiry(t *testing.T) {
+	const hz = 250
+	j := uint64(4294896573)
+	for _, tc := range []struct {
+		name     string
+		ranAt    uint64
+		mismatch bool
+	}{{"same jiffy", j, false}, {"a jiffy earlier", j - 1, true}} {
+		ev := []ftrace.Event{
+			{CPU: 3, Data: ftrace.TimerStart{Timer: 1, Function: "f", Expires: tc.ranAt - 1, Timeout: -1, CPU: 3, Idx: int((tc.ranAt) & 63), BucketExpiry: tc.ranAt}},
+			{CPU: 3, Flags: "..s1.", Data: ftrace.TimerCancel{Timer: 1}},
+			{CPU: 3, Flags: "..s1.", Data: ftrace.TimerExpireEntry{Timer: 1, Function: "f", Now: tc.ranAt, BaseClk: tc.ranAt}},
+			{CPU: 3, Flags: "..s1.", Data: ftrace.TimerExpireExit{Timer: 1}},
+			// After the callback, at jiffies j, a timer already due:
+			// the kernel put it in the bucket of the clock, j+1.
+			{CPU: 3, Data: ftrace.TimerStart{Timer: 2, Function: "g", Expires: j - 1, Timeout: -1, CPU: 3, Idx: int((j + 1) & 63), BucketExpiry: j + 1}},
+		}
+		for i := range ev {
+			ev[i].Line, ev[i].TS, ev[i].Name = i+1, int64(i+1)*1000, ev[i].Data.Name()
+		}
+		c := CheckWheel(&Trace{Events: ev}, hz)
+		if got := len(c.Mismatches) == 1 && c.Mismatches[0].Line == 5; got != tc.mismatch || !tc.mismatch && len(c.Mismatches) != 0 {
+			t.Errorf("%s: mismatches %+v, undetermined %v", tc.name, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
+}
