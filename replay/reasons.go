@@ -36,6 +36,7 @@ const (
 	// The wheel check (wheel.go).
 	reasonEarlyNext
 	reasonHeldBack
+	reasonEmptyPass
 
 	// The nextevt check (nextevt.go).
 	reasonTimeBase
@@ -84,6 +85,7 @@ var reasonTexts = [numReasons]string{
 	reasonUndeclared:    whyUndeclared,
 	reasonEarlyNext:     whyEarlyNext,
 	reasonHeldBack:      whyHeldBack,
+	reasonEmptyPass:     whyEmptyPass,
 	reasonTimeBase:      whyTimeBase,
 	reasonPendingBeyond: whyPendingBeyond,
 	reasonDueBefore:     whyDueBefore,

@@ -42,7 +42,10 @@ const whyEarlyNext = "base clock held back by the next_expiry of a cancelled tim
 
 // whyHeldBack is why a start is undetermined when a timer armed before the
 // recording may have held the base clock back.
-const whyHeldBack = "base clock held back by a timer armed before the recording"
+const (
+	whyHeldBack  = "base clock held back by a timer armed before the recording"
+	whyEmptyPass = "base clock moved on by a timer softirq that expired nothing"
+)
 
 type baseKey struct {
 	cpu int
@@ -246,6 +249,16 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 	}
 	if b.hasEarly && wheel.Before(b.early, clk) && !wheel.After(b.early, jiffies) && explainable(p, b.early, clk, depth) {
 		c.undeterminedBy(reasonEarlyNext)
+		return be
+	}
+	if next, ok := b.nextExpiry(); b.hasEarly && !wheel.After(b.early, jiffies) && (!ok || wheel.After(next, jiffies)) &&
+		explainable(p, clk, jiffies+1, depth) {
+		// A next_expiry due by jiffies, left by a timer cancelled
+		// since (no pending timer is due), raises the timer softirq
+		// (run_local_timers), whose __run_timers counts the clock up a
+		// tick per pass over the empty buckets and prints nothing: the
+		// clock may have gone on up to jiffies+1.
+		c.undeterminedBy(reasonEmptyPass)
 		return be
 	}
 	if b.lost && explainable(p, 0, later(clk, jiffies), depth) {

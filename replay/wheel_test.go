@@ -301,3 +301,42 @@ func TestWheelClockAheadAfterExpiry(t *testing.T) {
 		}
 	}
 }
+
+// TestWheelClockMovedByEmptyPass: a 6.1 PREEMPT_RT guest's TCP load (the
+// fresh-recording step, seed 115) re-armed a write timer at jiffies J, 63
+// ticks ahead, into level 0: its clock was J+1. A delack timer due by J had
+// been cancelled, its bucket left as the base's next_expiry: the timer
+// softirq ran __run_timers, whose pass over the empty bucket counted the
+// clock up and printed nothing. Undetermined; without a due next_expiry
+// nothing raises the softirq, and the start is a mismatch.
+func TestWheelClockMovedByEmptyPass(t *testing.T) {
+	const hz = 250
+	depth := wheel.DepthForHZ(hz)
+	j := uint64(4294898568)
+	start := func(tm, expires, jiffies, clk uint64) ftrace.Event {
+		idx, be := wheel.Index(expires, clk, depth)
+		return ftrace.Event{CPU: 0, Data: ftrace.TimerStart{Timer: tm, Function: "tcp_write_timer", Expires: expires, Timeout: int64(expires - jiffies), CPU: 0, Idx: idx, BucketExpiry: be}}
+	}
+	for _, tc := range []struct {
+		name     string
+		due      bool // a delack due by j was cancelled
+		mismatch bool
+	}{{"due next_expiry", true, false}, {"none due", false, true}} {
+		var ev []ftrace.Event
+		if tc.due {
+			ev = append(ev, start(1, j-3, j-10, j-10), ftrace.Event{CPU: 0, Data: ftrace.TimerCancel{Timer: 1}})
+		}
+		late := start(2, j+63, j, j+1)
+		if held, _ := wheel.Index(j+63, j, depth); held == late.Data.(ftrace.TimerStart).Idx {
+			t.Fatal("the test shows nothing: the clock at jiffies gives the same bucket")
+		}
+		ev = append(ev, late)
+		for i := range ev {
+			ev[i].Line, ev[i].TS, ev[i].Name = i+1, int64(i+1)*1000, ev[i].Data.Name()
+		}
+		c := CheckWheel(&Trace{Events: ev}, hz)
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyEmptyPass] != 1 {
+			t.Errorf("%s: mismatches %+v, undetermined %v", tc.name, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
+}
