@@ -234,11 +234,18 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 			}
 			ok = true
 			in, seen := inits[d.Hrtimer]
-			if !seen {
-				in = sleeperInit{mode: defaultMode, clock: hrtimer.Monotonic}
-			}
 			dec := &sleeperDecision{line: ev.Line}
 			pending[d.Hrtimer] = dec
+			if !seen {
+				// Set up before the recording: the start prints the
+				// mode the task asked for, with at most HARD added
+				// (hrtimer_sleeper_start_expires), which is the
+				// decision checked; without a printed mode, the load's.
+				in = sleeperInit{mode: defaultMode, clock: hrtimer.Monotonic}
+				if !d.NoMode {
+					in.mode = hrtimer.Mode(d.Mode &^ (ftrace.HrtimerModeHard | ftrace.HrtimerModeSoft))
+				}
+			}
 			// The policies the task may have: the one the load tells, or
 			// any when it does not.
 			policies := []hrtimer.Policy{hrtimer.SchedOther, hrtimer.SchedFIFO}

@@ -326,3 +326,23 @@ func TestHrtimerNamedSleepers(t *testing.T) {
 		}
 	}
 }
+
+// TestHrtimerAskedModeFromStart: a sleeper set up before the recording
+// (no hrtimer_init or hrtimer_setup line) asked for the mode its start
+// prints, less the HARD the kernel adds: a timer load's thread of an
+// absolute-period guest sleeping relatively (seed 20261208, draw 40) is
+// matched, not held to the load's absolute mode. A SCHED_FIFO sleeper's
+// start without HARD on PREEMPT_RT is still a mismatch.
+func TestHrtimerAskedModeFromStart(t *testing.T) {
+	const machine = "# machine: cpus=6 nodes=1 node-cpus=0-5 kernel=6.19.14 hz=250 cmdline=\"\" busy= sleepers=1 (QEMU TCG; PREEMPT_RT; fifo-sleepers=1; tcp=5; period=7.7ms absolute)\n"
+	const load = "     tmigr-guest-379     [005] d..1.     1.000000: hrtimer_start: hrtimer=00000000000000c1 function=hrtimer_wakeup expires=1000200000 softexpires=1000150000 mode=REL\n"
+	const fifo = "     tmigr-guest-380     [001] d..1.     1.000010: hrtimer_start: hrtimer=00000000000000c2 function=hrtimer_wakeup expires=1007700000 softexpires=1007700000 mode=ABS\n"
+	c := checkHrtimerText(t, machine+load)
+	if c == nil || c.Matched != 1 || len(c.Mismatches) != 0 {
+		t.Errorf("the timer load's relative sleep: %+v", c)
+	}
+	c = checkHrtimerText(t, machine+load+fifo)
+	if c == nil || len(c.Mismatches) != 1 || c.Mismatches[0].Line != 3 {
+		t.Errorf("the SCHED_FIFO sleeper's start without HARD: %+v", c)
+	}
+}
