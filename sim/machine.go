@@ -63,15 +63,15 @@ type cpuState struct {
 	// Machine.ticking from tickFrom on) or stopped, with the NOHZ wakeup
 	// armed at nohzAt.
 	tickFrom int64
+	tickOn   bool
+	nohzAt   int64
+	nohzGen  uint64
 
 	// tk is the CPU's tick and NOHZ protocol: every kernel decision about
 	// the tick, idle and the interrupts' timer work is made there; this
-	// driver carries out the Ready each call returns.
+	// driver carries out the Ready each call returns. Its hot first 64
+	// bytes are the fourth cache line.
 	tk tick.CPU
-
-	tickOn  bool
-	nohzAt  int64
-	nohzGen uint64
 
 	node  int
 	hr    *hrtimer.CPUBase
