@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 )
@@ -39,6 +40,9 @@ func (t *CyclicThread) JSON() CyclicThreadJSON {
 	return j
 }
 
+// nanRE matches a value cyclictest prints as C's nan.
+var nanRE = regexp.MustCompile(`(:\s*)-?nan\b`)
+
 // ReadCyclictestJSON reads the file cyclictest --json=FILE writes, with
 // the number of histogram buckets it ran with (its -h; the file does not
 // say), into a report: the histogram, the counts, and as overflows the
@@ -49,8 +53,15 @@ func ReadCyclictestJSON(r io.Reader, buckets int) (*Cyclictest, error) {
 		NumThreads *int                        `json:"num_threads"`
 		Thread     map[string]CyclicThreadJSON `json:"thread"`
 	}
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&f); err != nil {
+	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("cyclictest JSON: %w", err)
+	}
+	// write_stats prints a thread's average with "%.2f" of its sum over
+	// its cycles: a thread that never woke (a loaded machine, a short run)
+	// gets "-nan", which is not JSON. Its average is no figure: null.
+	b = nanRE.ReplaceAll(b, []byte("${1}null"))
+	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("cyclictest JSON: %w", err)
 	}
 	if f.NumThreads == nil || f.Thread == nil {

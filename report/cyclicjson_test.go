@@ -123,3 +123,18 @@ func FuzzReadCyclictestJSON(f *testing.F) {
 		WriteCyclictest(&bytes.Buffer{}, r)
 	})
 }
+
+// TestReadCyclictestJSONNaN: a thread that never woke prints its average
+// as C's "-nan" (write_stats divides by zero cycles), which is not JSON;
+// the file is read all the same, that thread with no cycles.
+func TestReadCyclictestJSONNaN(t *testing.T) {
+	in := `{"num_threads": 2, "thread": {"0": {"histogram": {"3": 2}, "cycles": 2, "min": 3, "max": 3, "avg": 3.00, "cpu": 0, "node": 0},
+"1": {"histogram": {}, "cycles": 0, "min": 1000000, "max": 0, "avg": -nan, "cpu": 1, "node": 0}}}`
+	rep, err := ReadCyclictestJSON(strings.NewReader(in), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Threads) != 2 || rep.Threads[0].Cycles != 2 || rep.Threads[1].Cycles != 0 {
+		t.Errorf("threads %+v", rep.Threads)
+	}
+}
