@@ -362,6 +362,9 @@ func (d *dec) fill(t *tracepoint, p reflect.Value) {
 			d.fail(f.key, s, why)
 			return
 		}
+		if f.conv == convSym && d.syms != nil {
+			v.s = d.syms.intern(v.s)
+		}
 		f.set(p, v)
 	}
 }

@@ -233,8 +233,24 @@ func (cs closers) Close() error {
 
 // ReadAll reads the rest of r's events into memory, for a check that needs
 // a whole recording at once; it stops at the first error.
-func ReadAll(r *Reader) ([]Event, error) {
+//
+// The events hold no part of the text they were read from: a Reader's
+// event holds slices of its read buffer (see Reader), and a recording kept
+// whole would keep every buffer alive, the rest of each line too. ReadAll
+// copies an event's strings instead, those that repeat (task names, flags,
+// functions) once for all, the payloads packed together, so that each
+// buffer is freed once read.
+func ReadAll(r *Reader) ([]Event, error) { return readKept(r, keeper{payloads: true}) }
+
+// ReadAllData is ReadAll for a check that reads the events' decoded
+// payloads (Data) and never their text: every event's Payload is "", and
+// the memory of the recording's payloads, most of its text, is saved.
+func ReadAllData(r *Reader) ([]Event, error) { return readKept(r, keeper{}) }
+
+func readKept(r *Reader, keep keeper) ([]Event, error) {
 	var evs []Event
+	r.dec.syms = &keep.syms
+	defer func() { r.dec.syms = nil }()
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -249,6 +265,7 @@ func ReadAll(r *Reader) ([]Event, error) {
 			// copies, each twice the last.
 			evs = make([]Event, 0, min(max(r.hdr.Entries, 64), maxPrealloc))
 		}
+		keep.detach(&ev, r.dat == nil)
 		evs = append(evs, ev)
 	}
 }

@@ -117,6 +117,9 @@ type dec struct {
 	split   bool // fs holds the payload's fields; the cursor is out of use
 	fs      fields
 	err     error
+	// syms, when set, gives the functions (%ps) decoded copies of their
+	// own, shared, rather than slices of the payload (see ReadAll).
+	syms *interner
 }
 
 func (d *dec) reset(event, payload string) {

@@ -15,6 +15,9 @@ import (
 type Trace struct {
 	File   string
 	Header ftrace.Header
+	// Events are the recording's events, decoded: the checks read their
+	// Data, never the text of their payloads, which is not kept (every
+	// Payload is "", see ftrace.ReadAllData).
 	Events []ftrace.Event
 }
 
@@ -46,7 +49,7 @@ func Read(r io.Reader) (*Trace, error) {
 }
 
 func read(rd *ftrace.Reader) (*Trace, error) {
-	evs, err := ftrace.ReadAll(rd)
+	evs, err := ftrace.ReadAllData(rd)
 	if err != nil {
 		return nil, err
 	}
