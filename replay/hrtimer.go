@@ -119,10 +119,12 @@ func (l *Load) Policy(ev *ftrace.Event) (p hrtimer.Policy, ok bool) {
 		return hrtimer.SchedFIFO, true
 	case ev.Task == sleeperComm && l.Sleepers.Test(ev.CPU):
 		return hrtimer.SchedOther, true
+	case ev.Task == guestComm && l.named:
+		// The busy loop never sleeps: on its CPU too, the guest's
+		// thread that sleeps is the runtime's.
+		return hrtimer.SchedOther, true
 	case ev.Task != guestComm || l.Busy.Test(ev.CPU):
 		return 0, false
-	case l.named:
-		return hrtimer.SchedOther, true
 	case l.shared.Test(ev.CPU):
 		return 0, false
 	case l.FIFOSleepers.Test(ev.CPU):

@@ -346,3 +346,18 @@ func TestHrtimerAskedModeFromStart(t *testing.T) {
 		t.Errorf("the SCHED_FIFO sleeper's start without HARD: %+v", c)
 	}
 }
+
+// TestHrtimerNamedRuntimeOnBusyCPU: with the sleepers named, the guest's
+// thread that sleeps on the busy loop's CPU is a runtime thread, SCHED_OTHER
+// (the busy loop never sleeps); without the names its policy is unknown.
+func TestHrtimerNamedRuntimeOnBusyCPU(t *testing.T) {
+	const machine = "# machine: cpus=3 nodes=1 node-cpus=0-2 kernel=6.1.192 hz=250 cmdline=\"\" busy=0 sleepers=1-2 (QEMU TCG; PREEMPT_RT; fifo-sleepers=1; period=9.3ms)\n"
+	const runtime = "     tmigr-guest-171     [000] d..1.     1.000100: hrtimer_start: hrtimer=00000000000000b1 function=hrtimer_wakeup expires=1000120000 softexpires=1000120000 mode=REL\n"
+	const named = "   tmigr-sleeper-173     [001] d..1.     1.000000: hrtimer_start: hrtimer=00000000000000a1 function=hrtimer_wakeup expires=1009300000 softexpires=1009300000 mode=REL|HARD\n"
+	if c := checkHrtimerText(t, machine+named+runtime); c == nil || c.Matched != 2 || len(c.Mismatches) != 0 {
+		t.Errorf("named: %+v", c)
+	}
+	if c := checkHrtimerText(t, machine+runtime); c == nil || c.Matched != 0 || c.UndeterminedReasons[whyPolicy] != 1 {
+		t.Errorf("unnamed: %+v", c)
+	}
+}
