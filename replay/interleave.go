@@ -86,15 +86,14 @@ func (r *replayer) onCAS() {
 		}
 	}
 	for tries := 0; tries < lookahead; tries++ {
-		cur := r.m.states()
 		grp, want := g, p.GroupActive
-		if cur[g].active == want {
-			if child == hier.NoGroup || cur[child].active == p.ChildActive {
+		if r.m.state(g).active == want {
+			if child == hier.NoGroup || r.m.state(child).active == p.ChildActive {
 				return
 			}
 			grp, want = child, p.ChildActive
 		}
-		j := r.bridge(o, grp, cur[grp], func(s gstate) bool { return s.active == want }, true, u)
+		j := r.bridge(o, grp, r.m.state(grp), func(s gstate) bool { return s.active == want }, true, u)
 		if j < 0 {
 			return
 		}
@@ -130,11 +129,11 @@ func (r *replayer) childSeenActive(o *op, k int) {
 		return
 	}
 	for tries := 0; tries < lookahead; tries++ {
-		cur := r.m.states()
-		if cur[g].active != 0 {
+		cur := r.m.state(g)
+		if cur.active != 0 {
 			return
 		}
-		j := r.bridge(o, g, cur[g], func(s gstate) bool { return s.active != 0 }, true, o.groups[k+1])
+		j := r.bridge(o, g, cur, func(s gstate) bool { return s.active != 0 }, true, o.groups[k+1])
 		if j < 0 {
 			return
 		}
@@ -163,7 +162,7 @@ func (r *replayer) childSeenActive(o *op, k int) {
 // g's queue the printed next_expiry leaves out, had done so before the
 // update read the queue, and its compare-and-swap of g came after.
 func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpdateEvents) int {
-	if r.m.states()[g].active != p.GroupActive {
+	if r.m.state(g).active != p.GroupActive {
 		return -1 // not the state the update read
 	}
 	var queue []hier.EventInfo // g's queue, read once a candidate needs it

@@ -191,6 +191,17 @@ func (m *model) fresh(avail []bool) error {
 
 // states returns every group's state, a map of the caller's own.
 func (m *model) states() map[hier.GroupID]gstate {
+	return maps.Clone(m.current())
+}
+
+// state returns group g's state now.
+func (m *model) state(g hier.GroupID) gstate {
+	return m.current()[g]
+}
+
+// current is the recorder's map of the groups' states, read from the
+// hierarchy when it was replaced.
+func (m *model) current() map[hier.GroupID]gstate {
 	if m.rec.states == nil || m.statesOf != m.h {
 		s := map[hier.GroupID]gstate{}
 		for _, gi := range m.h.Groups() {
@@ -198,7 +209,7 @@ func (m *model) states() map[hier.GroupID]gstate {
 		}
 		m.rec.states, m.statesOf = s, m.h
 	}
-	return maps.Clone(m.rec.states)
+	return m.rec.states
 }
 
 // seedEvt is an idle CPU's published event.

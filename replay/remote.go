@@ -220,7 +220,7 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 	g, bit := r.topo.CPUGroup[h], r.topo.CPUBit[h]
 	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }
 	for tries := 0; tries < lookahead; tries++ {
-		cur := r.m.states()[g]
+		cur := r.m.state(g)
 		if enters(cur) || r.gk[g] != known || r.wk[h] != known || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
 			return
 		}
@@ -298,7 +298,7 @@ func (r *replayer) runRemote(idx int, o *op) {
 	// A walk after a remote expiry that reaches an idle top updates the
 	// top's queue but prints nothing (and does not report it): if what it
 	// propagated was unknown, so is the event it left there.
-	if top := r.topo.Top; r.m.states()[top].active == 0 {
+	if top := r.topo.Top; r.m.state(top).active == 0 {
 		for _, x := range rd.walked {
 			if p := r.topo.Path[x]; len(p) >= 2 {
 				ch := p[len(p)-2]

@@ -196,7 +196,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 	var cands []cand
 	var states map[hier.GroupID]gstate
 	if inWalk {
-		states = r.m.states()
+		states = r.m.current() // read only: bridge changes nothing
 	}
 	blocked := map[int]bool{o.cpu: true} // CPUs with an earlier pending operation
 	from := at + 1
