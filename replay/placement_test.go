@@ -35,6 +35,13 @@ func placementOf(t *testing.T, file, kernel string, edit func(*ftrace.Machine)) 
 	if edit != nil {
 		edit(tr.Header.Machine)
 	}
+	return placementOfTrace(t, tr, kernel)
+}
+
+// placementOfTrace runs the placement check over tr under kernel ("": its
+// own).
+func placementOfTrace(t *testing.T, tr *Trace, kernel string) Counts {
+	t.Helper()
 	s, err := shapeOf(tr, Options{Kernel: kernel})
 	if err != nil {
 		t.Fatal(err)
@@ -245,14 +252,5 @@ func TestPlacementAnyHousekeepingCPU(t *testing.T) {
 // placementOfEvents runs the placement check over events of machine m.
 func placementOfEvents(t *testing.T, m ftrace.Machine, ev []ftrace.Event) Counts {
 	t.Helper()
-	tr := &Trace{Header: ftrace.Header{Machine: &m}, Events: ev}
-	s, err := shapeOf(tr, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := CheckPlacement(tr, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return placementOfTrace(t, &Trace{Header: ftrace.Header{Machine: &m}, Events: ev}, "")
 }
