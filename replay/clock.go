@@ -204,11 +204,27 @@ func newClock(t *Trace, hz int) *clock {
 		}
 		c.cpuMax[cpu], c.cpuMin[cpu] = mx, mn
 	}
+	// A CPU whose trace clock stood still while jiffies ran on (a vCPU
+	// whose sched_clock stalled under TCG: one busy CPU of a PREEMPT_RT
+	// guest stamped its softirq's expiries of 14 jiffies with one time)
+	// stamps its lines too early: such a line still bounds jiffies from
+	// above at its stamp, but not from below, for other CPUs' lines.
+	stale := map[int]bool{}
+	for _, l := range c.perCPU {
+		for k := 1; k < len(l); k++ {
+			a, b := l[k-1], l[k]
+			if b.j >= a.j+2 && b.ts-a.ts < int64(b.j-a.j-1)*c.tick {
+				stale[b.idx] = true
+			}
+		}
+	}
 	sort.SliceStable(c.all, func(a, b int) bool { return c.all[a].ts < c.all[b].ts })
 	c.allMax = make([]uint64, len(c.all))
 	c.allMin = make([]uint64, len(c.all))
 	for i := range c.all {
-		c.allMax[i] = c.all[i].j
+		if !stale[c.all[i].idx] {
+			c.allMax[i] = c.all[i].j
+		}
 		if i > 0 && c.allMax[i-1] > c.allMax[i] {
 			c.allMax[i] = c.allMax[i-1]
 		}

@@ -233,3 +233,21 @@ func TestNextevtRemoteBucketOffWheel(t *testing.T) {
 		t.Fatalf("mismatches %+v, want one at line %d", c.Mismatches, idle+1)
 	}
 }
+
+// TestNextevtFrozenTraceClock: a window of a 9-CPU 7.3 PREEMPT_RT guest
+// whose busy CPU 2 stamped its softirq's expiries of 14 jiffies with one
+// time (27.030710: its trace clock stood still); taken as "jiffies
+// 4294899077 by then" for every CPU, it put CPU 5's idle entry 2.4 ms later
+// (line 1708) three jiffies after two delack timers it had armed were due,
+// and the check found the line impossible. A line stamped too early for
+// the jiffies it read bounds other CPUs' jiffies from above only.
+func TestNextevtFrozenTraceClock(t *testing.T) {
+	lines, _ := recordingAt(t, "vm9-2node-rt-7.3-frozen-trace-clock.txt", "27.033126: tmigr_cpu_idle: cpu=5 ")
+	c := nextevtOf(t, lines)
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	if c.Matched < 40 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+}
