@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -186,19 +187,22 @@ func stormLoad(cpu int, period time.Duration) (func(), error) {
 		return nil, err
 	}
 	every := max(10*period, 20*time.Millisecond)
-	child := func() error {
+	child := func(stderr io.Writer) error {
 		cmd := exec.Command(self, "storm-child", "-cpu", strconv.Itoa(cpu))
-		cmd.Stderr = os.Stderr
+		cmd.Stderr = stderr
 		return cmd.Run()
 	}
 	// One child now: a storm that cannot run fails before the recording.
-	if err := child(); err != nil {
+	if err := child(os.Stderr); err != nil {
 		return nil, fmt.Errorf("storm child: %v", err)
 	}
 	return func() {
 		ts := unix.NsecToTimespec(every.Nanoseconds())
 		for {
-			child()
+			// A child fails while its CPU is offline or out of the
+			// load's cpuset (the run-time changes): no message, which
+			// would land in the middle of the console's report.
+			child(nil)
 			nanosleep(0, &ts)
 		}
 	}, nil
