@@ -85,6 +85,17 @@ var addTimerOnLocal = map[string]bool{
 	"clocksource_watchdog": true,
 }
 
+// exitsWithin reports whether timer tm's timer_expire_exit follows event
+// i within d ns of trace time.
+func exitsWithin(evs []ftrace.Event, i int, tm uint64, d int64) bool {
+	for k := i + 1; k < len(evs) && evs[k].TS-evs[i].TS <= d; k++ {
+		if x, ok := evs[k].Data.(ftrace.TimerExpireExit); ok && x.Timer == tm {
+			return true
+		}
+	}
+	return false
+}
+
 // hotplugThread reports whether task is a CPU's hotplug thread
 // ("cpuhp/3", smpboot's cpuhp/%u) and which CPU's.
 func hotplugThread(task string) (int, bool) {
@@ -200,6 +211,14 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 					why = reasonFinishing
 					want.Set(base)
 				}
+			case ok && base != a && exitsWithin(t.Events, i, d.Timer, skewNS):
+				// Its callback's exit line, on the base's CPU, is
+				// stamped with this line's time: which came first the
+				// two CPUs' lines do not tell, and running_timer is
+				// cleared only after the exit line.
+				want.Set(base)
+				want.Set(a)
+				why = reasonFinishing
 			case ok:
 				want.Set(base)
 			case d.Flags&ftrace.TimerPinned != 0:

@@ -177,7 +177,11 @@ func TestPlacementInitAnewLeavesRunningBase(t *testing.T) {
 	init := ftrace.Event{Line: 3, TS: 1_000_100, CPU: 0, Task: "rcu_preempt", Flags: ".....", Name: "timer_init", Data: ftrace.TimerInit{Timer: tm}}
 	start := ftrace.Event{Line: 4, TS: 1_000_100, CPU: 0, Task: "rcu_preempt", Flags: "d..1.", Name: "timer_start",
 		Data: ftrace.TimerStart{Timer: tm, Function: "process_timeout", Expires: 4294895171, Timeout: 1, BucketExpiry: 4294895172, CPU: 0, Idx: 4}}
-	exit := ftrace.Event{Line: 5, TS: 1_000_100, CPU: 4, Task: "init", Flags: ".Bs..", Name: "timer_expire_exit", Data: ftrace.TimerExpireExit{Timer: tm}}
+	exit := ftrace.Event{Line: 5, TS: 1_100_000, CPU: 4, Task: "init", Flags: ".Bs..", Name: "timer_expire_exit", Data: ftrace.TimerExpireExit{Timer: tm}}
+	// The exit stamped with the start's time: which came first is not
+	// printed (a 7.2 guest of the lab campaign, seed 20261209, draw 4).
+	sameStamp := exit
+	sameStamp.TS = start.TS
 	for _, tc := range []struct {
 		name     string
 		ev       []ftrace.Event
@@ -185,9 +189,10 @@ func TestPlacementInitAnewLeavesRunningBase(t *testing.T) {
 	}{
 		{"init anew", []ftrace.Event{entry, init, start, exit}, false},
 		{"re-armed", []ftrace.Event{entry, start, exit}, true},
+		{"re-armed as it returned", []ftrace.Event{entry, start, sameStamp}, false},
 	} {
 		c := placementOfEvents(t, m, tc.ev)
-		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.Matched != 1 {
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.Matched+c.UndeterminedReasons[whyFinishing] != 1 {
 			t.Errorf("%s: %d matched, mismatches %v, undetermined %v", tc.name, c.Matched, c.Mismatches, c.UndeterminedReasons)
 		}
 	}
