@@ -101,6 +101,13 @@ func (r *replayer) onCAS() {
 			r.split(j, o, g, false)
 			return
 		}
+		if pg, ok := r.parentUpdateAfter(r.ops[j], g, u); ok {
+			// Its update of g's parent, which reads g's queue under
+			// g's lock, came after the interrupted walk's update of g:
+			// it waits after its compare-and-swap of the parent.
+			r.split(j, o, pg, false)
+			return
+		}
 		r.nest(j)
 	}
 }
@@ -235,6 +242,26 @@ func (r *replayer) updatesAfter(p *op, g hier.GroupID, u int) bool {
 		}
 	}
 	return false
+}
+
+// parentUpdateAfter returns the group of deactivation p's event update
+// whose child is g, if the kernel printed it after line u (the interrupted
+// walk's update of g): that update holds g's lock too
+// (tmigr_update_events locks the child and the group), so the printed
+// order is the lock order.
+func (r *replayer) parentUpdateAfter(p *op, g hier.GroupID, u int) (hier.GroupID, bool) {
+	if p.kind != opDeactivate {
+		return hier.NoGroup, false
+	}
+	for _, i := range p.updates {
+		q := r.ev[i].Data.(ftrace.TmigrUpdateEvents)
+		if child, ok := r.gm.id(q.Child); ok && child == g && i > u {
+			if pg, ok := r.gm.id(q.Group); ok {
+				return pg, true
+			}
+		}
+	}
+	return hier.NoGroup, false
 }
 
 // A split operation: another CPU's deactivation replayed inside a walk up

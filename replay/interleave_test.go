@@ -249,3 +249,19 @@ func TestRoundReadsWakeupBeforeClaimReset(t *testing.T) {
 		t.Errorf("with the claim printing KTIME_MAX: mismatches %+v, want the round's entry at line %d", c2.Mismatches, n+1)
 	}
 }
+
+// TestParentUpdateAfterWalkUpdate replays a window of a 3-CPU 6.12 guest
+// where CPUs 0 and 1 of one group went idle together: CPU 1's deactivation
+// ran between CPU 0's compare-and-swap and CPU 0's event update of the
+// group, but CPU 1's update of the parent (which reads the group's queue
+// under the group's lock) was printed after CPU 0's update of the group,
+// which re-queued CPU 0's event a tick later: the parent's next expiry,
+// and so CPU 2's wakeup (line 1560), is that later event. The replay ran
+// CPU 1's whole deactivation inside CPU 0's walk, its parent update before
+// CPU 0's update.
+func TestParentUpdateAfterWalkUpdate(t *testing.T) {
+	c := replayWindow(t, "vm3-2node-6.12-parent-update-after-walk-update.txt")
+	if c.Checked-c.Undetermined < 400 {
+		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}
