@@ -112,7 +112,11 @@
 // never mix two operations. Operations are replayed one by one in the order
 // they take effect: a deactivation, a new timer or a round at its first
 // line, an activation at its first transition (tmigr_cpu_active comes just
-// before it).
+// before it). Lines of different CPUs with one timestamp are printed in no
+// order that tells which ran first: where a tie's printed order does not
+// chain the group states its transitions print and another order does,
+// each CPU's own operations kept in their order, the tie runs in that
+// order (ties.go).
 //
 // Other CPUs do not stop meanwhile. Six interleavings are replayed as the
 // trace shows them:

@@ -265,3 +265,15 @@ func TestParentUpdateAfterWalkUpdate(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestTieOrderNotPrinted replays a 6.19 window where CPUs 10 and 11 printed
+// their deactivations of one group with one timestamp, CPU 10's first, each
+// from the same state, and CPU 11 its activation after them: only CPU 11's
+// deactivation and activation, then CPU 10's deactivation, chain. Run in
+// the printed order, CPU 11's deactivation read CPU 10's result.
+func TestTieOrderNotPrinted(t *testing.T) {
+	c := replayWindow(t, "vm14-1node-rt-6.19-tie-order-not-printed.txt")
+	if c.Checked-c.Undetermined < 30 {
+		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}

@@ -137,6 +137,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 		r.ops = nil
 		return r, nil
 	}
+	r.orderTies(r.ops)
 	if r.boot {
 		// Every CPU joins the hierarchy in the recording.
 		r.avail0 = make([]bool, n)

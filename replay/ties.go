@@ -1,0 +1,174 @@
+package replay
+
+import "github.com/tmigr/tmigr/hier"
+
+// Operations of different CPUs printed with one timestamp.
+//
+// The trace's text merges the CPUs' ring buffers by timestamp; lines of
+// different CPUs with one timestamp come out in the order of the merge
+// (__find_next_entry, kernel/trace/trace.c, takes the lowest CPU on a
+// tie), which says nothing of the order in which they ran. Ties are
+// common where a vCPU's trace clock stands still or when stamps are
+// printed to the microsecond. The states the group transitions print do
+// say it: each transition's line is printed right after its
+// compare-and-swap (tmigr_active_up, tmigr_inactive_up, 6.9+), so the
+// state it read is the previous transition's result (priorOf inverts one
+// transition). Where the printed order of a tie does not chain that way
+// and another order of the same operations does, with each CPU's own
+// operations kept in their order, that order is the one they ran in.
+
+// maxTie is the largest tie orderTies reorders: ties of a few operations
+// are what two or three CPUs going idle or busy at one stamp print, and
+// the search is exponential in the tie's length.
+const maxTie = 10
+
+// maxTieSteps bounds the search of one tie's orders.
+const maxTieSteps = 10000
+
+// orderTies reorders, in place, the runs of operations of ops whose keys
+// share one timestamp, where their group transitions chain in another
+// order and not in the printed one (see above).
+func (r *replayer) orderTies(ops []*op) {
+	last := map[hier.GroupID]gstate{} // each group's last printed state
+	known := func(o *op) {
+		for _, i := range o.groups {
+			if gl := r.groupLine(i); gl.id != hier.NoGroup {
+				last[gl.id] = gl.after
+			}
+		}
+	}
+	for a := 0; a < len(ops); {
+		b := a + 1
+		ts := r.ev[ops[a].key()].TS
+		for b < len(ops) && r.ev[ops[b].key()].TS == ts {
+			b++
+		}
+		if b-a > 1 && b-a <= maxTie {
+			r.orderTie(ops[a:b], last)
+		}
+		for _, o := range ops[a:b] {
+			known(o)
+		}
+		a = b
+	}
+	for i, o := range ops {
+		o.idx = i
+	}
+}
+
+// orderTie reorders one tie (see orderTies); last holds the groups'
+// states before it.
+func (r *replayer) orderTie(tie []*op, last map[hier.GroupID]gstate) {
+	type trans struct {
+		g     hier.GroupID
+		prior prior
+		after gstate
+	}
+	trs := make([][]trans, len(tie))
+	cpus := map[int]bool{}
+	any := false
+	for k, o := range tie {
+		cpus[o.cpu] = true
+		for _, i := range o.groups {
+			gl := r.groupLine(i)
+			if gl.id == hier.NoGroup {
+				continue
+			}
+			trs[k] = append(trs[k], trans{gl.id, priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
+			any = true
+		}
+	}
+	if !any || len(cpus) < 2 {
+		return
+	}
+	state := map[hier.GroupID]gstate{}
+	for k := range trs {
+		for _, t := range trs[k] {
+			if s, ok := last[t.g]; ok {
+				state[t.g] = s
+			}
+		}
+	}
+	// step applies operation k to st if each of its transitions reads
+	// what the one before left (or a state not known), and reports
+	// whether it did.
+	step := func(st map[hier.GroupID]gstate, k int) bool {
+		for _, t := range trs[k] {
+			if s, ok := st[t.g]; ok && (t.prior.bad || !t.prior.admits(s)) {
+				return false
+			}
+		}
+		for _, t := range trs[k] {
+			st[t.g] = t.after
+		}
+		return true
+	}
+	copyOf := func(st map[hier.GroupID]gstate) map[hier.GroupID]gstate {
+		c := make(map[hier.GroupID]gstate, len(st))
+		for g, s := range st {
+			c[g] = s
+		}
+		return c
+	}
+	printed := copyOf(state)
+	chains := true
+	for k := range tie {
+		if !step(printed, k) {
+			chains = false
+			break
+		}
+	}
+	if chains {
+		return
+	}
+	// Search the orders that keep each CPU's operations in their order,
+	// the printed one's neighbours first.
+	order := make([]int, 0, len(tie))
+	used := make([]bool, len(tie))
+	steps := 0
+	var search func(st map[hier.GroupID]gstate) bool
+	search = func(st map[hier.GroupID]gstate) bool {
+		if len(order) == len(tie) {
+			return true
+		}
+		if steps++; steps > maxTieSteps {
+			return false
+		}
+		for k := range tie {
+			if used[k] || r.cpuBefore(tie, used, k) {
+				continue
+			}
+			next := copyOf(st)
+			if !step(next, k) {
+				continue
+			}
+			used[k] = true
+			order = append(order, k)
+			if search(next) {
+				return true
+			}
+			order = order[:len(order)-1]
+			used[k] = false
+		}
+		return false
+	}
+	if !search(state) {
+		return // no order chains: the replay reports what it finds
+	}
+	was := append([]*op(nil), tie...)
+	for i, k := range order {
+		tie[i] = was[k]
+	}
+}
+
+// cpuBefore reports whether an operation of tie's k-th operation's CPU
+// printed before it is not yet placed (used): a CPU's own operations run
+// in the order it printed them.
+func (r *replayer) cpuBefore(tie []*op, used []bool, k int) bool {
+	for j := 0; j < k; j++ {
+		if !used[j] && tie[j].cpu == tie[k].cpu {
+			return true
+		}
+	}
+	return false
+}
