@@ -210,6 +210,12 @@ func (r *replayer) closeChanges(ts int64, line int) {
 				r.decide(line, "availability", reasonPartial, false, "", "")
 				continue
 			}
+			if ts == maxNS && k.done > r.ev[len(r.ev)-1].TS {
+				// Its window ends after the recording's last event:
+				// the availability event may lie beyond it.
+				r.decide(line, "availability", reasonPartial, false, "", "")
+				continue
+			}
 			if r.lostIn(c, k.begin, k.done) {
 				// Its availability event may be among them.
 				r.decide(line, "availability", reasonLost, false, "", "")

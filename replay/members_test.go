@@ -228,3 +228,35 @@ func TestFindings(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeBeyondEnd: a change whose window ends after the recording's
+// last event may show after it: the CPUs it moves are undetermined, not
+// mismatches.
+func TestChangeBeyondEnd(t *testing.T) {
+	const f = "vm15-2node-isol-6.19-bucket-off-wheel-clock.txt"
+	// The guest's start mark moves to 16.600000, after the first event
+	// (16.486364), so that the change's window begins inside the
+	// recording; the last event is at 17.368185, when the partition is
+	// made.
+	const mark = "     tmigr-guest-331     [009] ...1.    16.600000: tracing_mark_write: tmigr-lab: start"
+	c := editTrace(t, f, func(l []string) []string {
+		var out []string
+		placed := false
+		for _, s := range l {
+			switch {
+			case strings.Contains(s, "tmigr-lab: start"):
+				continue
+			case !placed && strings.Contains(s, "[009]") && strings.Contains(s, " 16.6"):
+				out, placed = append(out, mark), true
+			}
+			out = append(out, strings.Replace(s, " sleepers=8 ", ` sleepers=8 at="0.768s partition 2,4,9-10" `, 1))
+		}
+		return out
+	})
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	if n := c.UndeterminedReasons[whyPartial]; n < 4 {
+		t.Errorf("%d decisions undetermined for %q, want the 4 CPUs the partition moves (%s)", n, whyPartial, c.Reasons())
+	}
+}
