@@ -22,7 +22,8 @@ import (
 // tmigr_update_events of a remote walk for the CPU whose timers were just
 // expired), N is ns(B) for the bucket expiry B of its first pending global
 // timer, which the timer_start lines name. Each such line gives
-// N − B·TICK_NSEC for the smallest pending bucket B of that CPU: a lower
+// N − B·TICK_NSEC for the smallest pending bucket B of that CPU (a bucket
+// being expired has left the wheel whole: queue): a lower
 // bound of off, equal to it when B is the first timer (a timer armed before
 // the recording may be earlier). off is the largest bound given by two
 // distinct observations (the same expiry published again with the same
@@ -76,11 +77,7 @@ func (c *clock) ns(j uint64) int64 { return int64(j)*c.tick + c.off }
 
 func newClock(t *Trace, hz int) *clock {
 	c := &clock{tick: tickNS(hz), events: t.Events, perCPU: map[int][]jobs{}}
-	type pend struct {
-		cpu    int
-		bucket uint64
-	}
-	pending := map[uint64]pend{} // global timers by pointer
+	wq := newQueue() // the timers pending, and their buckets
 	remote := NewRemoteExpiry(t.Events)
 	// votes counts, for each value of off, the distinct observations that
 	// give it: a CPU that publishes the same expiry with the same first
@@ -96,13 +93,7 @@ func newClock(t *Trace, hz int) *clock {
 		if n == ftrace.KtimeMax {
 			return
 		}
-		var min uint64
-		found := false
-		for _, p := range pending {
-			if p.cpu == cpu && (!found || p.bucket < min) {
-				min, found = p.bucket, true
-			}
-		}
+		min, found := wq.first(cpu, baseOfFlags(0))
 		if e := (evidence{cpu, n, min}); found && !seen[e] {
 			seen[e] = true
 			votes[n-int64(min)*c.tick]++
@@ -130,11 +121,7 @@ func newClock(t *Trace, hz int) *clock {
 			}
 		case ftrace.TimerStart:
 			c.observe(i, ev, p.Now())
-			if p.Flags&(ftrace.TimerPinned|ftrace.TimerDeferrable) == 0 {
-				pending[p.Timer] = pend{p.CPU, p.BucketExpiry}
-			} else {
-				delete(pending, p.Timer)
-			}
+			wq.start(p)
 		case ftrace.TimerExpireEntry:
 			// Only a softirq that read jiffies within the tick's own
 			// jiffy (on PREEMPT_RT the timer thread may run ticks
@@ -144,9 +131,9 @@ func newClock(t *Trace, hz int) *clock {
 			}
 			delete(tickAt, ev.CPU)
 			c.observe(i, ev, p.Now)
-			delete(pending, p.Timer)
+			wq.expire(p, nil)
 		case ftrace.TimerCancel:
-			delete(pending, p.Timer)
+			wq.cancel(p.Timer)
 		case ftrace.TmigrCPUIdle:
 			vote(p.CPU, p.NextEvt)
 		case ftrace.TmigrCPUNewTimerIdle:

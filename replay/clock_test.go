@@ -138,3 +138,50 @@ func TestTickBoundsOnlyWithinItsJiffy(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s), want 927/957", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestClockBucketOffWheel: a window of a 15-CPU 6.19 guest where CPU 11
+// expired nohz_full CPU 14's bucket of two delack timers and ran the first
+// for 20 ms; CPU 14, idle meanwhile, published its next event without the
+// second, which had left the wheel with the bucket (collect_expired_timers).
+// Counted as still pending, that timer and one like it on CPU 6 voted twice
+// for an offset 41 jiffies late, the largest bound seen twice, and every
+// expiry of the recording came out 164 ms late.
+func TestClockBucketOffWheel(t *testing.T) {
+	lines, _ := recordingAt(t, "vm15-2node-isol-6.19-bucket-off-wheel-clock.txt", "tmigr_cpu_new_timer_idle: cpu=14 ")
+	c := nextevtOf(t, lines)
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	if c.Matched < 300 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+}
+
+// TestQueueBucketOffWheel: the first expiry of a bucket takes the bucket's
+// other timers of that base off the wheel, and no other.
+func TestQueueBucketOffWheel(t *testing.T) {
+	q := newQueue()
+	start := func(timer uint64, cpu int, flags ftrace.TimerFlags, bucket uint64) {
+		q.start(ftrace.TimerStart{Timer: timer, CPU: cpu, Flags: flags, BucketExpiry: bucket})
+	}
+	start(1, 3, 0, 100)
+	start(2, 3, 0, 100)
+	start(3, 3, ftrace.TimerPinned, 100) // another base
+	start(4, 4, 0, 100)                  // another CPU
+	start(5, 3, 0, 101)                  // another bucket
+	q.cancel(1)
+	var off []uint64
+	q.expire(ftrace.TimerExpireEntry{Timer: 1, BaseClk: 100}, func(tm uint64) { off = append(off, tm) })
+	if len(off) != 1 || off[0] != 2 {
+		t.Errorf("taken off with timer 1: %v, want [2]", off)
+	}
+	if b, ok := q.first(3, baseOfFlags(0)); !ok || b != 101 {
+		t.Errorf("CPU 3's first global bucket: %d %v, want 101", b, ok)
+	}
+	if b, ok := q.first(3, baseOfFlags(ftrace.TimerPinned)); !ok || b != 100 {
+		t.Errorf("CPU 3's first local bucket: %d %v, want 100", b, ok)
+	}
+	if b, ok := q.first(4, baseOfFlags(0)); !ok || b != 100 {
+		t.Errorf("CPU 4's first global bucket: %d %v, want 100", b, ok)
+	}
+}

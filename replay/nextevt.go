@@ -110,14 +110,7 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 		return tm
 	}
 	lost := make([]bool, s.CPUs) // CPUs whose buffer lost events
-	// Where each pending timer sits, for the buckets an expiry takes off
-	// the wheel whole.
-	type slot struct {
-		cpu, base int
-		bucket    uint64
-	}
-	queued := map[uint64]slot{}
-	detached := map[uint64]slot{} // cancelled, perhaps for the expiry that follows
+	wq := newQueue()             // for the buckets an expiry takes off the wheel whole
 	for i, ev := range t.Events {
 		switch p := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
@@ -130,44 +123,18 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			}
 			flags := uint32(p.Flags) & (cpu.Deferrable | cpu.Pinned)
 			set.Restore(timer(p.Timer), p.CPU, flags, p.Expires, p.Now(), p.Idx, p.BucketExpiry)
-			delete(queued, p.Timer)
-			delete(detached, p.Timer)
-			if !p.NoBucketExpiry {
-				queued[p.Timer] = slot{p.CPU, baseOfFlags(p.Flags), p.BucketExpiry}
-			}
+			wq.start(p)
 		case ftrace.TimerCancel:
 			if tm := timers[p.Timer]; tm != nil {
 				set.Del(tm)
 			}
-			// The cancel expire_timers prints as it detaches the timer
-			// to run it: its expiry, next, tells the bucket.
-			if q, ok := queued[p.Timer]; ok {
-				detached[p.Timer] = q
-				delete(queued, p.Timer)
-			}
+			wq.cancel(p.Timer)
 		case ftrace.TimerExpireEntry:
 			if tm := timers[p.Timer]; tm != nil {
 				set.Del(tm)
 			}
-			// __run_timers took the whole bucket off the wheel
-			// (collect_expired_timers) before running its first timer,
-			// and drops the base's lock around each callback: the CPU's
-			// own next event, computed meanwhile, no longer sees the
-			// others, though their lines come later.
-			q, ok := queued[p.Timer]
-			if !ok {
-				q, ok = detached[p.Timer]
-			}
-			if ok {
-				for tm, o := range queued {
-					if o.cpu == q.cpu && o.base == q.base && o.bucket == p.BaseClk {
-						set.Del(timers[tm])
-						delete(queued, tm)
-					}
-				}
-			}
-			delete(queued, p.Timer)
-			delete(detached, p.Timer)
+			// The bucket's other timers left the wheel with it (queue).
+			wq.expire(p, func(tm uint64) { set.Del(timers[tm]) })
 		case ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:
 			kind, c0, printed := hier.EvCPUIdle, 0, int64(0)
 			if q, ok := p.(ftrace.TmigrCPUIdle); ok {
