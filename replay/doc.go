@@ -118,7 +118,7 @@
 // each CPU's own operations kept in their order, the tie runs in that
 // order (ties.go).
 //
-// Other CPUs do not stop meanwhile. Six interleavings are replayed as the
+// Other CPUs do not stop meanwhile. Seven interleavings are replayed as the
 // trace shows them:
 //
 //   - A round runs the expired CPU's timers with no lock held. Operations of
@@ -181,6 +181,12 @@
 //     there. Its own activation of the parent then finds the bit still
 //     set: tmigr_active_up or-es it in, so an activation above level 0
 //     may start from a state that already has it.
+//   - A walk's CPU may stall between two levels (a vCPU descheduled). Each
+//     transition's line is printed right after its compare-and-swap, so
+//     the activations and deactivations of other CPUs printed clearly
+//     before (by more than skewNS) a walk's transition above its first
+//     group ran before that compare-and-swap: they are replayed at hier's
+//     Point before it (catchUp), each CPU's in its order.
 //   - A CPU whose transitions the trace lacks altogether (see below).
 //
 // # What the trace reveals, and what is unknown

@@ -310,6 +310,64 @@ func (r *replayer) restoreCtx(c rctx) {
 func (r *replayer) onPoint(p hier.Point, cpu int, g hier.GroupID) {
 	if sp := r.pausing; sp != nil && sp.beforeCAS && p == hier.PointActiveCAS && cpu == sp.o.cpu && g == sp.g {
 		r.pause(sp)
+		return
+	}
+	if p == hier.PointActiveCAS || p == hier.PointInactiveCAS {
+		r.catchUp(cpu, g)
+	}
+}
+
+// catchUp replays, before a walk's compare-and-swap of a group above its
+// first, the activations and deactivations of other CPUs printed before
+// that transition's line and clearly earlier (by more than skewNS): the
+// walking CPU stalled between two levels of its walk (a vCPU descheduled),
+// and they ran meanwhile, each CPU's in its order. The transition's line is
+// printed right after its compare-and-swap, so its place among the other
+// CPUs' lines is the compare-and-swap's. Only operations whose transitions
+// start from the model's states are replayed so.
+func (r *replayer) catchUp(cpu int, g hier.GroupID) {
+	if len(r.walks) == 0 {
+		return
+	}
+	w := r.walks[len(r.walks)-1]
+	o := w.o
+	if w.depth != r.depth || o.cpu != cpu || r.splitOf(o) != nil {
+		return
+	}
+	at := -1
+	for k, i := range o.groups {
+		if k > 0 && r.groupLine(i).id == g {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return
+	}
+	ts := r.ev[at].TS
+	blocked := map[int]bool{cpu: true}
+	for _, x := range r.walks {
+		blocked[x.o.cpu] = true
+	}
+	for _, rd := range r.rounds {
+		blocked[rd.o.cpu] = true
+	}
+	for k := range r.waiting {
+		if !r.walked[k] {
+			blocked[r.ops[k].cpu] = true
+		}
+	}
+	for j := o.idx + 1; j < len(r.ops) && r.ops[j].key() < at; j++ {
+		p := r.ops[j]
+		if r.done[j] || blocked[p.cpu] {
+			continue
+		}
+		if p.kind != opActivate && p.kind != opDeactivate || r.ev[p.key()].TS >= ts-skewNS ||
+			r.changeDue(r.ev[p.key()].TS) || !r.fits(p, hier.NoGroup, r.m.current()) {
+			blocked[p.cpu] = true
+			continue
+		}
+		r.nest(j)
 	}
 }
 

@@ -277,3 +277,16 @@ func TestTieOrderNotPrinted(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestWalkStallsBetweenLevels replays a 6.19 window where CPU 3's
+// deactivation printed its level-0 transition (line 364), then its
+// transition of the top group 4 ms later (line 386): meanwhile CPU 2 went
+// idle and busy again, printing its transitions of the top group (lines
+// 368 and 373) before CPU 3's. Run whole at its first line, CPU 3's walk
+// cleared its bit in the top group before CPU 2's deactivation read it.
+func TestWalkStallsBetweenLevels(t *testing.T) {
+	c := replayWindow(t, "vm4-3node-6.19-walk-stalls-between-levels.txt")
+	if c.Checked-c.Undetermined < 190 {
+		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}
