@@ -366,7 +366,8 @@ type preTimer struct {
 // stay with the timer).
 func preexisting(t *Trace, clk *clock) []preTimer {
 	seen := map[uint64]bool{}
-	found := map[uint64]int{} // timer -> index in out
+	found := map[uint64]int{}     // timer -> index in out
+	detaching := map[uint64]int{} // timer -> index in out, cancelled for the expiry that follows
 	var out []preTimer
 	remote := NewRemoteExpiry(t.Events)
 	for i, ev := range t.Events {
@@ -387,8 +388,10 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 			found[p.Timer] = len(out)
 			if e, ok := nextOnCPU(t.Events, i).(ftrace.TimerExpireEntry); ok && e.Timer == p.Timer {
 				// The cancel that detaches a timer for its expiry
-				// (expire_timers): the expiry reveals its bucket.
-				out = append(out, preTimer{until: i, cpu: expiredOn(ev.CPU, remote), bucket: e.BaseClk, revealed: true})
+				// (expire_timers): the expiry reveals its bucket, and
+				// whose base it sat on (below).
+				detaching[p.Timer] = len(out)
+				out = append(out, preTimer{until: i, cpu: ev.CPU, bucket: e.BaseClk, revealed: true})
 				break
 			}
 			var j uint64
@@ -397,6 +400,10 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 			}
 			out = append(out, preTimer{until: i, cpu: -1, atJ: j})
 		case ftrace.TimerExpireEntry:
+			if k, ok := detaching[p.Timer]; ok {
+				out[k].cpu = owner
+				delete(detaching, p.Timer)
+			}
 			if !seen[p.Timer] {
 				seen[p.Timer] = true
 				found[p.Timer] = len(out)
@@ -405,16 +412,6 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 		}
 	}
 	return out
-}
-
-// expiredOn returns the CPU whose base a timer expiring on cpu sat on, for
-// a cancel that detaches it for the expiry that is the CPU's next line: the
-// CPU it is expiring remotely, else itself.
-func expiredOn(cpu int, remote *RemoteExpiry) int {
-	if target, ok := remote.Target(cpu); ok {
-		return target
-	}
-	return cpu
 }
 
 // lastJiffies is the last jiffies value the trace shows (0 if none).

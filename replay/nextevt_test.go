@@ -251,3 +251,20 @@ func TestNextevtFrozenTraceClock(t *testing.T) {
 		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
 	}
 }
+
+// TestNextevtExpiryAfterAnotherSoftirqRound: a window of a 3-CPU 7.3 guest
+// where CPU 0's next event (lines 1069, 1084, 1118, 1122) is the bucket of
+// a timer armed before the recording, revealed by its cancel and expiry
+// (lines 1358-1359) in a softirq of another task than the remote round
+// CPU 0 ran before (line 1290). Read at the cancel, that round seemed still open,
+// and the timer was taken for its target's.
+func TestNextevtExpiryAfterAnotherSoftirqRound(t *testing.T) {
+	lines, _ := recordingAt(t, "vm3-2node-7.3-expiry-after-another-softirq-round.txt", "tmigr_cpu_idle: cpu=0 ")
+	c := nextevtOf(t, lines)
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	if n := c.UndeterminedReasons[whyArmedBefore]; n < 4 {
+		t.Errorf("%d nextevt values undetermined for %q, want CPU 0's 4 (%s)", n, whyArmedBefore, c.Reasons())
+	}
+}
