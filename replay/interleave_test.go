@@ -290,3 +290,14 @@ func TestWalkStallsBetweenLevels(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestRoundSkipsDueClaimedEvent replays a 7.3 window where CPU 2 claimed
+// idle CPU 0 (line 851) and, while it ran CPU 0's timer, CPU 0's own round
+// (line 856) dequeued CPU 0's due event, skipped it, and stored the next
+// one's expiry, CPU 1's, which CPU 0's activation printed (line 858).
+func TestRoundSkipsDueClaimedEvent(t *testing.T) {
+	c := replayWindow(t, "vm3-2node-7.3-round-skips-due-claimed-event.txt")
+	if c.Checked-c.Undetermined < 180 {
+		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}

@@ -316,12 +316,12 @@ func (r *replayer) runRemote(idx int, o *op) {
 		if u.across {
 			// Only where after the walk gives the kernel's value, and
 			// before did not: a value neither gives stays a mismatch.
-			if a, ok := r.predictRound(u.cpu); ok && a == u.kx && u.before != u.kx {
+			if a, ok := r.predictRound(u.j); ok && a == u.kx && u.before != u.kx {
 				r.wk[u.cpu] = first(r.wk[u.cpu], reasonOrder)
 			}
 			continue
 		}
-		if a, ok := r.predictRound(u.cpu); !ok || a != u.before {
+		if a, ok := r.predictRound(u.j); !ok || a != u.before {
 			r.wk[u.cpu] = first(r.wk[u.cpu], reasonOrder)
 		}
 	}
@@ -544,8 +544,9 @@ func (r *replayer) expireRemote(handler, target int) {
 	// handler was between its dequeue and its walk: replay them here.
 	_, printed := r.refetched(rd.o, rd.cur)
 	ups := r.walkUpdates(rd.o, rd.cur)
+	deferred := map[int]bool{} // CPUs with an operation replayed after the round
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
-		if r.done[j] || r.ops[j].cpu == handler {
+		if r.done[j] || r.ops[j].cpu == handler || deferred[r.ops[j].cpu] {
 			continue
 		}
 		p := r.ops[j]
@@ -553,10 +554,13 @@ func (r *replayer) expireRemote(handler, target int) {
 		if p.kind == opRemote && len(p.targets) == 0 && !printed {
 			// The walk that follows prints nothing: whether p read the
 			// queues before or after it, its result says (orderUnseen).
-			if before, ok := r.predictRound(p.cpu); ok {
+			if before, ok := r.predictRound(j); ok {
 				if kx, ok := r.wakeupAfter(j); ok && kx != before {
 					r.later[j] = [2]int64{before, kx}
-					continue // replayed after the round
+					// Replayed after the round, and so is what its CPU
+					// did next.
+					deferred[p.cpu] = true
+					continue
 				}
 				rd.unseen = append(rd.unseen, unseen{j: j, cpu: p.cpu, before: before})
 			}
@@ -657,14 +661,29 @@ func (r *replayer) wroteSince(cpu, j int) bool {
 	return false
 }
 
-// predictRound returns the wakeup a round of cpu that expires nothing
-// would leave, if it ran now: the first event of the highest group it
-// handles (tmigr_handle_remote_up), its wakeup unchanged if it takes the
-// fast exit, KTIME_MAX if it handles no group.
-func (r *replayer) predictRound(cpu int) (int64, bool) {
+// predictRound returns the wakeup round j, which expires nothing, would
+// leave if it ran now: the first event of the highest group it handles
+// (tmigr_handle_remote_up), its wakeup unchanged if it takes the fast exit,
+// KTIME_MAX if it handles no group. The events due at its now it dequeued
+// (tmigr_next_expired_groupevt) and claimed none of (it printed no claim):
+// they are not first. Where the trace cannot tell whether an event was
+// due, there is no prediction.
+func (r *replayer) predictRound(j int) (int64, bool) {
+	o := r.ops[j]
+	cpu := o.cpu
 	path := r.topo.Path[cpu]
 	if len(path) == 0 {
 		return 0, false
+	}
+	lo, hi := int64(minNS), int64(maxNS)
+	if r.clk.known {
+		l, h, hasLo, hasHi := r.clk.bounds(o.first(), cpu)
+		if hasLo {
+			lo = r.clk.ns(l)
+		}
+		if hasHi {
+			hi = r.clk.ns(h)
+		}
 	}
 	st := map[hier.GroupID]hier.GroupInfo{}
 	for _, gi := range r.m.h.Groups() {
@@ -687,7 +706,12 @@ func (r *replayer) predictRound(cpu int) (int64, bool) {
 		}
 		first = hier.KtimeMax
 		for _, e := range st[g].Events {
-			if !e.Ignore && e.Expires < first {
+			switch {
+			case e.Ignore || e.Expires <= lo:
+				// Skipped, or due and dequeued.
+			case e.Expires <= hi:
+				return 0, false // due or not, now decides
+			case e.Expires < first:
 				first = e.Expires
 			}
 		}
