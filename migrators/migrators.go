@@ -204,25 +204,32 @@ func Of(h *hier.Hierarchy, always cpumask.Mask) *Prediction {
 		done[i] = true
 		gi := &gs[i]
 		*g = Group{Name: gi.Name, Level: gi.Level, Parent: gi.Parent}
-		for _, c := range gi.CPUs {
+		// The children are filled in place: a Child holds two masks of
+		// cpumask.MaxCPUs bits, and copying them (or growing the slice)
+		// cost more than the rest of the prediction on the largest
+		// machines.
+		g.Children = make([]Child, len(gi.CPUs)+len(gi.Children))
+		for n, c := range gi.CPUs {
 			p.level0[c] = i
-			k := Child{CPU: c}
+			k := &g.Children[n]
+			k.CPU = c
 			if available.Test(c) {
-				k.CPUs, k.Candidates = cpumask.Of(c), cpumask.Of(c)
+				k.CPUs.Set(c)
+				k.Candidates.Set(c)
 				k.Always = p.Always.Test(c)
 			}
-			g.Children = append(g.Children, k)
 		}
-		for _, name := range gi.Children {
-			k := Child{CPU: -1, Group: name}
+		for n, name := range gi.Children {
+			k := &g.Children[len(gi.CPUs)+n]
+			k.CPU, k.Group = -1, name
 			if j, ok := byName[name]; ok {
 				cg := visit(j)
 				k.CPUs, k.Candidates, k.Always = cg.CPUs, cg.Candidates, cg.Always
 			}
-			g.Children = append(g.Children, k)
 		}
 		holding := 0
-		for _, k := range g.Children {
+		for n := range g.Children {
+			k := &g.Children[n]
 			g.CPUs = g.CPUs.Or(k.CPUs)
 			g.Always = g.Always || k.Always
 			if !k.CPUs.Empty() {
@@ -231,7 +238,8 @@ func Of(h *hier.Hierarchy, always cpumask.Mask) *Prediction {
 		}
 		switch {
 		case g.Always:
-			for _, k := range g.Children {
+			for n := range g.Children {
+				k := &g.Children[n]
 				if k.Always {
 					g.Candidates = g.Candidates.Or(k.Candidates)
 				} else {

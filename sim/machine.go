@@ -10,7 +10,6 @@ import (
 	"github.com/tmigr/tmigr/hier"
 	"github.com/tmigr/tmigr/hrtimer"
 	"github.com/tmigr/tmigr/tick"
-	"github.com/tmigr/tmigr/wheel"
 )
 
 // cpuState is one simulated CPU: what it runs, its tick, its clock event
@@ -161,10 +160,6 @@ type Machine struct {
 	// sharedPasses counts the quiet passes shared with helper goroutines
 	// (for the tests).
 	sharedPasses uint64
-	// touched keeps what touchSoftirqs read (nothing reads it); touchTs
-	// is its list of the timers due.
-	touched uint64
-	touchTs []*wheel.Timer
 }
 
 // New builds the machine of cfg and boots it: every CPU comes online (and

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/tick"
-	"github.com/tmigr/tmigr/wheel"
 )
 
 // # One tick instant on several cores
@@ -215,9 +214,6 @@ func (m *Machine) sweep(g int64) {
 			m.quietPass(&s.chunks[i], g)
 		}
 	}
-	if !m.cfg.PreemptRT {
-		m.touchSoftirqs(s)
-	}
 	for i := range s.chunks {
 		p := &s.chunks[i]
 		m.nEvents += p.events
@@ -326,49 +322,4 @@ func (c *cpuState) touch() uint64 {
 		v++
 	}
 	return v
-}
-
-// touchSoftirqs reads the timer bases the late pass's open ticks are about
-// to expire (cpu.Set.TouchHead, Touch) and the first timers due there, all
-// of them before the first softirq runs, one step at a time over all the
-// CPUs: each CPU's bases lie kilobytes apart and far from the last time it
-// ran its softirq, and one softirq after another each waited for its own
-// chain of cache misses (the first base lock and bookkeeping, the bucket
-// heads, the timer, what it stands for), where reading every CPU's first
-// link, then every CPU's second, lets the misses overlap. It changes
-// nothing; the helpers are done with the pass.
-func (m *Machine) touchSoftirqs(s *sweeper) {
-	j := m.tg.Jiffies(m.now)
-	var v uint64
-	for i := range s.chunks {
-		for _, l := range s.chunks[i].late {
-			if l.open {
-				v += m.set.TouchHead(int(l.cpu), j)
-			}
-		}
-	}
-	ts := m.touchTs[:0]
-	var buf [8]*wheel.Timer
-	for i := range s.chunks {
-		for _, l := range s.chunks[i].late {
-			if l.open {
-				n, w := m.set.Touch(int(l.cpu), j, buf[:])
-				ts = append(ts, buf[:n]...)
-				v += w
-			}
-		}
-	}
-	for _, t := range ts {
-		if _, ok := t.Data.(*Timer); ok {
-			v++
-		}
-	}
-	for _, t := range ts {
-		if st, ok := t.Data.(*Timer); ok && st.fn != nil {
-			v++
-		}
-	}
-	clear(ts)
-	m.touchTs = ts
-	m.touched += v
 }
