@@ -107,7 +107,7 @@ func only(ls []mline, kind hier.EventKind) []mline {
 // It returns why o is undetermined (known if nothing was unknown).
 func (r *replayer) preResync(o *op) reason {
 	for tries := 0; ; tries++ {
-		cur := r.m.states()
+		cur := r.m.current() // read only: bridge changes nothing, exec is last
 		bridged := false
 		for _, i := range o.groups {
 			gl := r.groupLine(i)
@@ -130,8 +130,8 @@ func (r *replayer) preResync(o *op) reason {
 			break
 		}
 	}
-	cur := r.m.states()
-	want := map[hier.GroupID]gstate{}
+	cur := r.m.current() // read only, until resyncTo
+	var want map[hier.GroupID]gstate
 	why := known
 	for _, i := range o.groups {
 		gl := r.groupLine(i)
@@ -140,6 +140,9 @@ func (r *replayer) preResync(o *op) reason {
 		// the model knows, is left to the comparison.
 		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == known {
 			continue
+		}
+		if want == nil {
+			want = map[hier.GroupID]gstate{}
 		}
 		want[gl.id] = p.s
 		why = first(why, r.gk[gl.id])
