@@ -59,7 +59,9 @@ func (r *replayer) exec(i int) {
 // their own lines.
 func (r *replayer) collect(f func()) []mline {
 	saved, on := r.rec.lines, r.rec.on
-	r.rec.lines, r.rec.on = nil, true
+	// A walk prints a few lines a level: room for those of a
+	// hierarchy's usual depth, in one allocation.
+	r.rec.lines, r.rec.on = make([]mline, 0, collectLines), true
 	r.depth++
 	f()
 	r.depth--
@@ -79,9 +81,21 @@ func (r *replayer) checkInvariants() {
 	}
 }
 
-// only returns the lines of ls of the given kind, in order.
+// collectLines is the room collect makes for the lines of an operation.
+const collectLines = 8
+
+// only returns the lines of ls of the given kind, in order (nil if none).
 func only(ls []mline, kind hier.EventKind) []mline {
-	var out []mline
+	n := 0
+	for _, l := range ls {
+		if l.kind == kind {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]mline, 0, n)
 	for _, l := range ls {
 		if l.kind == kind {
 			out = append(out, l)
