@@ -7,7 +7,7 @@ import (
 )
 
 // opKind is the hierarchy entry point an operation of the trace ran.
-type opKind int
+type opKind uint8
 
 const (
 	opActivate   opKind = iota // tmigr_cpu_activate
@@ -29,8 +29,7 @@ func (k opKind) String() string { return opNames[k] }
 // and no entry point nests in it), so the lines of one CPU never mix two
 // operations.
 type op struct {
-	idx   int // its index in the replay order
-	kind  opKind
+	idx   int   // its index in the replay order
 	cpu   int   // the CPU running it
 	lines []int // indexes into Trace.Events, in order
 
@@ -39,6 +38,7 @@ type op struct {
 	oldWakeup int64
 	// Deactivate and NewTimer: the argument and the result.
 	nextevt, wakeup int64
+	kind            opKind
 	// NewTimer: the kernel walked (printed tmigr_cpu_new_timer).
 	walked bool
 	// closed: the operation's last line was seen (tmigr_cpu_idle,
@@ -178,9 +178,31 @@ func splitOps(events []ftrace.Event) []*op {
 	for _, o := range last {
 		o.cut = true
 	}
+	for _, o := range ops {
+		o.compact()
+	}
 	sort.SliceStable(ops, func(a, b int) bool { return ops[a].key() < ops[b].key() })
 	for i, o := range ops {
 		o.idx = i
 	}
 	return ops
+}
+
+// compact moves o's lists of lines, grown one line at a time, into one
+// array of their exact size: a recording holds an operation for every
+// few lines, and the slack of their growth would outweigh the lines.
+func (o *op) compact() {
+	all := make([]int, 0, len(o.lines)+len(o.groups)+len(o.updates)+len(o.levels)+len(o.targets))
+	take := func(l []int) []int {
+		if l == nil {
+			return nil
+		}
+		all = append(all, l...)
+		return all[len(all)-len(l) : len(all) : len(all)]
+	}
+	o.lines = take(o.lines)
+	o.groups = take(o.groups)
+	o.updates = take(o.updates)
+	o.levels = take(o.levels)
+	o.targets = take(o.targets)
 }
