@@ -75,8 +75,15 @@ func (o *op) key() int {
 func splitOps(events []ftrace.Event) []*op {
 	var ops []*op
 	cur := map[int]*op{} // per CPU, the operation its lines go to
+	// The operations are allocated in blocks (a recording holds one for
+	// every few lines, all kept to the end).
+	var block []op
 	start := func(kind opKind, cpu, i int) *op {
-		o := &op{kind: kind, cpu: cpu, lines: []int{i}}
+		if len(block) == cap(block) {
+			block = make([]op, 0, opBlock)
+		}
+		block = append(block, op{kind: kind, cpu: cpu, lines: []int{i}})
+		o := &block[len(block)-1]
 		ops = append(ops, o)
 		cur[cpu] = o
 		return o
@@ -178,8 +185,9 @@ func splitOps(events []ftrace.Event) []*op {
 	for _, o := range last {
 		o.cut = true
 	}
+	var lines []int
 	for _, o := range ops {
-		o.compact()
+		lines = o.compact(lines)
 	}
 	sort.SliceStable(ops, func(a, b int) bool { return ops[a].key() < ops[b].key() })
 	for i, o := range ops {
@@ -188,21 +196,30 @@ func splitOps(events []ftrace.Event) []*op {
 	return ops
 }
 
-// compact moves o's lists of lines, grown one line at a time, into one
-// array of their exact size: a recording holds an operation for every
-// few lines, and the slack of their growth would outweigh the lines.
-func (o *op) compact() {
-	all := make([]int, 0, len(o.lines)+len(o.groups)+len(o.updates)+len(o.levels)+len(o.targets))
+// opBlock is how many operations splitOps allocates at once.
+const opBlock = 1024
+
+// compact moves o's lists of lines, grown one line at a time, into block,
+// the free part of an array shared by many operations (a new one when it
+// is full), each list of its exact size: a recording holds an operation
+// for every few lines, and the slack of their growth would outweigh the
+// lines. It returns what is left of block.
+func (o *op) compact(block []int) []int {
+	n := len(o.lines) + len(o.groups) + len(o.updates) + len(o.levels) + len(o.targets)
+	if cap(block)-len(block) < n {
+		block = make([]int, 0, max(n, opBlock*8))
+	}
 	take := func(l []int) []int {
 		if l == nil {
 			return nil
 		}
-		all = append(all, l...)
-		return all[len(all)-len(l) : len(all) : len(all)]
+		block = append(block, l...)
+		return block[len(block)-len(l) : len(block) : len(block)]
 	}
 	o.lines = take(o.lines)
 	o.groups = take(o.groups)
 	o.updates = take(o.updates)
 	o.levels = take(o.levels)
 	o.targets = take(o.targets)
+	return block
 }
