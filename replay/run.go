@@ -59,9 +59,7 @@ func (r *replayer) exec(i int) {
 // their own lines.
 func (r *replayer) collect(f func()) []mline {
 	saved, on := r.rec.lines, r.rec.on
-	// A walk prints a few lines a level: room for those of a
-	// hierarchy's usual depth, in one allocation.
-	r.rec.lines, r.rec.on = make([]mline, 0, collectLines), true
+	r.rec.lines, r.rec.on = r.lineBuf(), true
 	r.depth++
 	f()
 	r.depth--
@@ -81,8 +79,40 @@ func (r *replayer) checkInvariants() {
 	}
 }
 
-// collectLines is the room collect makes for the lines of an operation.
+// lineBuf returns an empty list of lines to fill: one a caller gave back
+// (release), or a new one with room for the lines a walk prints in a
+// hierarchy of the usual depth.
+func (r *replayer) lineBuf() []mline {
+	if n := len(r.spare); n > 0 {
+		b := r.spare[n-1]
+		r.spare = r.spare[:n-1]
+		return b
+	}
+	return make([]mline, 0, collectLines)
+}
+
+// release gives back lines of collect or onlyBuf that the caller no longer
+// reads, for the next operation's: an operation replays with no
+// allocation for its lines.
+func (r *replayer) release(ls []mline) {
+	if cap(ls) > 0 {
+		r.spare = append(r.spare, ls[:0])
+	}
+}
+
+// collectLines is the room lineBuf makes for the lines of an operation.
 const collectLines = 8
+
+// onlyBuf is only, into a list of lines from lineBuf (to release).
+func (r *replayer) onlyBuf(ls []mline, kind hier.EventKind) []mline {
+	out := r.lineBuf()
+	for _, l := range ls {
+		if l.kind == kind {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // only returns the lines of ls of the given kind, in order (nil if none).
 func only(ls []mline, kind hier.EventKind) []mline {

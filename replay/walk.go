@@ -32,6 +32,7 @@ func (r *replayer) runWalk(o *op) {
 			ret = r.m.h.Deactivate(c, o.nextevt)
 		}
 	})
+	defer r.release(ml)
 	r.walks = r.walks[:len(r.walks)-1]
 	r.resumeSplits(o)
 	// The stored wakeup tmigr_cpu_active prints.
@@ -44,7 +45,8 @@ func (r *replayer) runWalk(o *op) {
 	if o.kind == opDeactivate {
 		kind = hier.EvGroupSetCPUInactive
 	}
-	mg := only(ml, kind)
+	mg := r.onlyBuf(ml, kind)
+	defer r.release(mg)
 	lastWhy := r.compareGroups(o, mg, kind, resynced, pathWhy)
 	if o.kind == opActivate {
 		r.ek[c], r.wk[c] = known, known
