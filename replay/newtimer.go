@@ -51,7 +51,7 @@ func (r *replayer) runNewTimer(o *op) {
 	ml := r.collect(func() { ret = r.m.h.NewTimer(c, o.nextevt) })
 	walked := len(only(ml, hier.EvCPUNewTimer)) > 0
 	if nt := only(ml, hier.EvCPUNewTimer); o.walked && walked {
-		r.check(r.ev[o.first()].Line, "tmigr_cpu_new_timer wakeup", first(resynced, wWhy), fmtNS(o.oldWakeup), fmtNS(nt[0].wakeup))
+		r.checkNS(r.ev[o.first()].Line, "tmigr_cpu_new_timer wakeup", first(resynced, wWhy), o.oldWakeup, nt[0].wakeup)
 	}
 	// With no new expiry nothing is walked whatever the event was.
 	why := resynced

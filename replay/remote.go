@@ -494,7 +494,7 @@ func (r *replayer) expireRemote(handler, target int) {
 	if ls := only(r.rec.lines, hier.EvHandleRemoteCPU); len(ls) > 0 {
 		ml := ls[len(ls)-1]
 		kw := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).Wakeup
-		r.check(r.ev[ti].Line, "tmigr_handle_remote_cpu wakeup", ml.why, fmtNS(kw), fmtNS(ml.wakeup))
+		r.checkNS(r.ev[ti].Line, "tmigr_handle_remote_cpu wakeup", ml.why, kw, ml.wakeup)
 	}
 	// The window: up to the round's next line, or to the handler's next
 	// operation.

@@ -103,6 +103,19 @@ func (r *replayer) release(ls []mline) {
 // collectLines is the room lineBuf makes for the lines of an operation.
 const collectLines = 8
 
+// one returns the line of ls of the given kind if there is exactly one.
+func one(ls []mline, kind hier.EventKind) (mline, bool) {
+	var l mline
+	n := 0
+	for _, x := range ls {
+		if x.kind == kind {
+			l = x
+			n++
+		}
+	}
+	return l, n == 1
+}
+
 // onlyBuf is only, into a list of lines from lineBuf (to release).
 func (r *replayer) onlyBuf(ls []mline, kind hier.EventKind) []mline {
 	out := r.lineBuf()

@@ -37,8 +37,8 @@ func (r *replayer) runWalk(o *op) {
 	r.resumeSplits(o)
 	// The stored wakeup tmigr_cpu_active prints.
 	if o.kind == opActivate {
-		if a := only(ml, hier.EvCPUActive); len(a) == 1 {
-			r.check(r.ev[o.first()].Line, "tmigr_cpu_active wakeup", wBefore, fmtNS(o.oldWakeup), fmtNS(a[0].wakeup))
+		if a, ok := one(ml, hier.EvCPUActive); ok {
+			r.checkNS(r.ev[o.first()].Line, "tmigr_cpu_active wakeup", wBefore, o.oldWakeup, a.wakeup)
 		}
 	}
 	kind := hier.EvGroupSetCPUActive
@@ -60,7 +60,7 @@ func (r *replayer) runWalk(o *op) {
 	if handback(o, r, mg, ml) {
 		why = first(why, r.qIdle(r.topo.Top))
 	}
-	r.check(r.ev[o.last()].Line, "tmigr_cpu_idle", why, fmtNS(o.wakeup), fmtNS(ret))
+	r.checkNS(r.ev[o.last()].Line, "tmigr_cpu_idle", why, o.wakeup, ret)
 	r.wk[c] = known
 	if ret != o.wakeup {
 		r.wk[c] = first(why, reasonDiverged)
