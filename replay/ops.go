@@ -51,8 +51,39 @@ type op struct {
 
 	groups  []int // tmigr_group_set_cpu_{active,inactive}
 	updates []int // tmigr_update_events
+	// round: the lines only a remote round prints, nil for the other
+	// operations (nearly all: an operation holds no room for them).
+	round *roundLines
+}
+
+// roundLines are the lines of a remote round's levels and targets.
+type roundLines struct {
 	levels  []int // tmigr_handle_remote
 	targets []int // tmigr_handle_remote_cpu
+}
+
+// levels returns the operation's tmigr_handle_remote lines.
+func (o *op) levels() []int {
+	if o.round == nil {
+		return nil
+	}
+	return o.round.levels
+}
+
+// targets returns the operation's tmigr_handle_remote_cpu lines.
+func (o *op) targets() []int {
+	if o.round == nil {
+		return nil
+	}
+	return o.round.targets
+}
+
+// roundOf returns o's round lines, made on the first.
+func (o *op) roundOf() *roundLines {
+	if o.round == nil {
+		o.round = &roundLines{}
+	}
+	return o.round
 }
 
 func (o *op) first() int { return o.lines[0] }
@@ -151,10 +182,12 @@ func splitOps(events []ftrace.Event) []*op {
 				o, kind = nil, opRemote
 			}
 			o = join(o, kind, cpu, i)
-			o.levels = append(o.levels, i)
+			rl := o.roundOf()
+			rl.levels = append(rl.levels, i)
 		case ftrace.TmigrHandleRemoteCPU:
 			o := join(open(cpu, opRemote, opPartial), opPartial, cpu, i)
-			o.targets = append(o.targets, i)
+			rl := o.roundOf()
+			rl.targets = append(rl.targets, i)
 		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOffline:
 			o := join(open(cpu, opDeactivate), opHotplug, cpu, i)
 			o.kind, o.closed = opHotplug, true
@@ -205,7 +238,7 @@ const opBlock = 1024
 // for every few lines, and the slack of their growth would outweigh the
 // lines. It returns what is left of block.
 func (o *op) compact(block []int) []int {
-	n := len(o.lines) + len(o.groups) + len(o.updates) + len(o.levels) + len(o.targets)
+	n := len(o.lines) + len(o.groups) + len(o.updates) + len(o.levels()) + len(o.targets())
 	if cap(block)-len(block) < n {
 		block = make([]int, 0, max(n, opBlock*8))
 	}
@@ -219,7 +252,9 @@ func (o *op) compact(block []int) []int {
 	o.lines = take(o.lines)
 	o.groups = take(o.groups)
 	o.updates = take(o.updates)
-	o.levels = take(o.levels)
-	o.targets = take(o.targets)
+	if rl := o.round; rl != nil {
+		rl.levels = take(rl.levels)
+		rl.targets = take(rl.targets)
+	}
 	return block
 }
