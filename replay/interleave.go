@@ -176,8 +176,8 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 	}
 	var queue []hier.EventInfo // g's queue, read once a candidate needs it
 	read := false
-	// The CPUs seen: at most one an operation of the window, few enough
-	// to look through.
+	// The CPUs seen, at most one for each operation of the window: few
+	// enough to look through.
 	var seenBuf [lookahead + 1]int
 	seen := append(seenBuf[:0], o.cpu)
 	for j := o.idx + 1; j < len(r.ops) && j <= o.idx+lookahead; j++ {

@@ -78,7 +78,7 @@ func (o *op) targets() []int {
 	return o.round.targets
 }
 
-// roundOf returns o's round lines, made on the first.
+// roundOf returns o's round lines, made at the first.
 func (o *op) roundOf() *roundLines {
 	if o.round == nil {
 		o.round = &roundLines{}
