@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"slices"
+
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 )
@@ -174,13 +176,16 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 	}
 	var queue []hier.EventInfo // g's queue, read once a candidate needs it
 	read := false
-	seen := map[int]bool{o.cpu: true}
+	// The CPUs seen, at most one for each operation of the window: few
+	// enough to look through.
+	var seenBuf [lookahead + 1]int
+	seen := append(seenBuf[:0], o.cpu)
 	for j := o.idx + 1; j < len(r.ops) && j <= o.idx+lookahead; j++ {
 		a := r.ops[j]
-		if seen[a.cpu] {
+		if slices.Contains(seen, a.cpu) {
 			continue
 		}
-		seen[a.cpu] = true
+		seen = append(seen, a.cpu)
 		if r.done[j] || a.kind != opActivate || a.first() > u || len(a.groups) == 0 || r.ek[a.cpu] != known {
 			continue
 		}
@@ -208,8 +213,9 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 		if !read {
 			queue, read = r.queueOf(g), true
 		}
+		owner := child.String()
 		for _, e := range queue {
-			if e.Owner == child.String() && !e.Ignore && e.Expires < p.NextExpiry {
+			if e.Owner == owner && !e.Ignore && e.Expires < p.NextExpiry {
 				return j
 			}
 		}

@@ -18,7 +18,7 @@ type kgroup struct {
 }
 
 func (r *replayer) groupLine(i int) kgroup {
-	ev := r.ev[i]
+	ev := &r.ev[i]
 	var g ftrace.TmigrGroupAndCPU
 	act := false
 	switch p := ev.Data.(type) {

@@ -49,11 +49,18 @@ func (r *replayer) findMembers() []membership {
 	for c := range ms {
 		ms[c] = membership{in: -1, out: -1}
 	}
-	in := func(c, i int, what string) {
+	// in records line i as the first evidence that c is in, reporting
+	// whether it is: the caller then says what it was (formatted only
+	// then, once a CPU).
+	in := func(c, i int) bool {
 		if c >= 0 && c < n && !stop[c] && ms[c].in < 0 {
-			ms[c].in, ms[c].inWhat = i, what
+			ms[c].in = i
+			return true
 		}
+		return false
 	}
+	// below caches the CPUs below each group.
+	below := map[hier.GroupID][]int{}
 	for i, ev := range r.ev {
 		switch p := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
@@ -65,9 +72,13 @@ func (r *replayer) findMembers() []membership {
 				stop[ev.CPU] = true
 			}
 		case ftrace.TmigrHandleRemoteCPU:
-			in(p.CPU, i, fmt.Sprintf("CPU %d expired its timers remotely", ev.CPU))
+			if in(p.CPU, i) {
+				ms[p.CPU].inWhat = fmt.Sprintf("CPU %d expired its timers remotely", ev.CPU)
+			}
 		case ftrace.TmigrGroupSetCPUActive, ftrace.TmigrGroupSetCPUInactive:
-			in(ev.CPU, i, ev.Name+" of its own")
+			if in(ev.CPU, i) {
+				ms[ev.CPU].inWhat = ev.Name + " of its own"
+			}
 			gl := r.groupLine(i)
 			if gl.id == hier.NoGroup {
 				break
@@ -75,7 +86,9 @@ func (r *replayer) findMembers() []membership {
 			n := r.topo.Info[gl.id]
 			for _, c := range n.CPUs {
 				if gl.after.active&r.topo.CPUBit[c] != 0 {
-					in(c, i, fmt.Sprintf("its bit in %s", fmtGroup(gl.id, gl.after)))
+					if in(c, i) {
+						ms[c].inWhat = fmt.Sprintf("its bit in %s", fmtGroup(gl.id, gl.after))
+					}
 				} else if !stop[c] && ms[c].out < 0 {
 					ms[c].out = i
 				}
@@ -85,15 +98,20 @@ func (r *replayer) findMembers() []membership {
 				if gl.after.active&r.topo.Info[k].Bit != 0 {
 					continue
 				}
-				for _, c := range r.topo.CPUsBelow(k) {
+				cs, ok := below[k]
+				if !ok {
+					cs = r.topo.CPUsBelow(k)
+					below[k] = cs
+				}
+				for _, c := range cs {
 					if !stop[c] && ms[c].out < 0 {
 						ms[c].out = i
 					}
 				}
 			}
 		default:
-			if ftrace.IsTmigr(ev.Data) {
-				in(ev.CPU, i, ev.Name+" of its own")
+			if ftrace.IsTmigr(ev.Data) && in(ev.CPU, i) {
+				ms[ev.CPU].inWhat = ev.Name + " of its own"
 			}
 		}
 	}

@@ -51,7 +51,7 @@ func (r *replayer) runNewTimer(o *op) {
 	ml := r.collect(func() { ret = r.m.h.NewTimer(c, o.nextevt) })
 	walked := len(only(ml, hier.EvCPUNewTimer)) > 0
 	if nt := only(ml, hier.EvCPUNewTimer); o.walked && walked {
-		r.check(r.ev[o.first()].Line, "tmigr_cpu_new_timer wakeup", first(resynced, wWhy), fmtNS(o.oldWakeup), fmtNS(nt[0].wakeup))
+		r.checkNS(r.ev[o.first()].Line, "tmigr_cpu_new_timer wakeup", first(resynced, wWhy), o.oldWakeup, nt[0].wakeup)
 	}
 	// With no new expiry nothing is walked whatever the event was.
 	why := resynced
@@ -85,7 +85,7 @@ func (r *replayer) runNewTimer(o *op) {
 // inRemoteOf reports whether a round being replayed is expiring cpu.
 func (r *replayer) inRemoteOf(cpu int) bool {
 	for _, rd := range r.rounds {
-		if rd.cur >= 0 && r.ev[rd.o.targets[rd.cur]].Data.(ftrace.TmigrHandleRemoteCPU).CPU == cpu {
+		if rd.cur >= 0 && r.ev[rd.o.targets()[rd.cur]].Data.(ftrace.TmigrHandleRemoteCPU).CPU == cpu {
 			return true
 		}
 	}
@@ -99,7 +99,7 @@ func (r *replayer) remoteNear(cpu int, ts int64) bool {
 	if r.spans == nil {
 		r.spans = map[int][][2]int64{}
 		for _, o := range r.ops {
-			for _, ti := range o.targets {
+			for _, ti := range o.targets() {
 				x := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
 				end := r.ev[ti].TS
 			walk:

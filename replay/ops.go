@@ -7,7 +7,7 @@ import (
 )
 
 // opKind is the hierarchy entry point an operation of the trace ran.
-type opKind int
+type opKind uint8
 
 const (
 	opActivate   opKind = iota // tmigr_cpu_activate
@@ -29,8 +29,7 @@ func (k opKind) String() string { return opNames[k] }
 // and no entry point nests in it), so the lines of one CPU never mix two
 // operations.
 type op struct {
-	idx   int // its index in the replay order
-	kind  opKind
+	idx   int   // its index in the replay order
 	cpu   int   // the CPU running it
 	lines []int // indexes into Trace.Events, in order
 
@@ -39,6 +38,7 @@ type op struct {
 	oldWakeup int64
 	// Deactivate and NewTimer: the argument and the result.
 	nextevt, wakeup int64
+	kind            opKind
 	// NewTimer: the kernel walked (printed tmigr_cpu_new_timer).
 	walked bool
 	// closed: the operation's last line was seen (tmigr_cpu_idle,
@@ -51,8 +51,39 @@ type op struct {
 
 	groups  []int // tmigr_group_set_cpu_{active,inactive}
 	updates []int // tmigr_update_events
+	// round: the lines only a remote round prints, nil for the other
+	// operations (nearly all: an operation holds no room for them).
+	round *roundLines
+}
+
+// roundLines are the lines of a remote round's levels and targets.
+type roundLines struct {
 	levels  []int // tmigr_handle_remote
 	targets []int // tmigr_handle_remote_cpu
+}
+
+// levels returns the operation's tmigr_handle_remote lines.
+func (o *op) levels() []int {
+	if o.round == nil {
+		return nil
+	}
+	return o.round.levels
+}
+
+// targets returns the operation's tmigr_handle_remote_cpu lines.
+func (o *op) targets() []int {
+	if o.round == nil {
+		return nil
+	}
+	return o.round.targets
+}
+
+// roundOf returns o's round lines, made at the first.
+func (o *op) roundOf() *roundLines {
+	if o.round == nil {
+		o.round = &roundLines{}
+	}
+	return o.round
 }
 
 func (o *op) first() int { return o.lines[0] }
@@ -75,8 +106,15 @@ func (o *op) key() int {
 func splitOps(events []ftrace.Event) []*op {
 	var ops []*op
 	cur := map[int]*op{} // per CPU, the operation its lines go to
+	// The operations are allocated in blocks (a recording holds one for
+	// every few lines, all kept to the end).
+	var block []op
 	start := func(kind opKind, cpu, i int) *op {
-		o := &op{kind: kind, cpu: cpu, lines: []int{i}}
+		if len(block) == cap(block) {
+			block = make([]op, 0, opBlock)
+		}
+		block = append(block, op{kind: kind, cpu: cpu, lines: []int{i}})
+		o := &block[len(block)-1]
 		ops = append(ops, o)
 		cur[cpu] = o
 		return o
@@ -144,10 +182,12 @@ func splitOps(events []ftrace.Event) []*op {
 				o, kind = nil, opRemote
 			}
 			o = join(o, kind, cpu, i)
-			o.levels = append(o.levels, i)
+			rl := o.roundOf()
+			rl.levels = append(rl.levels, i)
 		case ftrace.TmigrHandleRemoteCPU:
 			o := join(open(cpu, opRemote, opPartial), opPartial, cpu, i)
-			o.targets = append(o.targets, i)
+			rl := o.roundOf()
+			rl.targets = append(rl.targets, i)
 		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOffline:
 			o := join(open(cpu, opDeactivate), opHotplug, cpu, i)
 			o.kind, o.closed = opHotplug, true
@@ -178,9 +218,43 @@ func splitOps(events []ftrace.Event) []*op {
 	for _, o := range last {
 		o.cut = true
 	}
+	var lines []int
+	for _, o := range ops {
+		lines = o.compact(lines)
+	}
 	sort.SliceStable(ops, func(a, b int) bool { return ops[a].key() < ops[b].key() })
 	for i, o := range ops {
 		o.idx = i
 	}
 	return ops
+}
+
+// opBlock is how many operations splitOps allocates at once.
+const opBlock = 1024
+
+// compact moves o's lists of lines, grown one line at a time, into block,
+// the free part of an array shared by many operations (a new one when it
+// is full), each list of its exact size: a recording holds an operation
+// for every few lines, and the slack of their growth would outweigh the
+// lines. It returns what is left of block.
+func (o *op) compact(block []int) []int {
+	n := len(o.lines) + len(o.groups) + len(o.updates) + len(o.levels()) + len(o.targets())
+	if cap(block)-len(block) < n {
+		block = make([]int, 0, max(n, opBlock*8))
+	}
+	take := func(l []int) []int {
+		if l == nil {
+			return nil
+		}
+		block = append(block, l...)
+		return block[len(block)-len(l) : len(block) : len(block)]
+	}
+	o.lines = take(o.lines)
+	o.groups = take(o.groups)
+	o.updates = take(o.updates)
+	if rl := o.round; rl != nil {
+		rl.levels = take(rl.levels)
+		rl.targets = take(rl.targets)
+	}
+	return block
 }

@@ -110,12 +110,12 @@ func (r *replayer) findWitnesses() {
 			r.changes[o.cpu] = append(r.changes[o.cpu], j)
 		case opRemote:
 			targets := map[int]bool{}
-			for _, ti := range o.targets {
+			for _, ti := range o.targets() {
 				x := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
 				targets[x] = true
 				r.changes[x] = append(r.changes[x], j)
 			}
-			if len(o.levels) < 2 {
+			if len(o.levels()) < 2 {
 				continue // did not show that it handled its group
 			}
 			for _, x := range r.topo.Info[r.topo.CPUGroup[o.cpu]].CPUs {
@@ -213,7 +213,7 @@ const (
 // CPU's trace line trails its compare-and-swap), and bridge finds it as
 // preResync does for walks.
 func (r *replayer) bridgeRoundEntry(o *op) {
-	if len(o.levels) == 0 {
+	if len(o.levels()) == 0 {
 		return
 	}
 	h := o.cpu
@@ -249,7 +249,7 @@ func (r *replayer) claimedJustBefore(o *op) bool {
 		if p.kind != opRemote || p.cpu == o.cpu {
 			continue
 		}
-		for _, i := range p.targets {
+		for _, i := range p.targets() {
 			c := ftrace.TmigrCPUGroup(r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU))
 			if c.CPU == o.cpu && c.Wakeup != hier.KtimeMax && ts >= r.ev[i].TS && ts-r.ev[i].TS <= bridgeNS {
 				return true
@@ -261,7 +261,7 @@ func (r *replayer) claimedJustBefore(o *op) bool {
 
 func (r *replayer) runRemote(idx int, o *op) {
 	h := o.cpu
-	rd := &round{idx: idx, o: o, used: make([]bool, len(o.targets)), cur: -1, lo: minNS, hi: maxNS}
+	rd := &round{idx: idx, o: o, used: make([]bool, len(o.targets())), cur: -1, lo: minNS, hi: maxNS}
 	why := known
 	// Without the clock, now is anywhere: a round that finds no event
 	// queued in the groups it handles decides nothing that depends on it;
@@ -326,18 +326,18 @@ func (r *replayer) runRemote(idx int, o *op) {
 		}
 	}
 	var kl, ml0 []string
-	for _, i := range o.levels {
+	for _, i := range o.levels() {
 		id, _ := r.gm.id(r.ev[i].Data.(ftrace.TmigrHandleRemote).Group)
 		kl = append(kl, id.String())
 	}
 	for _, l := range only(ml, hier.EvHandleRemote) {
 		ml0 = append(ml0, l.group.String())
 	}
-	if len(ml) == 0 && len(o.levels) > 0 && len(o.targets) == 0 && r.claimedJustBefore(o) {
+	if len(ml) == 0 && len(o.levels()) > 0 && len(o.targets()) == 0 && r.claimedJustBefore(o) {
 		why = first(why, reasonClaim)
 	}
 	var kt, mt []int
-	for _, i := range o.targets {
+	for _, i := range o.targets() {
 		kt = append(kt, r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU)
 	}
 	for _, l := range only(ml, hier.EvHandleRemoteCPU) {
@@ -424,7 +424,7 @@ func (rd *round) without(cs []int) []int {
 func (rd *round) nowFor(r *replayer) int64 {
 	now := rd.lo
 	exp := map[int]int64{}
-	for k, i := range rd.o.targets {
+	for k, i := range rd.o.targets() {
 		x := r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU
 		e, ok := exp[x]
 		if !ok {
@@ -450,7 +450,7 @@ func (rd *round) nowFor(r *replayer) int64 {
 // refetched returns the nextevt of the level-0 update the kernel printed
 // after expiring its k-th target.
 func (r *replayer) refetched(o *op, k int) (int64, bool) {
-	ti := o.targets[k]
+	ti := o.targets()[k]
 	target := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
 	for _, i := range o.lines {
 		if i <= ti {
@@ -480,7 +480,7 @@ func (rd *round) ambiguous(expires int64) bool {
 func (r *replayer) expireRemote(handler, target int) {
 	rd := r.rounds[len(r.rounds)-1]
 	rd.cur = -1
-	for k, i := range rd.o.targets {
+	for k, i := range rd.o.targets() {
 		if !rd.used[k] && r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU == target {
 			rd.used[k], rd.cur = true, k
 			break
@@ -489,12 +489,12 @@ func (r *replayer) expireRemote(handler, target int) {
 	if rd.cur < 0 {
 		return
 	}
-	ti := rd.o.targets[rd.cur]
+	ti := rd.o.targets()[rd.cur]
 	// The wakeup the kernel printed for the target, before its reset.
 	if ls := only(r.rec.lines, hier.EvHandleRemoteCPU); len(ls) > 0 {
 		ml := ls[len(ls)-1]
 		kw := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).Wakeup
-		r.check(r.ev[ti].Line, "tmigr_handle_remote_cpu wakeup", ml.why, fmtNS(kw), fmtNS(ml.wakeup))
+		r.checkNS(r.ev[ti].Line, "tmigr_handle_remote_cpu wakeup", ml.why, kw, ml.wakeup)
 	}
 	// The window: up to the round's next line, or to the handler's next
 	// operation.
@@ -551,7 +551,7 @@ func (r *replayer) expireRemote(handler, target int) {
 		}
 		p := r.ops[j]
 		across := false
-		if p.kind == opRemote && len(p.targets) == 0 && !printed {
+		if p.kind == opRemote && len(p.targets()) == 0 && !printed {
 			// The walk that follows prints nothing: whether p read the
 			// queues before or after it, its result says (orderUnseen).
 			if before, ok := r.predictRound(j); ok {
@@ -564,7 +564,7 @@ func (r *replayer) expireRemote(handler, target int) {
 				}
 				rd.unseen = append(rd.unseen, unseen{j: j, cpu: p.cpu, before: before})
 			}
-		} else if p.kind == opRemote && len(p.targets) == 0 && r.readsAcross(p, ups) {
+		} else if p.kind == opRemote && len(p.targets()) == 0 && r.readsAcross(p, ups) {
 			across = true
 		}
 		rd.nested = true
@@ -607,7 +607,7 @@ type unseen struct {
 func (r *replayer) walkUpdates(o *op, k int) map[hier.GroupID]int {
 	ups := map[hier.GroupID]int{}
 	for _, i := range o.lines {
-		if i <= o.targets[k] {
+		if i <= o.targets()[k] {
 			continue
 		}
 		p, ok := r.ev[i].Data.(ftrace.TmigrUpdateEvents)
@@ -628,7 +628,7 @@ func (r *replayer) walkUpdates(o *op, k int) map[hier.GroupID]int {
 // printed after p's line for the group and before p's next line (or with
 // no next line of p) may have come before or after p's read.
 func (r *replayer) readsAcross(p *op, ups map[hier.GroupID]int) bool {
-	for _, li := range p.levels {
+	for _, li := range p.levels() {
 		g, ok := r.gm.id(r.ev[li].Data.(ftrace.TmigrHandleRemote).Group)
 		if !ok {
 			continue
@@ -772,10 +772,10 @@ func (r *replayer) onRemote() {
 	rd := r.rounds[len(r.rounds)-1]
 	k := rd.entered
 	rd.entered++
-	if k >= len(rd.o.levels) {
+	if k >= len(rd.o.levels()) {
 		return
 	}
-	li := rd.o.levels[k]
+	li := rd.o.levels()[k]
 	end := -1
 	for _, i := range rd.o.lines {
 		if i > li {
@@ -816,7 +816,7 @@ func (r *replayer) nextGlobalRemote(target int) int64 {
 		}
 	}
 	if rd.cur >= 0 {
-		if j, ok := r.wheel[rd.o.targets[rd.cur]]; ok {
+		if j, ok := r.wheel[rd.o.targets()[rd.cur]]; ok {
 			r.ek[target] = known
 			if j == 0 {
 				return hier.KtimeMax
@@ -856,7 +856,7 @@ func wheelNext(events []ftrace.Event, ops []*op, pre []preTimer, clk *clock, boo
 		if o.kind != opRemote {
 			continue
 		}
-		for _, ti := range o.targets {
+		for _, ti := range o.targets() {
 			end := len(events) - 1
 			for i := ti + 1; i < len(events); i++ {
 				if events[i].CPU == o.cpu && ftrace.IsTmigr(events[i].Data) {

@@ -27,12 +27,14 @@ type replayer struct {
 	gm   *groupMap
 	ops  []*op
 	done []bool
-	clk  *clock
-	rec  *recorder
-	m    *model
-	c    Counts
-	boot bool // the trace starts at the hierarchy's creation
-	km   kernel.Model
+	// spare: lists of lines given back for reuse (run.go, lineBuf).
+	spare [][]mline
+	clk   *clock
+	rec   *recorder
+	m     *model
+	c     Counts
+	boot  bool // the trace starts at the hierarchy's creation
+	km    kernel.Model
 
 	knowledge
 	members

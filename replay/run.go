@@ -59,7 +59,7 @@ func (r *replayer) exec(i int) {
 // their own lines.
 func (r *replayer) collect(f func()) []mline {
 	saved, on := r.rec.lines, r.rec.on
-	r.rec.lines, r.rec.on = nil, true
+	r.rec.lines, r.rec.on = r.lineBuf(), true
 	r.depth++
 	f()
 	r.depth--
@@ -79,9 +79,66 @@ func (r *replayer) checkInvariants() {
 	}
 }
 
-// only returns the lines of ls of the given kind, in order.
+// lineBuf returns an empty list of lines to fill: one a caller gave back
+// (release), or a new one with room for the lines a walk prints in a
+// hierarchy of the usual depth.
+func (r *replayer) lineBuf() []mline {
+	if n := len(r.spare); n > 0 {
+		b := r.spare[n-1]
+		r.spare = r.spare[:n-1]
+		return b
+	}
+	return make([]mline, 0, collectLines)
+}
+
+// release gives back lines of collect or onlyBuf that the caller no longer
+// reads, for the next operation's: an operation replays with no
+// allocation for its lines.
+func (r *replayer) release(ls []mline) {
+	if cap(ls) > 0 {
+		r.spare = append(r.spare, ls[:0])
+	}
+}
+
+// collectLines is the room lineBuf makes for the lines of an operation.
+const collectLines = 8
+
+// one returns the line of ls of the given kind if there is exactly one.
+func one(ls []mline, kind hier.EventKind) (mline, bool) {
+	var l mline
+	n := 0
+	for _, x := range ls {
+		if x.kind == kind {
+			l = x
+			n++
+		}
+	}
+	return l, n == 1
+}
+
+// onlyBuf is only, into a list of lines from lineBuf (to release).
+func (r *replayer) onlyBuf(ls []mline, kind hier.EventKind) []mline {
+	out := r.lineBuf()
+	for _, l := range ls {
+		if l.kind == kind {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// only returns the lines of ls of the given kind, in order (nil if none).
 func only(ls []mline, kind hier.EventKind) []mline {
-	var out []mline
+	n := 0
+	for _, l := range ls {
+		if l.kind == kind {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]mline, 0, n)
 	for _, l := range ls {
 		if l.kind == kind {
 			out = append(out, l)
@@ -107,7 +164,7 @@ func only(ls []mline, kind hier.EventKind) []mline {
 // It returns why o is undetermined (known if nothing was unknown).
 func (r *replayer) preResync(o *op) reason {
 	for tries := 0; ; tries++ {
-		cur := r.m.states()
+		cur := r.m.current() // read only: bridge changes nothing, exec is last
 		bridged := false
 		for _, i := range o.groups {
 			gl := r.groupLine(i)
@@ -130,8 +187,8 @@ func (r *replayer) preResync(o *op) reason {
 			break
 		}
 	}
-	cur := r.m.states()
-	want := map[hier.GroupID]gstate{}
+	cur := r.m.current() // read only, until resyncTo
+	var want map[hier.GroupID]gstate
 	why := known
 	for _, i := range o.groups {
 		gl := r.groupLine(i)
@@ -140,6 +197,9 @@ func (r *replayer) preResync(o *op) reason {
 		// the model knows, is left to the comparison.
 		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == known {
 			continue
+		}
+		if want == nil {
+			want = map[hier.GroupID]gstate{}
 		}
 		want[gl.id] = p.s
 		why = first(why, r.gk[gl.id])

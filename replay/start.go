@@ -234,7 +234,7 @@ func (r *replayer) constantCPUs(cpuState []int) []bool {
 		case opNewTimer:
 			idle[o.cpu] = true
 		case opRemote:
-			for _, ti := range o.targets {
+			for _, ti := range o.targets() {
 				if x := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU; x >= 0 && x < n {
 					idle[x] = true
 				}

@@ -209,6 +209,16 @@ func (r *replayer) decide(line int, event string, why reason, ok bool, kernel, m
 	}
 }
 
+// checkNS is check of two times (nanoseconds, or KTIME_MAX), formatted
+// only for a mismatch.
+func (r *replayer) checkNS(line int, event string, why reason, kernel, model int64) {
+	k, m := "", ""
+	if why == known && kernel != model {
+		k, m = fmtNS(kernel), fmtNS(model)
+	}
+	r.decide(line, event, why, kernel == model, k, m)
+}
+
 func fmtNS(v int64) string {
 	if v == hier.KtimeMax {
 		return "max"

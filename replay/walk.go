@@ -32,19 +32,21 @@ func (r *replayer) runWalk(o *op) {
 			ret = r.m.h.Deactivate(c, o.nextevt)
 		}
 	})
+	defer r.release(ml)
 	r.walks = r.walks[:len(r.walks)-1]
 	r.resumeSplits(o)
 	// The stored wakeup tmigr_cpu_active prints.
 	if o.kind == opActivate {
-		if a := only(ml, hier.EvCPUActive); len(a) == 1 {
-			r.check(r.ev[o.first()].Line, "tmigr_cpu_active wakeup", wBefore, fmtNS(o.oldWakeup), fmtNS(a[0].wakeup))
+		if a, ok := one(ml, hier.EvCPUActive); ok {
+			r.checkNS(r.ev[o.first()].Line, "tmigr_cpu_active wakeup", wBefore, o.oldWakeup, a.wakeup)
 		}
 	}
 	kind := hier.EvGroupSetCPUActive
 	if o.kind == opDeactivate {
 		kind = hier.EvGroupSetCPUInactive
 	}
-	mg := only(ml, kind)
+	mg := r.onlyBuf(ml, kind)
+	defer r.release(mg)
 	lastWhy := r.compareGroups(o, mg, kind, resynced, pathWhy)
 	if o.kind == opActivate {
 		r.ek[c], r.wk[c] = known, known
@@ -58,7 +60,7 @@ func (r *replayer) runWalk(o *op) {
 	if handback(o, r, mg, ml) {
 		why = first(why, r.qIdle(r.topo.Top))
 	}
-	r.check(r.ev[o.last()].Line, "tmigr_cpu_idle", why, fmtNS(o.wakeup), fmtNS(ret))
+	r.checkNS(r.ev[o.last()].Line, "tmigr_cpu_idle", why, o.wakeup, ret)
 	r.wk[c] = known
 	if ret != o.wakeup {
 		r.wk[c] = first(why, reasonDiverged)
@@ -78,33 +80,47 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 			why = first(why, pathWhy[k])
 		}
 		line := r.ev[o.last()].Line
-		kernel, model := "no transition", "no transition"
+		var kernel, model transition
 		if k < len(o.groups) {
 			gl := r.groupLine(o.groups[k])
 			line = gl.line
-			kernel = fmtGroup(gl.id, gl.after)
+			kernel = transition{gl.id, gl.after, true}
 			if !r.seen[gl.id] {
 				why = first(why, reasonFirst)
 			}
 		}
 		if k < len(mg) {
-			model = fmtGroup(mg[k].group, gstate{mg[k].active, mg[k].migrator})
+			model = transition{mg[k].group, gstate{mg[k].active, mg[k].migrator}, true}
 			if k >= len(o.groups) && o.cut {
 				why = first(why, reasonPartial) // the recording ended first
 			}
 		}
-		r.check(line, kind.String(), why, kernel, model)
+		if same := kernel == model; why != known || same {
+			r.decide(line, kind.String(), why, same, "", "")
+		} else {
+			r.check(line, kind.String(), why, kernel.String(), model.String())
+		}
 		lastWhy = first(lastWhy, why)
 	}
 	// A transition the model made as the kernel did needs no fixing,
 	// whatever operations replayed inside the walk did afterwards.
-	fix := map[hier.GroupID]gstate{}
-	post := r.m.states()
+	// post: the model's state of each group of o's transitions now,
+	// before any fix.
+	var fix map[hier.GroupID]gstate
+	var postBuf [8]gstate
+	post := postBuf[:0]
+	cur := r.m.current()
+	for _, i := range o.groups {
+		post = append(post, cur[r.groupLine(i).id])
+	}
 	for k, i := range o.groups {
 		gl := r.groupLine(i)
 		r.seen[gl.id] = true
 		same := k < len(mg) && mg[k].group == gl.id && gstate{mg[k].active, mg[k].migrator} == gl.after
-		if gl.id != hier.NoGroup && !same && post[gl.id] != gl.after {
+		if gl.id != hier.NoGroup && !same && post[k] != gl.after {
+			if fix == nil {
+				fix = map[hier.GroupID]gstate{}
+			}
 			fix[gl.id] = gl.after
 		}
 	}
@@ -112,12 +128,28 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 	if len(fix) > 0 {
 		applied = r.resyncTo(fix, first(lastWhy, reasonDiverged))
 	}
-	for _, i := range o.groups {
-		if gl := r.groupLine(i); gl.id != hier.NoGroup && (applied || post[gl.id] == gl.after) {
+	for k, i := range o.groups {
+		if gl := r.groupLine(i); gl.id != hier.NoGroup && (applied || post[k] == gl.after) {
 			r.gk[gl.id] = known
 		}
 	}
 	return lastWhy
+}
+
+// transition is one side of a compared group transition: the group and
+// the state it left, or none (ok false). Two sides are compared as values
+// and formatted only for a mismatch.
+type transition struct {
+	id hier.GroupID
+	s  gstate
+	ok bool
+}
+
+func (t transition) String() string {
+	if !t.ok {
+		return "no transition"
+	}
+	return fmtGroup(t.id, t.s)
 }
 
 // pathWhy returns, per level of cpu's path, why the states a walk reads up
