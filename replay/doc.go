@@ -125,7 +125,10 @@
 //     other CPUs that begin after the round did and before the round's next
 //     line are replayed inside the model's Expirer.ExpireRemote, where that
 //     window is in hier: the target may wake up meanwhile, and the walk that
-//     follows then sees it.
+//     follows then sees it. So is an operation of the round's own CPU
+//     printed wholly inside a callback of the expiry: callbacks run with
+//     interrupts on, and on a nohz_full CPU an interrupt's exit may stop
+//     the tick and deactivate the CPU (tick_irq_exit).
 //   - A round prints tmigr_handle_remote as it enters a group, before it
 //     checks its migrator and takes the group's lock
 //     (tmigr_handle_remote_up, kernel/time/timer_migration.c, 6.9+), and

@@ -301,3 +301,15 @@ func TestRoundSkipsDueClaimedEvent(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestHandlerIdlesInsideCallback replays a 7.2 PREEMPT_RT window where
+// nohz_full CPU 6's timer thread claimed CPU 5 (line 5585) and, while CPU
+// 5's timer ran, CPU 5 became active (line 8662) and an interrupt's exit
+// deactivated CPU 6 (line 8916) before the callback returned (line 8921):
+// the round then found CPU 5 migrator of their group and stopped there.
+func TestHandlerIdlesInsideCallback(t *testing.T) {
+	c := replayWindow(t, "vm7-2node-rt-7.2-handler-idles-inside-callback.txt")
+	if c.Checked-c.Undetermined < 100 {
+		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}

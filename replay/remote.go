@@ -505,12 +505,25 @@ func (r *replayer) expireRemote(handler, target int) {
 			break
 		}
 	}
+	own := map[int]bool{} // the handler's operations inside a callback
 	if end == len(r.ev) {
 		for j := rd.idx + 1; j < len(r.ops); j++ {
-			if r.ops[j].cpu == handler {
-				end = r.ops[j].key()
-				break
+			if r.ops[j].cpu != handler {
+				continue
 			}
+			end = r.ops[j].key()
+			// On a nohz_full CPU an interrupt's exit may stop the tick,
+			// and so deactivate the CPU in the hierarchy, while a
+			// callback of the expiry runs (tick_irq_exit,
+			// kernel/softirq.c; the callback runs with interrupts on):
+			// an operation of the handler wholly inside a callback ran
+			// in the window, which ends at that callback's exit.
+			if x := r.callbackAround(handler, ti, r.ops[j]); x >= 0 && r.ops[j].kind != opRemote {
+				own[j] = true
+				end = x
+				continue
+			}
+			break
 		}
 	}
 	// The target's timers ran as the handler's timer lines after the
@@ -546,7 +559,7 @@ func (r *replayer) expireRemote(handler, target int) {
 	ups := r.walkUpdates(rd.o, rd.cur)
 	deferred := map[int]bool{} // CPUs with an operation replayed after the round
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
-		if r.done[j] || r.ops[j].cpu == handler || deferred[r.ops[j].cpu] {
+		if r.done[j] || r.ops[j].cpu == handler && !own[j] || deferred[r.ops[j].cpu] {
 			continue
 		}
 		p := r.ops[j]
@@ -937,4 +950,30 @@ func wheelNext(events []ftrace.Event, ops []*op, pre []preTimer, clk *clock, boo
 		}
 	}
 	return out
+}
+
+// callbackAround returns the index of the timer_expire_exit that ends the
+// callback of the handler's expiry (begun after its claim, line ti) around
+// operation o of the handler, or -1 if o does not lie wholly inside one.
+func (r *replayer) callbackAround(handler, ti int, o *op) int {
+	in := false
+	for i := ti + 1; i < len(r.ev); i++ {
+		ev := r.ev[i]
+		if ev.CPU != handler {
+			continue
+		}
+		if i >= o.first() && !in {
+			return -1
+		}
+		switch ev.Data.(type) {
+		case ftrace.TimerExpireEntry:
+			in = true
+		case ftrace.TimerExpireExit:
+			if i > o.last() {
+				return i
+			}
+			in = false
+		}
+	}
+	return -1
 }
