@@ -313,3 +313,15 @@ func TestHandlerIdlesInsideCallback(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
 	}
 }
+
+// TestActivationAboveStalledDeactivation replays a 7.2 window where CPU 1's
+// deactivation of GRP0:0 (line 1267), printed after CPU 0's activation of
+// GRP0:0 and the top (lines 1261-1262), ran its compare-and-swap first:
+// CPU 0's activation found at the top GRP0:0's bit still set and GRP0:0
+// still the migrator, CPU 1's walk not having reached it.
+func TestActivationAboveStalledDeactivation(t *testing.T) {
+	c := replayWindow(t, "vm4-2node-7.2-activation-above-stalled-deactivation.txt")
+	if c.Checked-c.Undetermined < 360 {
+		t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
+	}
+}

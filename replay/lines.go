@@ -52,7 +52,8 @@ type prior struct {
 // priorOf inverts one transition of a group of level lvl. Activation: the
 // child's bit is added (or-ed in: tmigr_active_up, 6.9+, sets it whether
 // or not it was set) and it becomes migrator only if there was none.
-// Above level 0 the bit may still be set: a deactivation of another CPU
+// Above level 0 the bit may still be set (with the child still the
+// migrator, or another): a deactivation of another CPU
 // of the child group cleared the child's last bit, and the activation
 // found the child idle and climbed here, before that deactivation's walk
 // cleared the child's bit here (tmigr_inactive_up reads the child's state
@@ -68,11 +69,19 @@ func priorOf(activate bool, after gstate, m uint8, lvl int) prior {
 		p := prior{s: gstate{after.active &^ m, after.migrator}}
 		if after.migrator == m {
 			p.s.migrator = hier.MigratorNone
+			if lvl > 0 {
+				// Or the bit was still set with the child still the
+				// migrator: the deactivation below that cleared the
+				// child's last bit had not reached this level.
+				p.set, p.alt = m, m
+			}
 		} else if lvl > 0 {
 			// A migrator was there: the bit may have been set too.
 			p.set = m
 		}
-		p.bad = after.active&m == 0 || (p.s.migrator == hier.MigratorNone) != (p.s.active == 0)
+		// With no migrator before, no bit was set, unless the child was
+		// still the migrator (above).
+		p.bad = after.active&m == 0 || p.alt != m && (p.s.migrator == hier.MigratorNone) != (p.s.active == 0)
 		return p
 	}
 	if after.active&m != 0 {
