@@ -108,6 +108,7 @@ func readOracle(t *testing.T, path string) *oracle {
 	bitIn := map[uint64]uint8{}               // a group's bit in its parent, from the lines
 	lvl0 := map[int]uint64{}                  // a CPU's level-0 group pointer, from its lines
 	target := map[int]int{}                   // handler -> target of its remote expiry in progress
+	claimer := map[int]int{}                  // handler -> the task that claimed the target
 	walk := map[int][]uint64{}                // handler -> groups of its round so far
 	started := map[uint64]ftrace.TimerStart{} // a timer's last timer_start
 	// nonGlobal: expiries (by index) of a timer armed before the recording
@@ -159,14 +160,16 @@ func readOracle(t *testing.T, path string) *oracle {
 			delete(target, e.CPU)
 		case ftrace.TmigrHandleRemoteCPU:
 			target[e.CPU] = p.CPU
+			claimer[e.CPU] = e.PID
 		case ftrace.TimerExpireEntry:
 			tg, ok := target[e.CPU]
-			if st, known := started[p.Timer]; ok && (known && st.CPU != tg || !known && nonGlobal[i]) {
+			if st, known := started[p.Timer]; ok && (known && st.CPU != tg || !known && nonGlobal[i] || e.PID != claimer[e.CPU]) {
 				// A remote expiry runs only the target's bases
 				// (timer_expire_remote): a timer queued on another CPU
 				// ends the round, and this is a softirq of the CPU's
 				// own (on 7.3, its deferrable timers after a round that
-				// expired nothing).
+				// expired nothing); so is one another task printed (a
+				// remote expiry runs in its handler's call stack).
 				delete(target, e.CPU)
 				continue
 			}
