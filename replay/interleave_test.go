@@ -301,6 +301,11 @@ func TestRecordedOrders(t *testing.T) {
 		// compare-and-swap first: CPU 0's activation found at the top
 		// GRP0:0's bit still set and GRP0:0 still the migrator.
 		{"activation above stalled deactivation", "vm4-2node-7.2-activation-above-stalled-deactivation.txt", 360},
+		// CPU 2's deactivation cleared its bit (line 1166) and printed its
+		// update 4 ms later (line 1192), which read the group active: CPU
+		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again
+		// (1188) in between.
+		{"cpu busy and idle during stall", "vm3-3node-isol-rt-6.12-cpu-busy-and-idle-during-stall.txt", 290},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

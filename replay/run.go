@@ -221,10 +221,12 @@ const (
 
 // bridge returns the index of a pending operation of another CPU whose
 // transition of group g starts from state cur and begins a chain of such
-// operations (at most bridgeDepth, of distinct CPUs) that ends in a state
-// want admits, or -1: the merged trace put them after o, their CPUs made
-// them first. Each must be the next pending operation of its CPU (a CPU's
-// lines are in program order) and close in time to o. A chain longer than
+// operations (at most bridgeDepth) that ends in a state want admits, or
+// -1: the merged trace put them after o, their CPUs made them first. Each
+// must be the next pending operation of its CPU or follow that CPU's
+// earlier one in the chain (a CPU's lines are in program order; one CPU
+// may go busy and idle again while o's CPU stalls), and close in time to
+// o. A chain longer than
 // one is common under QEMU TCG, where several vCPUs' lines carry the same
 // stamp: CPUs leaving an isolated partition one by one, or waking
 // together.
@@ -250,10 +252,12 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 	type cand struct {
 		j     int
 		cpu   int
+		seq   int // its place among its CPU's candidates
 		from  prior
 		after gstate
 	}
 	var cands []cand
+	seq := map[int]int{}
 	var states map[hier.GroupID]gstate
 	if inWalk {
 		states = r.m.current() // read only: bridge changes nothing
@@ -305,25 +309,29 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		}
 		for _, i := range p.groups {
 			if gl := r.groupLine(i); gl.id == g {
-				cands = append(cands, cand{j, p.cpu, priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
+				cands = append(cands, cand{j, p.cpu, seq[p.cpu], priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
+				seq[p.cpu]++
+				// Its CPU's next operation may follow it in the chain
+				// (a CPU that went busy and idle again meanwhile).
+				blocked[p.cpu] = false
 				break
 			}
 		}
 	}
-	used := map[int]bool{}
+	used := map[int]int{} // per CPU, its candidates in the chain so far
 	var search func(s gstate, depth int) bool
 	search = func(s gstate, depth int) bool {
 		for _, c := range cands {
-			if used[c.cpu] || !c.from.admits(s) {
+			if used[c.cpu] != c.seq || !c.from.admits(s) {
 				continue
 			}
 			if want(c.after) {
 				return true
 			}
 			if depth > 1 {
-				used[c.cpu] = true
+				used[c.cpu]++
 				ok := search(c.after, depth-1)
-				used[c.cpu] = false
+				used[c.cpu]--
 				if ok {
 					return true
 				}
@@ -332,12 +340,12 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		return false
 	}
 	for _, c := range cands {
-		if !c.from.admits(cur) {
+		if c.seq != 0 || !c.from.admits(cur) {
 			continue
 		}
-		used[c.cpu] = true
+		used[c.cpu]++
 		ok := want(c.after) || search(c.after, bridgeDepth-1)
-		used[c.cpu] = false
+		used[c.cpu]--
 		if ok {
 			return c.j
 		}
