@@ -306,6 +306,10 @@ func TestRecordedOrders(t *testing.T) {
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again
 		// (1188) in between.
 		{"cpu busy and idle during stall", "vm3-3node-isol-rt-6.12-cpu-busy-and-idle-during-stall.txt", 290},
+		// CPU 2 cleared its bit and printed the group idle (line 823):
+		// CPU 3's deactivation had come first, its line printed 3.6 ms
+		// later (line 827), CPU 3 silent for 35 ms before it.
+		{"cas printed after silence", "vm7-4node-6.19-cas-printed-after-silence.txt", 960},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

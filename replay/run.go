@@ -213,7 +213,8 @@ func (r *replayer) preResync(o *op) reason {
 
 // A bridging transition is looked for among the next lookahead
 // operations, within bridgeNS of trace time: a CPU's trace line can trail
-// its compare-and-swap only as long as it took to print it.
+// its compare-and-swap only as long as it took to print it, unless the CPU
+// printed nothing meanwhile (silent).
 const (
 	lookahead = 32
 	bridgeNS  = 1_000_000
@@ -298,7 +299,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		if p.kind == opActivate {
 			from = r.ev[p.first()].TS
 		}
-		if from-until > bridgeNS {
+		if from-until > bridgeNS && !r.silent(p.cpu, o.key(), p.first()) {
 			continue
 		}
 		if ts-r.ev[p.key()].TS > bridgeNS {
@@ -351,6 +352,18 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		}
 	}
 	return -1
+}
+
+// silent reports whether cpu printed no line between event indexes a and
+// b: its line at b may then trail its compare-and-swap by all that time
+// (a vCPU descheduled between the two), beyond bridgeNS.
+func (r *replayer) silent(cpu, a, b int) bool {
+	for i := a + 1; i < b; i++ {
+		if r.ev[i].CPU == cpu {
+			return false
+		}
+	}
+	return true
 }
 
 // bridgeDepth bounds the chains bridge looks for.
