@@ -64,6 +64,9 @@ const (
 	whyFinishing  = "re-armed as its callback returned on another CPU"
 	whyAddTimerOn = "queued where add_timer_on put it, unmarked before 6.9"
 	whyHotplug    = "moved off its CPU by a hotplug"
+	// whyPinnedRunning: a pinned arm on the arming CPU of a timer whose
+	// callback runs on another base.
+	whyPinnedRunning = "pinned re-arm of a running timer: add_timer_on moves it, mod_timer does not"
 )
 
 // addTimerOnLocal holds the callbacks of the timers that the kernel's own
@@ -202,6 +205,17 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 				// add_timer_on, which moves even a running timer:
 				// the caller chose the CPU.
 				continue
+			case ok && base != a && d.Flags&ftrace.TimerPinned != 0 && d.CPU == a:
+				// A pinned arm naming the arming CPU while the callback
+				// runs on another base: add_timer_on (the workqueue's
+				// delayed work on a housekeeping CPU, 6.9+, or a CPU
+				// its caller named) moves even a running timer, a
+				// mod_timer of a pinned timer leaves it on its base
+				// (__mod_timer's running_timer check): which one armed
+				// it, the line does not tell.
+				want.Set(base)
+				want.Set(a)
+				why = reasonPinnedRunning
 			case ok && fin >= 0 && fin != a:
 				// Re-armed elsewhere as its callback is just done:
 				// the base has normally cleared running_timer, unless

@@ -259,3 +259,33 @@ func placementOfEvents(t *testing.T, m ftrace.Machine, ev []ftrace.Event) Counts
 	t.Helper()
 	return placementOfTrace(t, &Trace{Header: ftrace.Header{Machine: &m}, Events: ev}, "")
 }
+
+// TestPlacementPinnedRearmOfRunningTimer: a delayed work's timer expiring
+// on CPU 2 was re-armed pinned by a kworker on CPU 1 before CPU 2 printed
+// the callback's exit, and queued on CPU 1 (a 7.3 guest with nohz_full,
+// seed 901 of .ci/fresh-recordings): add_timer_on, which the workqueue
+// uses to put delayed work on a housekeeping CPU, moves even a running
+// timer, where a mod_timer of a pinned timer leaves it on its base. Not
+// pinned, the re-arm must stay on CPU 2's base.
+func TestPlacementPinnedRearmOfRunningTimer(t *testing.T) {
+	m := ftrace.Machine{CPUs: 4, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 3)}, HZ: 250, Kernel: "7.3.4"}
+	const tm = 0x5be88fb7
+	entry := ftrace.Event{Line: 2, TS: 4_864_797_000, CPU: 2, Task: "<idle>", Flags: "d.s1.", Name: "timer_expire_entry",
+		Data: ftrace.TimerExpireEntry{Timer: tm, Function: "delayed_work_timer_fn", Now: 4294893520, BaseClk: 4294893520}}
+	start := ftrace.Event{Line: 3, TS: 4_864_935_000, CPU: 1, PID: 47, Task: "kworker/u16:1", Flags: "d..1.", Name: "timer_start",
+		Data: ftrace.TimerStart{Timer: tm, Function: "delayed_work_timer_fn", Expires: 4294893770, Timeout: 250, BucketExpiry: 4294893776, CPU: 1, Idx: 90,
+			Flags: ftrace.TimerPinned | ftrace.TimerIrqsafe}}
+	exit := ftrace.Event{Line: 4, TS: 4_864_970_000, CPU: 2, Task: "<idle>", Flags: "d.s1.", Name: "timer_expire_exit", Data: ftrace.TimerExpireExit{Timer: tm}}
+	unpinned := start
+	p := start.Data.(ftrace.TimerStart)
+	p.Flags = ftrace.TimerIrqsafe
+	unpinned.Data = p
+	c := placementOfEvents(t, m, []ftrace.Event{entry, start, exit})
+	if len(c.Mismatches) != 0 || c.UndeterminedReasons[whyPinnedRunning] != 1 {
+		t.Errorf("pinned: mismatches %v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+	}
+	c = placementOfEvents(t, m, []ftrace.Event{entry, unpinned, exit})
+	if len(c.Mismatches) != 1 {
+		t.Errorf("not pinned: mismatches %v, want one (the running timer stays on CPU 2's base)", c.Mismatches)
+	}
+}

@@ -57,6 +57,7 @@ const (
 	reasonSysctl
 	reasonFinishing
 	reasonAddTimerOn
+	reasonPinnedRunning
 	reasonHotplug
 
 	numReasons
@@ -100,6 +101,7 @@ var reasonTexts = [numReasons]string{
 	reasonSysctl:        whySysctl,
 	reasonFinishing:     whyFinishing,
 	reasonAddTimerOn:    whyAddTimerOn,
+	reasonPinnedRunning: whyPinnedRunning,
 	reasonHotplug:       whyHotplug,
 }
 
