@@ -3,7 +3,6 @@ package engine
 import (
 	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,21 +193,34 @@ func TestRescueCrowded(t *testing.T) {
 // until stop is called, and returns its id once it reads as asleep.
 func sleepingThread(t *testing.T) (tid int, stop func()) {
 	t.Helper()
+	// The thread blocks in a read of a pipe until stop writes to it: it
+	// never wakes meanwhile (a periodic sleep would, and could be read
+	// as runnable while it waits for a CPU on a loaded machine).
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
 	ids := make(chan int)
-	var quit atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		ids <- osthread.Gettid()
-		ts := unix.NsecToTimespec(int64(10 * time.Millisecond))
-		for !quit.Load() {
-			unix.Nanosleep(&ts, nil)
+		var b [1]byte
+		for {
+			if _, err := unix.Read(p[0], b[:]); err != unix.EINTR {
+				break
+			}
 		}
 		close(done)
 	}()
 	tid = <-ids
-	stop = func() { quit.Store(true); <-done }
+	stop = func() {
+		unix.Write(p[1], []byte{0})
+		<-done
+		unix.Close(p[0])
+		unix.Close(p[1])
+	}
 	for deadline := time.Now().Add(hangAfter); ; time.Sleep(time.Millisecond) {
 		if r, err := osthread.Runnable(tid); err != nil {
 			stop()
