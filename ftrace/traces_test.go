@@ -239,6 +239,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm3-3node-isol-rt-6.12-cpu-busy-and-idle-during-stall.txt":     {3, 3, "6.12.118", "1-2", "", "QEMU TCG; PREEMPT_RT; posix-timers=0; period=5.3ms"},
 		"vm7-4node-6.19-cas-printed-after-silence.txt":                  {7, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=5; epoll=1-2; period=6.8ms absolute"},
 		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt": {4, 1, "7.3.4", "3", "3", "QEMU TCG; fifo-sleepers=3; tcp=2; period=1.3ms absolute"},
+		"vm7-4node-7.2-bridge-skips-op-that-does-not-fit.txt":           {7, 4, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=3,5; posix-timers=4,6; period=7.3ms"},
 		"vm14-1node-rt-6.19-tie-order-not-printed.txt":                  {14, 1, "6.19.14", "", "9-11", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=5,9,13; posix-timers=7; tcp=12; storm=1,4,11; period=3.4ms absolute"},
 		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":           {16, 2, "7.0.13", "", "1,3,6-7,10,12,14", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=7,11,13; timerfd=0,9,12; posix-timers=6; epoll=8; tcp=4,14; storm=3; period=1ms"},
 		"vm7-3node-6.12-update-reads-late-activations.txt":              {7, 3, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=0,6; posix-timers=1; period=2.9ms"},

@@ -310,6 +310,10 @@ func TestRecordedOrders(t *testing.T) {
 		// CPU 3's deactivation had come first, its line printed 3.6 ms
 		// later (line 827), CPU 3 silent for 35 ms before it.
 		{"cas printed after silence", "vm7-4node-6.19-cas-printed-after-silence.txt", 960},
+		// CPU 1's activation printed its top-level transition (line 732)
+		// 550 µs after its level-0 one (line 720); CPU 3, then CPU 2,
+		// left GRP0:1 in between (lines 721, 727).
+		{"bridge skips op that does not fit", "vm7-4node-7.2-bridge-skips-op-that-does-not-fit.txt", 700},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

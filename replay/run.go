@@ -226,8 +226,9 @@ const (
 // -1: the merged trace put them after o, their CPUs made them first. Each
 // must be the next pending operation of its CPU or follow that CPU's
 // earlier one in the chain (a CPU's lines are in program order; one CPU
-// may go busy and idle again while o's CPU stalls), and close in time to
-// o. A chain longer than
+// may go busy and idle again while o's CPU stalls), close in time to o,
+// and its transitions other than g's must start from the model's states
+// (else another CPU's operation printed before it comes first). A chain longer than
 // one is common under QEMU TCG, where several vCPUs' lines carry the same
 // stamp: CPUs leaving an isolated partition one by one, or waking
 // together.
@@ -263,6 +264,13 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 	if inWalk {
 		states = r.m.current() // read only: bridge changes nothing
 	}
+	var now map[hier.GroupID]gstate
+	cur0 := func() map[hier.GroupID]gstate {
+		if now == nil {
+			now = r.m.current()
+		}
+		return now
+	}
 	blocked := map[int]bool{o.cpu: true} // CPUs with an earlier pending operation
 	from := at + 1
 	if inWalk {
@@ -290,6 +298,11 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		}
 		blocked[p.cpu] = true
 		if inWalk && (p.kind != opActivate && p.kind != opDeactivate || !r.fits(p, g, states) || r.changeDue(r.ev[p.key()].TS)) {
+			continue
+		}
+		if !inWalk && p.kind != opHotplug && !r.fits(p, g, cur0()) {
+			// Its first transitions must start where the model is:
+			// another CPU's operation printed before it comes first.
 			continue
 		}
 		// An activation's compare-and-swap lies between its
