@@ -43,26 +43,20 @@ func (b *builder) count(x *Expiry) counted {
 	switch x.Kind {
 	case Foreign:
 		cs.Foreign++
-		k := pullKey{x.Handler, x.Owner, x.Function}
-		j, ok := t.pulls[k]
-		if !ok {
-			j = len(rep.Pulls)
-			t.pulls[k] = j
+		j := indexOf(t.pulls, pullKey{x.Handler, x.Owner, x.Function}, func() int {
 			rep.Pulls = append(rep.Pulls, Pull{Handler: x.Handler, Owner: x.Owner, Function: x.Function, First: x.TS, Why: x.Why})
-		}
+			return len(rep.Pulls) - 1
+		})
 		p := &rep.Pulls[j]
 		p.Count++
 		p.Last = x.TS
 		at.pull = j
 	case Own:
 		cs.Own++
-		k := pullKey{x.Handler, x.Handler, x.Function}
-		j, ok := t.own[k]
-		if !ok {
-			j = len(cs.OwnByFunc)
-			t.own[k] = j
+		j := indexOf(t.own, pullKey{x.Handler, x.Handler, x.Function}, func() int {
 			cs.OwnByFunc = append(cs.OwnByFunc, FuncCount{Function: x.Function})
-		}
+			return len(cs.OwnByFunc) - 1
+		})
 		cs.OwnByFunc[j].Count++
 		at.own = j
 	default:
@@ -118,4 +112,15 @@ func (b *builder) cpuRole(c int) string {
 		return "housekeeping, the nohz timekeeper"
 	}
 	return "housekeeping"
+}
+
+// indexOf returns k's index in m; the first time k is seen, add appends
+// its entry and returns the index it stands at.
+func indexOf[K comparable](m map[K]int, k K, add func() int) int {
+	j, ok := m[k]
+	if !ok {
+		j = add()
+		m[k] = j
+	}
+	return j
 }

@@ -147,11 +147,7 @@ func TestTickBoundsOnlyWithinItsJiffy(t *testing.T) {
 // for an offset 41 jiffies late, the largest bound seen twice, and every
 // expiry of the recording came out 164 ms late.
 func TestClockBucketOffWheel(t *testing.T) {
-	lines, _ := recordingAt(t, "vm15-2node-isol-6.19-bucket-off-wheel-clock.txt", "tmigr_cpu_new_timer_idle: cpu=14 ")
-	c := nextevtOf(t, lines)
-	for _, m := range c.Mismatches {
-		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
-	}
+	c := nextevtWindow(t, "vm15-2node-isol-6.19-bucket-off-wheel-clock.txt")
 	if c.Matched < 300 {
 		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
 	}

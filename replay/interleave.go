@@ -351,18 +351,7 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 		return
 	}
 	ts := r.ev[at].TS
-	blocked := map[int]bool{cpu: true}
-	for _, x := range r.walks {
-		blocked[x.o.cpu] = true
-	}
-	for _, rd := range r.rounds {
-		blocked[rd.o.cpu] = true
-	}
-	for k := range r.waiting {
-		if !r.walked[k] {
-			blocked[r.ops[k].cpu] = true
-		}
-	}
+	blocked := r.busyCPUs(cpu, len(r.ops))
 	for j := o.idx + 1; j < len(r.ops) && r.ops[j].key() < at; j++ {
 		p := r.ops[j]
 		if r.done[j] || blocked[p.cpu] {

@@ -173,6 +173,18 @@ func nextevtOf(t *testing.T, lines []string) Counts {
 	return c
 }
 
+// nextevtWindow runs the nextevt check over a reproducer of testdata/traces
+// and reports its mismatches.
+func nextevtWindow(t *testing.T, file string) Counts {
+	t.Helper()
+	lines, _ := recordingAt(t, file, "tmigr_cpu")
+	c := nextevtOf(t, lines)
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	return c
+}
+
 // TestNextevtLocalFirstBeyondEnd: a CPU that printed nextevt KTIME_MAX
 // while our bases hold a global timer due after the recording's end may
 // have had a local timer due first, armed before the recording and pending
@@ -242,11 +254,7 @@ func TestNextevtRemoteBucketOffWheel(t *testing.T) {
 // and the check found the line impossible. A line stamped too early for
 // the jiffies it read bounds other CPUs' jiffies from above only.
 func TestNextevtFrozenTraceClock(t *testing.T) {
-	lines, _ := recordingAt(t, "vm9-2node-rt-7.3-frozen-trace-clock.txt", "27.033126: tmigr_cpu_idle: cpu=5 ")
-	c := nextevtOf(t, lines)
-	for _, m := range c.Mismatches {
-		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
-	}
+	c := nextevtWindow(t, "vm9-2node-rt-7.3-frozen-trace-clock.txt")
 	if c.Matched < 40 {
 		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
 	}
@@ -259,11 +267,7 @@ func TestNextevtFrozenTraceClock(t *testing.T) {
 // CPU 0 ran before (line 1290). Read at the cancel, that round seemed still open,
 // and the timer was taken for its target's.
 func TestNextevtExpiryAfterAnotherSoftirqRound(t *testing.T) {
-	lines, _ := recordingAt(t, "vm3-2node-7.3-expiry-after-another-softirq-round.txt", "tmigr_cpu_idle: cpu=0 ")
-	c := nextevtOf(t, lines)
-	for _, m := range c.Mismatches {
-		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
-	}
+	c := nextevtWindow(t, "vm3-2node-7.3-expiry-after-another-softirq-round.txt")
 	if n := c.UndeterminedReasons[whyArmedBefore]; n < 4 {
 		t.Errorf("%d nextevt values undetermined for %q, want CPU 0's 4 (%s)", n, whyArmedBefore, c.Reasons())
 	}

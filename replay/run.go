@@ -260,36 +260,14 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 	}
 	var cands []cand
 	seq := map[int]int{}
-	var states map[hier.GroupID]gstate
+	states := r.m.current() // read only: bridge changes nothing
+	from, waitingBefore := at+1, len(r.ops)
 	if inWalk {
-		states = r.m.current() // read only: bridge changes nothing
-	}
-	var now map[hier.GroupID]gstate
-	cur0 := func() map[hier.GroupID]gstate {
-		if now == nil {
-			now = r.m.current()
-		}
-		return now
-	}
-	blocked := map[int]bool{o.cpu: true} // CPUs with an earlier pending operation
-	from := at + 1
-	if inWalk {
+		// The operations waiting in the window are candidates.
 		from = max(0, at-lookahead)
+		waitingBefore = from
 	}
-	// CPUs in the middle of an operation: walks and rounds in progress,
-	// and the operations waiting for others to be replayed first (those
-	// in the window are candidates themselves).
-	for _, w := range r.walks {
-		blocked[w.o.cpu] = true
-	}
-	for _, rd := range r.rounds {
-		blocked[rd.o.cpu] = true
-	}
-	for k := range r.waiting {
-		if !r.walked[k] && (!inWalk || k < from) {
-			blocked[r.ops[k].cpu] = true
-		}
-	}
+	blocked := r.busyCPUs(o.cpu, waitingBefore) // CPUs with an earlier pending operation
 	for j := from; j < len(r.ops) && j <= at+lookahead; j++ {
 		p := r.ops[j]
 		pending := !r.done[j] || inWalk && r.waiting[j] && !r.walked[j]
@@ -300,7 +278,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		if inWalk && (p.kind != opActivate && p.kind != opDeactivate || !r.fits(p, g, states) || r.changeDue(r.ev[p.key()].TS)) {
 			continue
 		}
-		if !inWalk && p.kind != opHotplug && !r.fits(p, g, cur0()) {
+		if !inWalk && p.kind != opHotplug && !r.fits(p, g, states) {
 			// Its first transitions must start where the model is:
 			// another CPU's operation printed before it comes first.
 			continue
@@ -365,6 +343,26 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		}
 	}
 	return -1
+}
+
+// busyCPUs returns the CPUs in the middle of an operation: self, the
+// walks and rounds in progress, and the operations before index
+// waitingBefore waiting for others to be replayed first. None of them may
+// run another operation now: a CPU's operations run in its order.
+func (r *replayer) busyCPUs(self, waitingBefore int) map[int]bool {
+	busy := map[int]bool{self: true}
+	for _, w := range r.walks {
+		busy[w.o.cpu] = true
+	}
+	for _, rd := range r.rounds {
+		busy[rd.o.cpu] = true
+	}
+	for k := range r.waiting {
+		if !r.walked[k] && k < waitingBefore {
+			busy[r.ops[k].cpu] = true
+		}
+	}
+	return busy
 }
 
 // silent reports whether cpu printed no line between event indexes a and

@@ -135,7 +135,7 @@ func (r *replayer) orderTie(tie []*op, last map[hier.GroupID]gstate) {
 			return false
 		}
 		for k := range tie {
-			if used[k] || r.cpuBefore(tie, used, k) {
+			if used[k] || cpuBefore(tie, used, k) {
 				continue
 			}
 			next := copyOf(st)
@@ -164,7 +164,7 @@ func (r *replayer) orderTie(tie []*op, last map[hier.GroupID]gstate) {
 // cpuBefore reports whether an operation of tie's k-th operation's CPU
 // printed before it is not yet placed (used): a CPU's own operations run
 // in the order it printed them.
-func (r *replayer) cpuBefore(tie []*op, used []bool, k int) bool {
+func cpuBefore(tie []*op, used []bool, k int) bool {
 	for j := 0; j < k; j++ {
 		if !used[j] && tie[j].cpu == tie[k].cpu {
 			return true
