@@ -221,6 +221,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"kvm2-6.18-update-beside-activation-ignore.txt":                 {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
 		"kvm2-6.18-idle-walk-beside-activation-ignore.txt":              {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
 		"kvm2-6.18-round-entry-before-printed-cas.txt":                  {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-claim-printed-just-after-round.txt":                  {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
 		"kvm2-6.18-round-reads-wakeup-before-claim-reset.txt":           {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
 		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":            {7, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1; period=2.6ms"},
 		"vm11-1node-rt-6.19-activation-finds-bit-set.txt":               {11, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=3-6; posix-timers=0,9; epoll=7; tcp=2; period=7.9ms"},

@@ -314,6 +314,9 @@ func TestRecordedOrders(t *testing.T) {
 		// 550 µs after its level-0 one (line 720); CPU 3, then CPU 2,
 		// left GRP0:1 in between (lines 721, 727).
 		{"bridge skips op that does not fit", "vm7-4node-7.2-bridge-skips-op-that-does-not-fit.txt", 700},
+		// Idle CPU 0's round (line 965) read its wakeup before CPU 1's
+		// claim (line 966, 1 µs later) reset it, and entered its group.
+		{"claim printed just after round", "kvm2-6.18-claim-printed-just-after-round.txt", 720},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

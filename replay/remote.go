@@ -234,7 +234,9 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 
 // claimedJustBefore reports whether another CPU's round claimed the CPU
 // of round o, printing a wakeup that was set, shortly before o's first
-// line: tmigr_handle_remote_cpu prints the target's wakeup and only then,
+// line or within skewNS after it (o read its wakeup before printing that
+// line, and two CPUs' stamps order their lines only beyond skewNS):
+// tmigr_handle_remote_cpu prints the target's wakeup and only then,
 // under the same lock, resets it to KTIME_MAX, while the target's own
 // tmigr_handle_remote reads it without the lock. A round that read it
 // between the two entered although, replayed after the claim, it finds
@@ -251,7 +253,7 @@ func (r *replayer) claimedJustBefore(o *op) bool {
 		}
 		for _, i := range p.targets() {
 			c := ftrace.TmigrCPUGroup(r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU))
-			if c.CPU == o.cpu && c.Wakeup != hier.KtimeMax && ts >= r.ev[i].TS && ts-r.ev[i].TS <= bridgeNS {
+			if c.CPU == o.cpu && c.Wakeup != hier.KtimeMax && ts >= r.ev[i].TS-skewNS && ts-r.ev[i].TS <= bridgeNS {
 				return true
 			}
 		}
