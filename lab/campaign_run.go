@@ -364,6 +364,13 @@ func (c *Campaign) Run(ctx context.Context) ([]DrawResult, error) {
 		return nil, err
 	}
 	p := newProgress(c.Progress)
+	if c.Record == nil {
+		// Every draw needs the guest program: a setup error that would
+		// fail each of them stops the campaign before the first.
+		if _, err := PrepareGuest(ctx, c.Host, c.Progress); err != nil {
+			return nil, err
+		}
+	}
 	var out []DrawResult
 	idx := c.Indices()
 	for k, i := range idx {

@@ -589,3 +589,22 @@ func TestCampaignValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestCampaignOutsideCheckoutStopsAtOnce: a campaign whose guest program
+// cannot be built (run outside a checkout) stops before its first draw
+// with that error, instead of failing every draw with it.
+func TestCampaignOutsideCheckoutStopsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(t.TempDir()) // outside any Go module
+	t.Setenv("GOFLAGS", "")
+	t.Setenv("GO111MODULE", "")
+	c := &Campaign{Seed: 1, N: 3, Limits: DrawLimits{MaxCPUs: 4}, Dir: dir,
+		Host: Host{CacheDir: t.TempDir(), NoInstall: true}}
+	res, err := c.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "outside any Go module") || len(res) != 0 {
+		t.Fatalf("error %v, %d draws; want the guest program's error before any draw", err, len(res))
+	}
+	if st, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(st) != 0 {
+		t.Errorf("draw states written: %v", st)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,18 @@ func (f *fetcher) guest(ctx context.Context) (string, error) {
 		return p, nil
 	}
 	return f.program(ctx, guestPackage, "tmigr-guest")
+}
+
+// PrepareGuest finds or builds the guest program a recording with host h
+// would use, and returns its path. A campaign calls it before its first
+// draw so that a setup error (run outside a checkout, no go command)
+// stops it at once instead of failing every draw the same way.
+func PrepareGuest(ctx context.Context, h Host, progress io.Writer) (string, error) {
+	f, err := newFetcher(h, newProgress(progress).printf)
+	if err != nil {
+		return "", err
+	}
+	return f.guest(ctx)
 }
 
 // cli returns tmigr itself built for the guest, cached as the guest
