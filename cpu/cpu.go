@@ -317,8 +317,9 @@ func (s *Set) NumCPUs() int { return len(s.cpus) }
 // TickNsec returns the tick length in nanoseconds.
 func (s *Set) TickNsec() int64 { return s.tickNsec }
 
-// Online brings cpu up at tick jiffies: its bases are emptied and their
-// clocks set to jiffies (timers_prepare_cpu), it joins the hierarchy on its
+// Online brings cpu up at tick jiffies: its bases' clocks are set to
+// jiffies (timers_prepare_cpu; their timers moved away when it went down,
+// their pending bitmaps stay as Offline left them), it joins the hierarchy on its
 // first online (tmigr_cpu_prepare) and becomes available to it, active since
 // a CPU coming up is running the hotplug thread.
 func (s *Set) Online(cpu int, jiffies uint64) error {
@@ -329,7 +330,11 @@ func (s *Set) Online(cpu int, jiffies uint64) error {
 	for i := range cp.bases {
 		b := &cp.bases[i]
 		b.mu.Lock()
-		b.w.Init(s.depth, jiffies)
+		if b.w.Depth() == 0 {
+			b.w.Init(s.depth, jiffies) // first time up
+		} else {
+			b.w.Prepare(jiffies) // back up: see wheel.Base.Prepare
+		}
 		b.running = nil
 		b.publish()
 		b.mu.Unlock()

@@ -503,6 +503,46 @@ func TestOfflineMovesTimers(t *testing.T) {
 	m.check()
 }
 
+// TestOnlineFindsMigratedBuckets: a CPU taken offline keeps its pending
+// bitmap (migrate_timer_list's detach_timer) and gets it back when it
+// comes online (timers_prepare_cpu resets the clock only): once a
+// deletion makes its base recalculate, the bucket its timer left is its
+// next global event, though it holds no timer, until an expiry of the
+// base collects it (RunBase, expiring nothing).
+func TestOnlineFindsMigratedBuckets(t *testing.T) {
+	m := newMachine(t, 2, PullIsolated, hier.Isolation{Timekeeper: 0})
+	j := m.jiffies
+	m.s.Mod(1, newTimer("g", 0), j+19, j, 0) // bucket j+20 of level 0
+	if _, _, err := m.s.Offline(1, 0, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.s.Online(1, j+2); err != nil {
+		t.Fatal(err)
+	}
+	snap := Snapshot{J: j + 2, M: m.basem + 2*m.s.TickNsec()}
+	if ev := m.s.NextEvents(1, snap); ev.Global != KtimeMax {
+		t.Fatalf("before a recalculation: global event %d, want none", ev.Global)
+	}
+	x := newTimer("x", 0)
+	m.s.Mod(1, x, j+40, j+2, 0)
+	m.s.Del(x) // empties its bucket: the next look recalculates
+	want := snap.M + 18*m.s.TickNsec()
+	if ev := m.s.NextEvents(1, snap); ev.Global != want {
+		t.Fatalf("after a recalculation: global event %d, want %d (g's old bucket)", ev.Global, want)
+	}
+	due := Snapshot{J: j + 20, M: want}
+	p := m.s.RunBase(1, BaseGlobal, due)
+	if tm := p.Next(); tm != nil {
+		t.Fatalf("the expiry handed out %s from an empty bucket", name(tm))
+	}
+	if ev := m.s.NextEvents(1, due); ev.Global != KtimeMax {
+		t.Fatalf("after the expiry: global event %d, want none", ev.Global)
+	}
+	if ran := m.takeRan(); ran != "" {
+		t.Fatalf("ran %q", ran)
+	}
+}
+
 // TestConcurrentArmCancel: many goroutines arm, re-arm and cancel timers on
 // all CPUs while each CPU's driver ticks. Every arm is consumed exactly once:
 // by the function running, by a cancel that returned 1, or by a re-arm of

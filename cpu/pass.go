@@ -43,6 +43,7 @@ type Pass struct {
 	cpu     int // the handler
 	snap    Snapshot
 	phase   int   // next base of this CPU to expire; NumBases: remote targets; NumBases+1: over
+	single  bool  // one base only (RunBase): over after it
 	cur     *base // the base being expired, or nil
 	out     bool  // a timer of cur was handed out and its function has not yet returned
 	target  int   // the CPU being expired remotely, -1 for none
@@ -58,7 +59,25 @@ func (s *Set) Softirq(cpu int, snap Snapshot) *Pass {
 	p := &s.passes[cpu]
 	// Field by field: the remote walk's state is large and set anew by
 	// BeginRemote when the pass reaches it.
-	p.snap, p.phase, p.cur, p.out, p.target, p.walking = snap, 0, nil, false, -1, false
+	p.snap, p.phase, p.cur, p.out, p.target, p.walking, p.single = snap, 0, nil, false, -1, false, false
+	return p
+}
+
+// RunBase starts the expiry of one base of CPU cpu at snap, base i
+// (BaseLocal, BaseGlobal or BaseDef), and returns its pass, which ends
+// with that base: __run_timer_base, the step run_timer_softirq takes for
+// each of the CPU's bases before the hierarchy's remote expiry. It
+// collects every due bucket, one without timers too (a mark MigrateTo
+// left, which prints nothing), and hands out the due timers as Softirq's
+// pass does. Drive it as Softirq's, on the CPU's own driver goroutine and
+// not while its Softirq pass runs.
+func (s *Set) RunBase(cpu, i int, snap Snapshot) *Pass {
+	s.cpu(cpu) // the range check
+	if i < 0 || i >= NumBases {
+		panic("cpu: RunBase: no such base")
+	}
+	p := &s.passes[cpu]
+	p.snap, p.phase, p.cur, p.out, p.target, p.walking, p.single = snap, i, nil, false, -1, false, true
 	return p
 }
 
@@ -84,6 +103,9 @@ func (p *Pass) Next() *wheel.Timer {
 		case p.phase < NumBases:
 			i := p.cpu*NumBases + p.phase
 			p.phase++
+			if p.single {
+				p.phase = NumBases + 1 // this base, then over
+			}
 			if p.start(&s.next[i], &s.cpus[p.cpu].bases[i%NumBases]) {
 				if t := p.expire(); t != nil {
 					return t

@@ -245,6 +245,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":           {16, 2, "7.0.13", "", "1,3,6-7,10,12,14", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=7,11,13; timerfd=0,9,12; posix-timers=6; epoll=8; tcp=4,14; storm=3; period=1ms"},
 		"vm7-3node-6.12-update-reads-late-activations.txt":              {7, 3, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=0,6; posix-timers=1; period=2.9ms"},
 		"vm5-4node-rt-6.12-group-ignore-before-parent-cas.txt":          {5, 4, "6.12.118", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=1; tcp=3; period=11ms"},
+		"vm3-3node-nohzfull-6.12-phantom-bucket-after-hotplug.txt":      {3, 3, "6.12.118", "", "1-2", "QEMU TCG; storm=2; period=15.5ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

@@ -57,6 +57,15 @@ import (
 // (tmigr_cpu_activate), is what the next line's resynchronisation above
 // covers.
 //
+// A CPU taken offline is taken down in the model at the first timer its
+// migration moves (timers_dead_cpu prints each timer's cancel and its
+// start on the CPU running it; see migrating) and brought up at its
+// tmigr_cpu_online or tmigr_cpu_available: its bases keep the pending bits
+// of the buckets the migration emptied, which its next recalculation finds
+// (wheel.Base.MigrateTo). Such a bucket holds no timer, so no line shows
+// its expiry: before a tmigr_cpu_idle, the CPU's own due buckets are
+// expired (cpu.Set.RunBase), as its tick's softirq did while it ran.
+//
 // The value does not depend on where in its jiffy the CPU's snapshot was
 // taken: a line is printed only when the next event is more than a jiffy
 // away, and then nextevt is ns(B) for the bucket expiry B of the first
@@ -111,8 +120,44 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 	}
 	lost := make([]bool, s.CPUs) // CPUs whose buffer lost events
 	wq := newQueue()             // for the buckets an expiry takes off the wheel whole
+	left := make([]bool, s.CPUs) // CPUs that left the hierarchy and have not come back
 	for i, ev := range t.Events {
+		// The snapshot's jiffies: the lowest the trace allows.
+		lowest := func() uint64 {
+			if lo, _, hasLo, _ := clk.bounds(i, ev.CPU); hasLo {
+				return lo
+			}
+			return start
+		}
 		switch p := ev.Data.(type) {
+		case ftrace.TmigrCPUOffline:
+			if p.CPU >= 0 && p.CPU < s.CPUs {
+				left[p.CPU] = true
+			}
+		case ftrace.TmigrCPUUnavailable:
+			if p.CPU >= 0 && p.CPU < s.CPUs {
+				left[p.CPU] = true
+			}
+		case ftrace.TmigrCPUOnline, ftrace.TmigrCPUAvailable:
+			g := ftrace.TmigrCPUGroup{}
+			if q, ok := p.(ftrace.TmigrCPUOnline); ok {
+				g = ftrace.TmigrCPUGroup(q)
+			} else {
+				g = ftrace.TmigrCPUGroup(p.(ftrace.TmigrCPUAvailable))
+			}
+			if g.CPU < 0 || g.CPU >= s.CPUs {
+				break
+			}
+			left[g.CPU] = false
+			if !m.cpus[g.CPU].IsOnline() {
+				// Back from a hotplug whose migration the model ran:
+				// timers_prepare_cpu, which keeps the bases' pending
+				// bitmaps (wheel.Base.Prepare).
+				if _, err := m.cpus[g.CPU].Online(clk.ns(lowest())); err != nil {
+					return c, nil, fmt.Errorf("line %d: %v", ev.Line, err)
+				}
+			}
+
 		case ftrace.Lost, ftrace.BufferStarted:
 			if ev.CPU >= 0 && ev.CPU < s.CPUs {
 				lost[ev.CPU] = true
@@ -125,7 +170,15 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			set.Restore(timer(p.Timer), p.CPU, flags, p.Expires, p.Now(), p.Idx, p.BucketExpiry)
 			wq.start(p)
 		case ftrace.TimerCancel:
-			if tm := timers[p.Timer]; tm != nil {
+			tm := timers[p.Timer]
+			if tm != nil && migrating(t.Events, i, tm, left) && m.cpus[tm.CPU()].IsOnline() {
+				// The first timer timers_dead_cpu moves: the CPU is
+				// dead, and its timers go to this CPU's bases.
+				if _, err := m.cpus[tm.CPU()].Offline(&m.cpus[ev.CPU], clk.ns(lowest())); err != nil {
+					return c, nil, fmt.Errorf("line %d: %v", ev.Line, err)
+				}
+			}
+			if tm != nil {
 				set.Del(tm)
 			}
 			wq.cancel(p.Timer)
@@ -147,14 +200,27 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			// the next event is more than a jiffy away, which the kernel
 			// printing the line says; the lowest the trace allows is the
 			// strictest test of that.
-			basej := start
-			if lo, _, hasLo, _ := clk.bounds(i, ev.CPU); hasLo {
-				basej = lo
-			}
+			basej := lowest()
 			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, c0 >= 0 && c0 < len(lost) && lost[c0])
 		}
 	}
 	return c, m, nil
+}
+
+// migrating reports whether the cancel at event i is migrate_timer_list's
+// (timers_dead_cpu, kernel/time/timer.c): tm sits on the bases of a CPU
+// that left the hierarchy and has not come back, another CPU prints the
+// cancel, and that CPU's next line starts tm on its own bases at the same
+// expiry. A pending timer re-armed by __mod_timer at its own expiry
+// prints neither line (the early return for an unchanged pending timer),
+// so the pattern is the migration's.
+func migrating(evs []ftrace.Event, i int, tm *wheel.Timer, left []bool) bool {
+	y := tm.CPU()
+	if !tm.Pending() || y == evs[i].CPU || y >= len(left) || !left[y] {
+		return false
+	}
+	st, ok := nextOnCPU(evs, i).(ftrace.TimerStart)
+	return ok && st.Timer == evs[i].Data.(ftrace.TimerCancel).Timer && st.CPU == evs[i].CPU && st.Expires == tm.Expires()
 }
 
 // idleMachine is the recorded machine's tick and timer code as the nextevt
@@ -168,6 +234,10 @@ type idleMachine struct {
 	// keeper is the CPU that never stops its tick in the idle loop (the
 	// timekeeper under nohz_full: can_stop_idle_tick), or -1.
 	keeper int
+	// expiredUnseen counts the timers the softirq of a CPU going idle
+	// expired though no line had: none where the lines tell every
+	// expiry. The tests hold it to that.
+	expiredUnseen int
 	// answered counts the rounds the stand-in hierarchy answered with an
 	// event (a wakeup other than KTIME_MAX): none, while its extra CPU
 	// stays active. The tests hold it to that.
@@ -231,7 +301,7 @@ func newIdleMachine(s Shape, clk *clock, start uint64) (*idleMachine, error) {
 // handed runs a round of CPU c's idle loop at now in the state a line of
 // kind says the kernel's CPU was in, and returns the nextevt the round
 // handed the hierarchy in a line of that kind, if it did.
-func (m *idleMachine) handed(c int, kind hier.EventKind, now int64) (int64, bool) {
+func (m *idleMachine) handed(c int, kind hier.EventKind, basej uint64, now int64) (int64, bool) {
 	tc := &m.cpus[c]
 	switch kind {
 	case hier.EvCPUIdle:
@@ -239,6 +309,20 @@ func (m *idleMachine) handed(c int, kind hier.EventKind, now int64) (int64, bool
 		// left it stopped, the kernel's restarted since.
 		if tc.Stopped() {
 			tc.IdleExit(now, false)
+		}
+		// While active, its tick ran every jiffy and its softirq
+		// expired every due bucket of its bases: timers, whose lines
+		// came before this one, and buckets marked pending with no
+		// timer (the marks a hotplug migration leaves,
+		// wheel.Base.MigrateTo), which print nothing. Its remote
+		// expiries are the hierarchy's, which the stand-in does not
+		// know, and show in their lines.
+		snap := cpu.Snapshot{J: basej, M: now}
+		for i := range cpu.NumBases {
+			p := m.set.RunBase(c, i, snap)
+			for t := p.Next(); t != nil; t = p.Next() {
+				m.expiredUnseen++
+			}
 		}
 	case hier.EvCPUNewTimerIdle:
 		// The kernel's CPU was idle, its tick stopped: if the model left
@@ -272,7 +356,7 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		cnt.undeterminedBy(reasonTimeBase)
 		return
 	}
-	model, idle := m.handed(c, kind, clk.ns(basej))
+	model, idle := m.handed(c, kind, basej, clk.ns(basej))
 	if idle && model == printed {
 		cnt.match()
 		return

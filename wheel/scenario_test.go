@@ -242,6 +242,13 @@ func (s *scenario) do(d *datadriven.TestData) (string, error) {
 		n := b.NextTimerInterrupt(basej)
 		return fmt.Sprintf("next_timer_interrupt(%s) = %s (basej%s)%s; timers_pending %s\n", num(basej), num(n), delta(n-basej),
 			cond(stale, ", recalculated", ""), yes(b.TimersPending())), nil
+	case "prepare":
+		clk, err := tick(args, "clk")
+		if err != nil {
+			return "", err
+		}
+		b.Prepare(clk)
+		return s.state(cpu), nil
 	case "recalc":
 		b.Recalc()
 		return s.state(cpu), nil
@@ -315,8 +322,9 @@ func (s *scenario) name(t *Timer) string {
 	return "?"
 }
 
-// state draws the base: one row of 64 slots per non-empty level ('x' a
-// pending bucket), then each bucket's timers, head (next to run) first.
+// state draws the base: one row of 64 slots per level with a pending bit
+// ('x'), then each bucket's timers, head (next to run) first; a marked
+// bucket without timers is one MigrateTo left behind.
 func (s *scenario) state(cpu int) string {
 	b := s.bases[cpu]
 	var out strings.Builder
@@ -325,11 +333,13 @@ func (s *scenario) state(cpu int) string {
 	for lvl := range b.Depth() {
 		var row [LvlSize]byte
 		var lines []string
+		marked := false
 		for slot := range LvlSize {
 			idx := lvl*LvlSize + slot
 			row[slot] = '.'
 			if b.PendingBit(idx) {
 				row[slot] = 'x'
+				marked = true
 			}
 			var names []string
 			var bucket uint64
@@ -343,7 +353,7 @@ func (s *scenario) state(cpu int) string {
 				lines = append(lines, fmt.Sprintf("    %3d @%s: %s", idx, num(bucket), strings.Join(names, " ")))
 			}
 		}
-		if lines == nil {
+		if !marked && lines == nil {
 			continue
 		}
 		fmt.Fprintf(&out, "  lvl %d gran %-8d |%s|\n", lvl, LvlGran(lvl), row[:])

@@ -233,6 +233,16 @@ func (b *Base) Init(depth int, clk uint64) {
 	*b = Base{depth: depth, clk: clk, nextExpiry: clk + NextTimerMaxDelta}
 }
 
+// Prepare readies the base of a CPU coming back online, as
+// timers_prepare_cpu does (kernel/time/timer.c, 6.1 to 7.3): the clock to
+// the current tick, no next expiry, not idle. It leaves the pending bitmap
+// alone, as the kernel does: bits MigrateTo left behind mark empty buckets
+// that the base's next recalculation still finds (see MigrateTo).
+func (b *Base) Prepare(clk uint64) {
+	b.clk, b.nextExpiry = clk, clk+NextTimerMaxDelta
+	b.recalc, b.timersPending, b.IsIdle = false, false, false
+}
+
 // Depth returns the number of levels.
 func (b *Base) Depth() int { return b.depth }
 
@@ -435,12 +445,15 @@ func (b *Base) Collect(jiffies uint64) bool {
 		idx := int(clk&LvlMask) + lvl*LvlSize
 		if bit := uint64(1) << (uint(idx) & LvlMask); b.pending[lvl]&bit != 0 {
 			b.pending[lvl] &^= bit
-			// Move the whole bucket list (hlist_move_list).
-			h := &b.expiring[b.nExpiring]
-			*h = b.vectors[idx]
-			(*h).pprev = h
-			b.vectors[idx] = nil
-			b.nExpiring++
+			// Move the whole bucket list (hlist_move_list); a bit that
+			// MigrateTo left behind has an empty one.
+			if b.vectors[idx] != nil {
+				h := &b.expiring[b.nExpiring]
+				*h = b.vectors[idx]
+				(*h).pprev = h
+				b.vectors[idx] = nil
+				b.nExpiring++
+			}
 		}
 		if clk&LvlClkMask != 0 {
 			break
@@ -472,10 +485,17 @@ func (b *Base) NextExpired() *Timer {
 // head of its bucket, rewritten to belong to cpu and re-added against dst's
 // clock (the caller forwards dst first). Pinned timers move too. It returns
 // the number of timers moved and whether any became dst's first event.
+//
+// Like migrate_timer_list, which takes each timer off with detach_timer
+// rather than detach_if_pending (kernel/time/timer.c, 6.1 to 7.3), it
+// leaves b's pending bitmap as it was: every bucket that held a timer
+// stays marked, empty. Prepare keeps the marks too, so a CPU that comes
+// back online finds them at its base's next recalculation, as next
+// expiries of buckets with no timer, until each is collected.
 func (b *Base) MigrateTo(dst *Base, cpu int) (n int, first bool) {
 	for idx := range b.vectors[:b.depth*LvlSize] {
 		for t := b.vectors[idx]; t != nil; t = b.vectors[idx] {
-			b.Detach(t)
+			unlink(t)
 			t.flags.Store(t.flags.Load()&^FlagBaseMask | uint32(cpu)&FlagCPUMask)
 			if _, _, f := dst.Add(t, t.expires); f {
 				first = true
