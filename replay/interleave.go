@@ -70,6 +70,7 @@ func (r *replayer) onCAS() {
 	u := r.readAfter(o, k)
 	if u < 0 {
 		r.childSeenActive(o, k)
+		r.childReadActive(o, k)
 		return
 	}
 	p := r.ev[u].Data.(ftrace.TmigrUpdateEvents)
@@ -143,6 +144,36 @@ func (r *replayer) childSeenActive(o *op, k int) {
 			return
 		}
 		j := r.bridge(o, g, cur, func(s gstate) bool { return s.active != 0 }, true, o.groups[k+1])
+		if j < 0 {
+			return
+		}
+		r.nest(j)
+	}
+}
+
+// childReadActive replays, after the k-th compare-and-swap of
+// deactivation o, another CPU's operation that made the child of that
+// group active again, when the kernel printed no event update for the
+// group. Above level 0 tmigr_update_events (kernel/time/timer_migration.c,
+// 6.9+) reads the child's state under the child's lock and returns at once
+// when it is active, printing nothing: the line is missing exactly when
+// another CPU's activation of the child came between o's compare-and-swap
+// of the group and that read. At the top it is what leaves the CPU going
+// idle without the hierarchy's first event as its wakeup.
+func (r *replayer) childReadActive(o *op, k int) {
+	if o.kind != opDeactivate || k < 1 {
+		return
+	}
+	child := r.groupLine(o.groups[k-1]).id
+	if child == hier.NoGroup {
+		return
+	}
+	for tries := 0; tries < lookahead; tries++ {
+		cur := r.m.state(child)
+		if cur.active != 0 {
+			return
+		}
+		j := r.bridge(o, child, cur, func(s gstate) bool { return s.active != 0 }, true, o.last())
 		if j < 0 {
 			return
 		}

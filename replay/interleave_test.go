@@ -317,6 +317,12 @@ func TestRecordedOrders(t *testing.T) {
 		// Idle CPU 0's round (line 965) read its wakeup before CPU 1's
 		// claim (line 966, 1 µs later) reset it, and entered its group.
 		{"claim printed just after round", "kvm2-6.18-claim-printed-just-after-round.txt", 720},
+		// CPU 0's deactivation left the top idle (line 387); CPU 1's
+		// activation of their group (line 389) came before CPU 0's event
+		// update of the top read the group, which printed nothing, and
+		// CPU 0 went idle without the first event as its wakeup (line
+		// 391).
+		{"update reads child reactivated", "vm5-4node-isol-7.3-update-reads-child-reactivated.txt", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)
