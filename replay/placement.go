@@ -99,6 +99,16 @@ func exitsWithin(evs []ftrace.Event, i int, tm uint64, d int64) bool {
 	return false
 }
 
+// hrExitsWithin is exitsWithin for an hrtimer's callback.
+func hrExitsWithin(evs []ftrace.Event, i int, hr uint64, d int64) bool {
+	for k := i + 1; k < len(evs) && evs[k].TS-evs[i].TS <= d; k++ {
+		if x, ok := evs[k].Data.(ftrace.HrtimerExpireExit); ok && x.Hrtimer == hr {
+			return true
+		}
+	}
+	return false
+}
+
 // hotplugThread reports whether task is a CPU's hotplug thread
 // ("cpuhp/3", smpboot's cpuhp/%u) and which CPU's.
 func hotplugThread(task string) (int, bool) {
@@ -256,6 +266,20 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 			var want cpumask.Mask
 			why := known
 			switch base, ok := hrunning[d.Hrtimer]; {
+			case ok && base != a && hrExitsWithin(t.Events, i, d.Hrtimer, skewNS):
+				// Its callback's exit line is stamped with this line's
+				// time: which came first the two CPUs' lines do not
+				// tell, and __run_hrtimer clears the base's running
+				// timer only after the exit line (switch_hrtimer_base
+				// keeps a running timer on its base, else it applies
+				// the rule).
+				if d.Mode.Pinned() {
+					want.Set(a)
+				} else {
+					want, why = p.hrtimer(a, ev)
+				}
+				want.Set(base)
+				why = first(why, reasonFinishing)
 			case ok:
 				want.Set(base)
 			case d.Mode.Pinned():

@@ -289,3 +289,32 @@ func TestPlacementPinnedRearmOfRunningTimer(t *testing.T) {
 		t.Errorf("not pinned: mismatches %v, want one (the running timer stays on CPU 2's base)", c.Mismatches)
 	}
 }
+
+// TestPlacementHrtimerRearmAtCallbackExit: an hrtimer re-armed on CPU 2
+// at the very time its callback's exit is stamped on CPU 4 may have found
+// it running (switch_hrtimer_base keeps it on CPU 4's base) or done (the
+// rule places it): the tie of one timestamp prints CPU 2's line first
+// whichever ran first. With the exit clearly later, the timer was running
+// and stays on CPU 4: queued on CPU 2, it is a mismatch.
+func TestPlacementHrtimerRearmAtCallbackExit(t *testing.T) {
+	m := ftrace.Machine{CPUs: 5, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 4)}, HZ: 250, Kernel: "6.19.14"}
+	const hr = 0x5564a206
+	const at = 13_914_639_000
+	entry := ftrace.Event{Line: 2, TS: 13_868_319_000, CPU: 4, PID: 65, Task: "ktimers/4", Flags: "..s.2", Name: "hrtimer_expire_entry",
+		Data: ftrace.HrtimerExpireEntry{Hrtimer: hr, Function: "posix_timer_fn", Now: 13_895_875_280}}
+	start := ftrace.Event{Line: 3, TS: at, CPU: 2, PID: 203, Task: "tmigr-guest", Flags: "d..11", Name: "hrtimer_start",
+		Data: ftrace.HrtimerStart{Hrtimer: hr, Function: "posix_timer_fn", Expires: 13_942_456_310, SoftExpires: 13_942_456_310}}
+	exit := ftrace.Event{Line: 4, TS: at, CPU: 4, PID: 65, Task: "ktimers/4", Flags: "..s.2", Name: "hrtimer_expire_exit",
+		Data: ftrace.HrtimerExpireExit{Hrtimer: hr}}
+	again := ftrace.Event{Line: 5, TS: 13_942_500_000, CPU: 2, Task: "<idle>", Flags: "d.h1.", Name: "hrtimer_expire_entry",
+		Data: ftrace.HrtimerExpireEntry{Hrtimer: hr, Function: "posix_timer_fn", Now: 13_942_460_000}}
+	c := placementOfEvents(t, m, []ftrace.Event{entry, start, exit, again})
+	if len(c.Mismatches) != 0 || c.UndeterminedReasons[whyFinishing] != 1 {
+		t.Errorf("exit at the start's time: mismatches %v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+	}
+	exit.TS += 5_000_000
+	c = placementOfEvents(t, m, []ftrace.Event{entry, start, exit, again})
+	if len(c.Mismatches) != 1 {
+		t.Errorf("exit 5 ms later: mismatches %v, want one (the running timer stays on CPU 4's base)", c.Mismatches)
+	}
+}
