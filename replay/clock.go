@@ -208,18 +208,28 @@ func newClock(t *Trace, hz int) *clock {
 	sort.SliceStable(c.all, func(a, b int) bool { return c.all[a].ts < c.all[b].ts })
 	c.allMax = make([]uint64, len(c.all))
 	c.allMin = make([]uint64, len(c.all))
+	for i := len(c.all) - 1; i >= 0; i-- {
+		c.allMin[i] = c.all[i].j
+		if i+1 < len(c.all) && c.allMin[i+1] < c.allMin[i] {
+			c.allMin[i] = c.allMin[i+1]
+		}
+	}
+	// jiffies never go back: a line of another CPU stamped clearly
+	// later that read fewer says one of the two clocks is off (a vCPU
+	// stamped a jiffies update 4 ms before two other CPUs still read the
+	// jiffies before it), so neither bounds the other's side.
+	for i := range c.all {
+		k := sort.Search(len(c.all), func(k int) bool { return c.all[k].ts > c.all[i].ts+skewNS })
+		if k < len(c.all) && c.allMin[k] < c.all[i].j {
+			stale[c.all[i].idx] = true
+		}
+	}
 	for i := range c.all {
 		if !stale[c.all[i].idx] {
 			c.allMax[i] = c.all[i].j
 		}
 		if i > 0 && c.allMax[i-1] > c.allMax[i] {
 			c.allMax[i] = c.allMax[i-1]
-		}
-	}
-	for i := len(c.all) - 1; i >= 0; i-- {
-		c.allMin[i] = c.all[i].j
-		if i+1 < len(c.all) && c.allMin[i+1] < c.allMin[i] {
-			c.allMin[i] = c.allMin[i+1]
 		}
 	}
 	return c

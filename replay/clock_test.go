@@ -181,3 +181,33 @@ func TestQueueBucketOffWheel(t *testing.T) {
 		t.Errorf("CPU 4's first global bucket: %d %v, want 100", b, ok)
 	}
 }
+
+// TestClockContradictionBoundsNeitherSide: jiffies never go back, so when
+// one CPU's line reads more jiffies than lines of other CPUs stamped
+// clearly later, one trace clock is off. The shape is campaign 20261214's
+// draw 8 (7.3, 5 CPUs): CPU 0 stamped a read of jiffies 518 4 ms before
+// CPUs 1 and 2 still read 514. Taken as a lower bound for the later
+// lines of other CPUs, CPU 0's line put CPU 1's snapshot at 518 or more
+// while CPU 1 itself read 514 after it: the round's now was wrong by four
+// jiffies and its next event a mismatch.
+func TestClockContradictionBoundsNeitherSide(t *testing.T) {
+	const text = `# machine: cpus=3 nodes=1 node-cpus=0-2 kernel=7.3.4 hz=1000
+          <idle>-0       [001] ..s1.     5.120000: timer_expire_entry: timer=0000000000000001 function=process_timeout now=513 baseclk=513
+          <idle>-0       [000] ..s1.     5.128218: timer_expire_entry: timer=0000000000000002 function=process_timeout now=518 baseclk=518
+          <idle>-0       [001] ..s1.     5.130000: timer_expire_entry: timer=0000000000000003 function=process_timeout now=514 baseclk=514
+          <idle>-0       [002] ..s1.     5.131000: timer_expire_entry: timer=0000000000000004 function=process_timeout now=514 baseclk=514
+`
+	tr, err := Read(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClock(tr, 1000)
+	// The snapshot CPU 1 took just before its read of 514 at 5.130000.
+	lo, hi, hasLo, hasHi := c.bounds(2, 1)
+	if !hasLo || !hasHi || lo > hi {
+		t.Fatalf("bounds [%d, %d] (lo %v, hi %v): contradictory or missing", lo, hi, hasLo, hasHi)
+	}
+	if lo != 513 || hi != 514 {
+		t.Errorf("bounds [%d, %d], want [513, 514]: CPU 0's line at 5.128218 bounds no later line from below", lo, hi)
+	}
+}
