@@ -248,6 +248,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm3-3node-nohzfull-6.12-phantom-bucket-after-hotplug.txt":      {3, 3, "6.12.118", "", "1-2", "QEMU TCG; storm=2; period=15.5ms absolute"},
 		"vm5-4node-isol-7.3-update-reads-child-reactivated.txt":         {5, 4, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=4; epoll=2; period=1.1ms absolute"},
 		"vm6-4node-nohzfull-6.1-hrtimer-rearm-at-callback-exit.txt":     {6, 4, "6.1.192", "", "1-2", "QEMU TCG; timerfd=2; epoll=0; tcp=5; storm=1; period=8.4ms absolute"},
+		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":               {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

@@ -37,6 +37,7 @@ const (
 	reasonEarlyNext
 	reasonHeldBack
 	reasonEmptyPass
+	reasonJiffiesMoved
 
 	// The nextevt check (nextevt.go).
 	reasonTimeBase
@@ -87,6 +88,7 @@ var reasonTexts = [numReasons]string{
 	reasonEarlyNext:     whyEarlyNext,
 	reasonHeldBack:      whyHeldBack,
 	reasonEmptyPass:     whyEmptyPass,
+	reasonJiffiesMoved:  whyJiffiesMoved,
 	reasonTimeBase:      whyTimeBase,
 	reasonPendingBeyond: whyPendingBeyond,
 	reasonDueBefore:     whyDueBefore,

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/wheel"
@@ -45,6 +46,10 @@ const whyEarlyNext = "base clock held back by the next_expiry of a cancelled tim
 const (
 	whyHeldBack  = "base clock held back by a timer armed before the recording"
 	whyEmptyPass = "base clock moved on by a timer softirq that expired nothing"
+	// whyJiffiesMoved: timer_start prints the jiffies it reads after
+	// __mod_timer (or add_timer_on) forwarded the base clock with an
+	// earlier read; a vCPU stalled in between sees jiffies move on.
+	whyJiffiesMoved = "jiffies moved between the base clock's forward and the printed start"
 )
 
 type baseKey struct {
@@ -135,6 +140,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 	running := map[int]baseKey{}
 	runningTimer := map[int]uint64{}
 	remote := NewRemoteExpiry(t.Events)
+	seen := newSeenJiffies()
 
 	for i := range t.Events {
 		ev := t.Events[i]
@@ -190,7 +196,8 @@ func CheckWheel(t *Trace, hz int) Counts {
 		case ftrace.TimerStart:
 			k := baseKey{p.CPU, baseOfFlags(p.Flags)}
 			b := getBase(k)
-			be := checkStart(&c, ev, p, b, len(getBase(anywhere).unknown) > 0, depth)
+			floor, hasFloor := seen.before(ev)
+			be := checkStart(&c, ev, p, b, len(getBase(anywhere).unknown) > 0, depth, floor, hasFloor)
 			if !p.NoBucketExpiry {
 				be = p.BucketExpiry
 			}
@@ -201,6 +208,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 			where[p.Timer] = k
 			last[p.Timer] = k
 		}
+		seen.observe(ev)
 	}
 	return c
 }
@@ -208,27 +216,12 @@ func CheckWheel(t *Trace, hz int) Counts {
 // checkStart compares one timer_start with our wheel and returns the
 // bucket expiry our wheel gives it. Linux 6.1 prints no bucket_expiry:
 // the bucket index alone is compared then.
-func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int) uint64 {
+//
+// floor, when hasFloor, is the most jiffies known to have been read before
+// the start began (seenJiffies): the forward may have read as few.
+func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int, floor uint64, hasFloor bool) uint64 {
 	jiffies := p.Now()
-	clk := jiffies
-	// __run_timers leaves the clock one ahead of the last tick it
-	// expired (it counts base->clk up before it runs a tick's timers),
-	// during the callbacks and after them: within that tick's jiffy the
-	// clock is ahead of jiffies, and __forward_timer_base never moves it
-	// back.
-	if b.ran && wheel.After(b.baseclk+1, jiffies) {
-		clk = b.baseclk + 1
-	}
-	if next, ok := b.nextExpiry(); ok && !wheel.After(next, jiffies) {
-		// __forward_timer_base: an overdue bucket caps the clock. The
-		// clock never passed a pending bucket, so it stops at next,
-		// unless an expiry already took it one ahead of the tick it
-		// expired.
-		clk = next
-		if b.ran && wheel.Before(next, b.baseclk+1) {
-			clk = b.baseclk + 1
-		}
-	}
+	clk := b.forwarded(jiffies)
 	lower := clk // the lowest clock the kernel could have had
 	if len(b.unknown) > 0 || unknownElsewhere {
 		// A timer of unknown bucket may cap the clock lower still, but
@@ -267,6 +260,12 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 		c.undeterminedBy(reasonLost)
 		return be
 	}
+	if hasFloor && wheel.Before(floor, jiffies) && explainable(p, b.forwarded(floor), clk, depth) {
+		// The forward read jiffies somewhere between the floor and
+		// what the line printed.
+		c.undeterminedBy(reasonJiffiesMoved)
+		return be
+	}
 	kernel := fmt.Sprintf("idx=%d bucket_expiry=%d", p.Idx, p.BucketExpiry)
 	if p.NoBucketExpiry {
 		kernel = fmt.Sprintf("idx=%d", p.Idx)
@@ -278,6 +277,79 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 		Model:  fmt.Sprintf("idx=%d bucket_expiry=%d (base clock %d)", idx, be, clk),
 	})
 	return be
+}
+
+// forwarded is the base clock __mod_timer leaves when it reads jiffies.
+func (b *wheelBase) forwarded(jiffies uint64) uint64 {
+	clk := jiffies
+	// __run_timers leaves the clock one ahead of the last tick it
+	// expired (it counts base->clk up before it runs a tick's timers),
+	// during the callbacks and after them: within that tick's jiffy the
+	// clock is ahead of jiffies, and __forward_timer_base never moves it
+	// back.
+	if b.ran && wheel.After(b.baseclk+1, jiffies) {
+		clk = b.baseclk + 1
+	}
+	if next, ok := b.nextExpiry(); ok && !wheel.After(next, jiffies) {
+		// __forward_timer_base: an overdue bucket caps the clock. The
+		// clock never passed a pending bucket, so it stops at next,
+		// unless an expiry already took it one ahead of the tick it
+		// expired.
+		clk = next
+		if b.ran && wheel.Before(next, b.baseclk+1) {
+			clk = b.baseclk + 1
+		}
+	}
+	return clk
+}
+
+// seenJiffies bounds from below the jiffies a CPU reads: no fewer than it
+// read itself before (its lines are in program order), nor than another
+// CPU printed clearly before the CPU's previous line was stamped (what a
+// stalled CPU does between two lines happened after the first).
+type seenJiffies struct {
+	own  map[int]uint64 // CPU -> the most jiffies it printed
+	prev map[int]int64  // CPU -> its previous line's stamp
+	ts   []int64        // every line that printed jiffies, in order
+	most []uint64       // the most jiffies printed up to ts[i]
+}
+
+func newSeenJiffies() *seenJiffies {
+	return &seenJiffies{own: map[int]uint64{}, prev: map[int]int64{}}
+}
+
+// before returns the floor for the line ev, before it is observed.
+func (s *seenJiffies) before(ev ftrace.Event) (uint64, bool) {
+	floor, ok := s.own[ev.CPU]
+	if t, has := s.prev[ev.CPU]; has {
+		k := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= t-skewNS })
+		if k > 0 && (!ok || wheel.After(s.most[k-1], floor)) {
+			floor, ok = s.most[k-1], true
+		}
+	}
+	return floor, ok
+}
+
+// observe takes every line in the trace's order.
+func (s *seenJiffies) observe(ev ftrace.Event) {
+	s.prev[ev.CPU] = ev.TS
+	var j uint64
+	switch p := ev.Data.(type) {
+	case ftrace.TimerStart:
+		j = p.Now()
+	case ftrace.TimerExpireEntry:
+		j = p.Now
+	default:
+		return
+	}
+	if o, ok := s.own[ev.CPU]; !ok || wheel.After(j, o) {
+		s.own[ev.CPU] = j
+	}
+	m := j
+	if n := len(s.most); n > 0 && wheel.After(s.most[n-1], m) {
+		m = s.most[n-1]
+	}
+	s.ts, s.most = append(s.ts, ev.TS), append(s.most, m)
 }
 
 // explainable reports whether some base clock in [lo, hi] gives the
