@@ -8,7 +8,11 @@
 // set_event, the buffer) and every other user's instances as they were, and
 // removing the directory undoes everything the instance set. A process
 // killed with SIGKILL cannot remove its instance; Sweep (and every Open)
-// removes the instances whose process no longer runs.
+// removes the instances whose process no longer runs. Tracefs mounted by
+// Open carries the source "tmigr" in the mount table: a process killed
+// before it could unmount it leaves the mount, and the next Sweep, or the
+// Close of the next Open that finds no other running tmigr's instance in
+// it, takes it down.
 //
 // Open enables the events and sets the instance up without starting it;
 // Start switches it on; Pipe streams its trace_pipe, the kernel's text

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/host"
+	"github.com/tmigr/tmigr/internal/tracefslock"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -28,6 +31,18 @@ func realMachine(t *testing.T) {
 	if _, err := os.Stat(DefaultRoot); err != nil {
 		t.Skipf("no tracefs mount point (%v): a kernel without CONFIG_TRACING", err)
 	}
+	tracefslock.Hold(t)
+}
+
+// mounted reports whether tracefs is mounted at one of the usual points.
+func mounted() bool {
+	for _, p := range []string{DefaultRoot, debugRoot} {
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
+			return true
+		}
+	}
+	return false
 }
 
 // topState is the top-level tracing state an instance must leave alone.
@@ -84,6 +99,7 @@ func machineLine(t *testing.T) string {
 // a mismatch, and leaves the machine as it was.
 func TestRecordThisMachine(t *testing.T) {
 	realMachine(t)
+	wasMounted := mounted()
 	in, err := Open(Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -116,11 +132,19 @@ func TestRecordThisMachine(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s is still there after Close: %v", dir, err)
 	}
-	if left := ours(t, root); len(left) != 0 {
-		t.Errorf("instances left: %q", left)
-	}
-	if after := topState(t, root); after != before {
-		t.Errorf("the top-level tracing state changed:\n%s\nbecame\n%s", before, after)
+	switch {
+	case !wasMounted:
+		// Open mounted it: Close took it down, instances and all.
+		if mounted() {
+			t.Errorf("tracefs was not mounted before Open, and is after Close")
+		}
+	default:
+		if left := ours(t, root); len(left) != 0 {
+			t.Errorf("instances left: %q", left)
+		}
+		if after := topState(t, root); after != before {
+			t.Errorf("the top-level tracing state changed:\n%s\nbecame\n%s", before, after)
+		}
 	}
 	tr, err := replay.Read(&buf)
 	if err != nil {
@@ -160,12 +184,14 @@ func TestRecordThisMachine(t *testing.T) {
 	t.Logf("%d events, %d lost", len(tr.Events), lost)
 }
 
-// A recorder killed by SIGKILL leaves its instance; Sweep removes it.
+// A recorder killed by SIGKILL leaves its instance, and the tracefs mount
+// it made; Sweep removes both.
 func TestSweepAfterSIGKILL(t *testing.T) {
-	realMachine(t)
 	if os.Getenv("TMIGR_TRACEFS_CHILD") == "1" {
 		return // the child's own run of this test: see child below
 	}
+	realMachine(t)
+	wasMounted := mounted()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildRecorder$")
 	cmd.Env = append(os.Environ(), "TMIGR_TRACEFS_CHILD=1")
 	out, err := cmd.StdoutPipe()
@@ -195,8 +221,14 @@ func TestSweepAfterSIGKILL(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the killed child's instance is already gone (%v): nothing to sweep", err)
 	}
-	if err := Sweep(filepath.Dir(filepath.Dir(dir))); err != nil {
+	if !wasMounted && !mounted() {
+		t.Fatal("the killed child's tracefs mount is already gone: nothing to sweep")
+	}
+	if err := Sweep(""); err != nil {
 		t.Fatal(err)
+	}
+	if !wasMounted && mounted() {
+		t.Errorf("Sweep left the tracefs mount the killed child made")
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("Sweep left %s: %v", dir, err)

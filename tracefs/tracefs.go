@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/tmigr/tmigr/cpumask"
@@ -46,6 +47,11 @@ const (
 	DefaultRoot = "/sys/kernel/tracing"
 	debugRoot   = "/sys/kernel/debug/tracing"
 )
+
+// mountSource is the source of a tracefs mount that Open makes: the mount
+// table (/proc/self/mountinfo) names it, so that a later run knows a mount
+// a killed recorder left and takes it down with its instances.
+const mountSource = "tmigr"
 
 // instancePrefix starts the name of our instances: tmigr-<pid>, and
 // tmigr-<pid>-<n> for a process's later ones.
@@ -99,6 +105,7 @@ func Open(o Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	left := !mounted && o.Root == "" && leftMount(root)
 	in := &Instance{root: root, mounted: mounted, rmdir: rmdir, pipes: map[*pipe]bool{}}
 	fail := func(err error) (*Instance, error) {
 		in.Close()
@@ -120,6 +127,11 @@ func Open(o Options) (*Instance, error) {
 	}
 	if err := sweep(root, rmdir); err != nil {
 		in.notes = append(in.notes, fmt.Sprintf("stale instances left: %v", err))
+	}
+	if left && !liveInstances(root) {
+		// A recorder killed before its Close mounted it: nobody
+		// else uses it, and it goes with ours.
+		in.mounted = true
 	}
 	dir := filepath.Join(instances, instanceName(os.Getpid(), seq.Add(1)))
 	if err := mkdir(dir); errors.Is(err, os.ErrExist) {
@@ -271,7 +283,7 @@ func findRoot(root string) (string, bool, error) {
 	if os.Geteuid() != 0 {
 		return "", false, fmt.Errorf("needs root to mount tracefs at %s: no tracefs is mounted (%w)", DefaultRoot, ErrPermission)
 	}
-	if err := unix.Mount("nodev", DefaultRoot, "tracefs", 0, ""); err != nil {
+	if err := unix.Mount(mountSource, DefaultRoot, "tracefs", 0, ""); err != nil {
 		switch {
 		case errors.Is(err, unix.ENODEV):
 			return "", false, fmt.Errorf("no tracefs: Linux %s was built without it (CONFIG_TRACING)", release())
@@ -468,9 +480,44 @@ func Sweep(root string) error {
 			// Nothing can be left in a tracefs nobody had mounted.
 			return unix.Unmount(r, 0)
 		}
-		root = r
+		left := leftMount(r)
+		if err := sweep(r, syscall.Rmdir); err != nil {
+			return err
+		}
+		if left && !liveInstances(r) {
+			// Mounted by a recorder killed before its Close.
+			return unix.Unmount(r, 0)
+		}
+		return nil
 	}
 	return sweep(root, syscall.Rmdir)
+}
+
+// leftMount reports whether the tracefs mounted at root is one that Open
+// made (its source is mountSource): a run that finds it mounted so, with
+// no instance of a running tmigr in it, was killed before its Close.
+func leftMount(root string) bool {
+	ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(root))
+	if err != nil || len(ms) == 0 {
+		return false
+	}
+	m := ms[len(ms)-1] // the one on top
+	return m.FSType == "tracefs" && m.Source == mountSource
+}
+
+// liveInstances reports whether root holds an instance of a running tmigr
+// (whose mount is then still in use).
+func liveInstances(root string) bool {
+	ents, err := os.ReadDir(filepath.Join(root, "instances"))
+	if err != nil {
+		return true // unknown: leave the mount
+	}
+	for _, e := range ents {
+		if pid, ok := instancePID(e.Name()); ok && running(pid) {
+			return true
+		}
+	}
+	return false
 }
 
 func sweep(root string, rmdir func(string) error) error {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/internal/tracefslock"
 	"github.com/tmigr/tmigr/replay"
 )
 
@@ -114,6 +115,7 @@ func recordable(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/tracing"); err != nil {
 		t.Skipf("no tracefs mount point (%v): a kernel without CONFIG_TRACING", err)
 	}
+	tracefslock.Hold(t)
 }
 
 // checkRecording reads a recording back: the machine line, timer events,

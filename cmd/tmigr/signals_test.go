@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,12 +15,16 @@ import (
 )
 
 // tracefsState is what a command that traces must leave as it found it:
-// the instances (ours are tmigr-*), the top-level switches and buffer.
+// tracefs mounted or not, the instances (ours are tmigr-*), the top-level
+// switches and buffer.
 func tracefsState(t *testing.T) string {
 	t.Helper()
 	const root = "/sys/kernel/tracing"
 	var b strings.Builder
 	ents, err := os.ReadDir(filepath.Join(root, "instances"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "tracefs not mounted at " + root
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
