@@ -249,15 +249,17 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm5-4node-isol-7.3-update-reads-child-reactivated.txt":         {5, 4, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=4; epoll=2; period=1.1ms absolute"},
 		"vm6-4node-nohzfull-6.1-hrtimer-rearm-at-callback-exit.txt":     {6, 4, "6.1.192", "", "1-2", "QEMU TCG; timerfd=2; epoll=0; tcp=5; storm=1; period=8.4ms absolute"},
 		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":               {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
+		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":     {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
-		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":       1, // CPU 1, taken offline before the window
-		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":      1, // CPU 9, the same
-		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt": 1, // CPU 2, offline at the dump
-		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":      1, // CPU 7, offline at the dump, after the window
-		"vm4-3node-6.19-walk-stalls-between-levels.txt":            1, // CPU 3, offline at the dump, after the window
-		"vm7-4node-6.19-cas-printed-after-silence.txt":             1, // CPU 6, offline at the dump, after the window
+		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":        1, // CPU 1, taken offline before the window
+		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":       1, // CPU 9, the same
+		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":  1, // CPU 2, offline at the dump
+		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":       1, // CPU 7, offline at the dump, after the window
+		"vm4-3node-6.19-walk-stalls-between-levels.txt":             1, // CPU 3, offline at the dump, after the window
+		"vm7-4node-6.19-cas-printed-after-silence.txt":              1, // CPU 6, offline at the dump, after the window
+		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt": 1, // CPU 2, offline at the dump
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{

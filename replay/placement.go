@@ -162,6 +162,11 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	}
 	hpending := map[uint64]hstart{}
 	hrunning := map[uint64]int{}
+	// hfinishing: per CPU, an hrtimer whose callback returned (its exit
+	// line) while its base may still hold it as running: __run_hrtimer
+	// clears base->running only after it relocks the CPU's base, before
+	// the CPU prints anything else.
+	hfinishing := map[int]uint64{}
 	// finishing: per CPU, a timer whose callback returned (its exit line)
 	// while the base may still hold it as running: __run_timers clears
 	// running_timer only after relocking, before the CPU prints anything
@@ -178,6 +183,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 			hotplug[c] = ev.TS
 		}
 		base, _ := remote.Observe(&t.Events[i])
+		delete(hfinishing, ev.CPU)
 		if tm, ok := finishing[ev.CPU]; ok {
 			delete(finishing, ev.CPU)
 			if _, again := ev.Data.(ftrace.TimerExpireEntry); !again || ev.Data.(ftrace.TimerExpireEntry).Timer != tm {
@@ -265,18 +271,25 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 			a := ev.CPU
 			var want cpumask.Mask
 			why := known
-			switch base, ok := hrunning[d.Hrtimer]; {
-			case ok && base != a && hrExitsWithin(t.Events, i, d.Hrtimer, skewNS):
-				// Its callback's exit line is stamped with this line's
-				// time: which came first the two CPUs' lines do not
-				// tell, and __run_hrtimer clears the base's running
-				// timer only after the exit line (switch_hrtimer_base
-				// keeps a running timer on its base, else it applies
-				// the rule).
+			base, ok := hrunning[d.Hrtimer]
+			fin := finishingOn(hfinishing, d.Hrtimer)
+			switch {
+			case ok && base != a && hrExitsWithin(t.Events, i, d.Hrtimer, skewNS), !ok && fin >= 0 && fin != a:
+				// Its callback's exit line is printed, and its CPU has
+				// printed nothing since, or the exit line is stamped
+				// with this line's time: __run_hrtimer clears the
+				// base's running timer only after the exit line, when
+				// it relocks the base (a vCPU stalled there keeps it
+				// so for milliseconds), and switch_hrtimer_base keeps
+				// a running timer on its base, else it applies the
+				// rule.
 				if d.Mode.Pinned() {
 					want.Set(a)
 				} else {
 					want, why = p.hrtimer(a, ev)
+				}
+				if !ok {
+					base = fin
 				}
 				want.Set(base)
 				why = first(why, reasonFinishing)
@@ -301,6 +314,9 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 				p.decide(&c, st.ev, "hrtimer_start", ev.CPU, st.want, st.why, lost[st.ev.CPU])
 			}
 		case ftrace.HrtimerExpireExit:
+			if _, ok := hrunning[d.Hrtimer]; ok {
+				hfinishing[ev.CPU] = d.Hrtimer
+			}
 			delete(hrunning, d.Hrtimer)
 		}
 	}

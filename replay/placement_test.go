@@ -318,3 +318,35 @@ func TestPlacementHrtimerRearmAtCallbackExit(t *testing.T) {
 		t.Errorf("exit 5 ms later: mismatches %v, want one (the running timer stays on CPU 4's base)", c.Mismatches)
 	}
 }
+
+// TestPlacementHrtimerRearmBeforeBaseRelocked: a 6.1 timerfd's callback
+// returned on CPU 1 (its exit line) and CPU 0 re-armed it 13 us later; the
+// kernel queued it on CPU 1, though the arm was pinned to CPU 0 (campaign
+// 20261215 draw 3). __run_hrtimer prints the exit before it relocks the
+// base and clears base->running, and CPU 1 printed nothing until after the
+// arm: the arm may have found the callback running (switch_hrtimer_base
+// keeps it on its base) or done. Undetermined; once CPU 1 has printed
+// another line it had cleared base->running, and queued on CPU 1 is a
+// mismatch.
+func TestPlacementHrtimerRearmBeforeBaseRelocked(t *testing.T) {
+	m := ftrace.Machine{CPUs: 2, Nodes: 1, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 1)}, HZ: 250, Kernel: "6.1.192"}
+	const hr = 0x955ee696
+	entry := ftrace.Event{Line: 2, TS: 6_113_686_000, CPU: 1, PID: 123, Task: "tmigr-guest", Flags: "d.h..", Name: "hrtimer_expire_entry",
+		Data: ftrace.HrtimerExpireEntry{Hrtimer: hr, Function: "timerfd_tmrproc", Now: 6_136_979_700}}
+	exit := ftrace.Event{Line: 3, TS: 6_115_238_000, CPU: 1, PID: 123, Task: "tmigr-guest", Flags: "d.h..", Name: "hrtimer_expire_exit",
+		Data: ftrace.HrtimerExpireExit{Hrtimer: hr}}
+	other := ftrace.Event{Line: 4, TS: 6_115_240_000, CPU: 1, PID: 123, Task: "tmigr-guest", Flags: "d.h1.", Name: "hrtimer_start",
+		Data: ftrace.HrtimerStart{Hrtimer: 0x25eb7be3, Function: "tick_sched_timer", Expires: 6_140_000_000, SoftExpires: 6_140_000_000, Mode: ftrace.HrtimerModePinned | ftrace.HrtimerModeHard}}
+	start := ftrace.Event{Line: 5, TS: 6_115_251_000, CPU: 0, PID: 113, Task: "tmigr-guest", Flags: "d..2.", Name: "hrtimer_start",
+		Data: ftrace.HrtimerStart{Hrtimer: hr, Function: "timerfd_tmrproc", Expires: 6_156_490_670, SoftExpires: 6_156_490_670, Mode: ftrace.HrtimerModePinned}}
+	again := ftrace.Event{Line: 6, TS: 6_133_282_000, CPU: 1, Task: "<idle>", Flags: "d.h1.", Name: "hrtimer_expire_entry",
+		Data: ftrace.HrtimerExpireEntry{Hrtimer: hr, Function: "timerfd_tmrproc", Now: 6_156_589_970}}
+	c := placementOfEvents(t, m, []ftrace.Event{entry, exit, start, again})
+	if len(c.Mismatches) != 0 || c.UndeterminedReasons[whyFinishing] != 1 {
+		t.Errorf("nothing printed since the exit: mismatches %v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+	}
+	c = placementOfEvents(t, m, []ftrace.Event{entry, exit, other, start, again})
+	if len(c.Mismatches) != 1 {
+		t.Errorf("a line printed since the exit: mismatches %v, want one (the timer was done and goes where it is pinned)", c.Mismatches)
+	}
+}
