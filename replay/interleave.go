@@ -352,6 +352,51 @@ func (r *replayer) onPoint(p hier.Point, cpu int, g hier.GroupID) {
 	if p == hier.PointActiveCAS || p == hier.PointInactiveCAS {
 		r.catchUp(cpu, g)
 	}
+	if p == hier.PointInactiveCAS {
+		r.childKeptActive(cpu, g)
+	}
+}
+
+// childKeptActive replays, just before a deactivation's compare-and-swap
+// of group g above its first, another CPU's operation that made g's child
+// active again, when the transition's printed state keeps the child's bit
+// and the model's child is inactive. tmigr_inactive_up
+// (kernel/time/timer_migration.c, 6.9+) reads the child's state right
+// before that compare-and-swap and leaves the bit set when the child is
+// active: the activation came after the deactivation's event update of
+// the child, which printed it idle, and before that read (childSeenActive
+// is the same without an update line in between).
+func (r *replayer) childKeptActive(cpu int, g hier.GroupID) {
+	if len(r.walks) == 0 {
+		return
+	}
+	w := r.walks[len(r.walks)-1]
+	o := w.o
+	if w.depth != r.depth || o.cpu != cpu || o.kind != opDeactivate || r.splitOf(o) != nil {
+		return
+	}
+	for k := 1; k < len(o.groups); k++ {
+		line := r.groupLine(o.groups[k])
+		if line.id != g {
+			continue
+		}
+		child := r.groupLine(o.groups[k-1]).id
+		if line.activate || line.after.active&line.childmask == 0 || child == hier.NoGroup {
+			return
+		}
+		for tries := 0; tries < lookahead; tries++ {
+			cur := r.m.state(child)
+			if cur.active != 0 {
+				return
+			}
+			j := r.bridge(o, child, cur, func(s gstate) bool { return s.active != 0 }, true, o.groups[k])
+			if j < 0 {
+				return
+			}
+			r.nest(j)
+		}
+		return
+	}
 }
 
 // catchUp replays, before a walk's compare-and-swap of a group above its

@@ -323,6 +323,12 @@ func TestRecordedOrders(t *testing.T) {
 		// CPU 0 went idle without the first event as its wakeup (line
 		// 391).
 		{"update reads child reactivated", "vm5-4node-isol-7.3-update-reads-child-reactivated.txt", 200},
+		// CPU 3's deactivation printed GRP0:2 idle in its event update
+		// (line 400), then its transition of the top kept GRP0:2's bit
+		// (line 403): CPU 2's activation of GRP0:2 (line 401) ran after
+		// the update and before the top's compare-and-swap read the
+		// child.
+		{"inactive reads child reactivated after update", "vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt", 95},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)
