@@ -329,6 +329,12 @@ func TestRecordedOrders(t *testing.T) {
 		// the update and before the top's compare-and-swap read the
 		// child.
 		{"inactive reads child reactivated after update", "vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt", 95},
+		// CPU 3's deactivation of GRP0:2 (line 399) and of the top
+		// (line 435, with CPU 0's bit) were 1 ms apart; CPUs 2 and 0
+		// activated in between (lines 403 and 409), in that order: CPU
+		// 0's activation runs inside the walk, after CPU 2's, not
+		// before the whole deactivation.
+		{"higher level prior bridged inside walk", "vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt", 105},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

@@ -166,13 +166,19 @@ func (r *replayer) preResync(o *op) reason {
 	for tries := 0; ; tries++ {
 		cur := r.m.current() // read only: bridge changes nothing, exec is last
 		bridged := false
-		for _, i := range o.groups {
+		for k, i := range o.groups {
 			gl := r.groupLine(i)
 			p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 			if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) {
 				continue
 			}
 			if j := r.bridge(o, gl.id, cur[gl.id], p.admits, false, -1); j >= 0 && tries < lookahead {
+				if k > 0 && r.catchesUp(o, j, i) {
+					// Its lines come after o's first transition and
+					// clearly before this one: it ran while o's CPU
+					// was between the two, where catchUp replays it.
+					continue
+				}
 				r.exec(j)
 				bridged = true
 				break
@@ -209,6 +215,18 @@ func (r *replayer) preResync(o *op) reason {
 	}
 	r.resyncTo(want, why)
 	return why
+}
+
+// catchesUp reports whether catchUp will replay operation j inside walk
+// o, before o's transition printed on line index i: j is an activation or
+// a deactivation printed after o's first line and whose every line is
+// clearly (by more than skewNS) before line i.
+func (r *replayer) catchesUp(o *op, j, i int) bool {
+	p := r.ops[j]
+	if p.kind != opActivate && p.kind != opDeactivate || p.key() < o.first() {
+		return false
+	}
+	return r.ev[p.last()].TS < r.ev[i].TS-skewNS
 }
 
 // A bridging transition is looked for among the next lookahead
