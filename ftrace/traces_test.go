@@ -213,55 +213,57 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm40-1node-isol-busy-7.3.txt":                            {40, 1, "7.3.4", "1-9,11-39", "", "QEMU TCG"},
 		"vm9-1node-mixed-6.1.txt":                                 {9, 1, "6.1.192", "", "", "QEMU TCG; period=3ms"},
 		// A window of a recording the replay got wrong (testdata/traces/README.md).
-		"vm4-1node-isol-busy-sleeper-7.3-update-reads-later-cas.txt":      {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
-		"kvm2-6.18-remote-target-woke-cut.txt":                            {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
-		"vm4-1node-isol-busy-sleeper-7.3-round-before-claim.txt":          {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
-		"vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt":           {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
-		"kvm2-6.18-round-beside-unprinted-walk.txt":                       {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
-		"kvm2-6.18-update-beside-activation-ignore.txt":                   {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"kvm2-6.18-idle-walk-beside-activation-ignore.txt":                {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"kvm2-6.18-round-entry-before-printed-cas.txt":                    {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"kvm2-6.18-claim-printed-just-after-round.txt":                    {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"kvm2-6.18-round-reads-wakeup-before-claim-reset.txt":             {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":              {7, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1; period=2.6ms"},
-		"vm11-1node-rt-6.19-activation-finds-bit-set.txt":                 {11, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=3-6; posix-timers=0,9; epoll=7; tcp=2; period=7.9ms"},
-		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":             {10, 2, "6.19.14", "2-3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=7; epoll=1; period=8.4ms absolute"},
-		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":        {3, 2, "6.19.14", "2", "2", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=19.8ms absolute"},
-		"vm3-1node-nohzfull-rt-7.0-tick-jiffy-bound.txt":                  {3, 1, "7.0.13", "", "1-2", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; timerfd=0; epoll=1; period=2.2ms absolute"},
-		"vm3-2node-nohzfull-6.12-local-first-beyond-end.txt":              {3, 2, "6.12.118", "", "1", "QEMU TCG"},
-		"vm3-2node-6.12-parent-update-after-walk-update.txt":              {3, 2, "6.12.118", "", "", "QEMU TCG; tcp=0; period=2.4ms absolute"},
-		"vm9-2node-rt-7.3-frozen-trace-clock.txt":                         {9, 2, "7.3.4", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; timerfd=8; epoll=6; tcp=5; period=3.1ms absolute"},
-		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":                 {15, 2, "6.19.14", "3,5-8,12-14", "3,5-8,12-14", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; timerfd=5,12; posix-timers=3,7; epoll=0,10; tcp=6,13-14; storm=4; period=4.6ms"},
-		"vm4-3node-6.19-walk-stalls-between-levels.txt":                   {4, 3, "6.19.14", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=3; epoll=0; tcp=1; period=5.7ms"},
-		"vm3-2node-7.3-expiry-after-another-softirq-round.txt":            {3, 2, "7.3.4", "", "", "QEMU TCG; period=7.8ms"},
-		"vm3-2node-7.3-round-skips-due-claimed-event.txt":                 {3, 2, "7.3.4", "", "", "QEMU TCG; period=7.8ms"},
-		"vm7-2node-rt-7.2-handler-idles-inside-callback.txt":              {7, 2, "7.2.13", "4", "4-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2; posix-timers=5; tcp=6; period=1.7ms absolute"},
-		"vm4-2node-7.2-activation-above-stalled-deactivation.txt":         {4, 2, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=0; timerfd=2; posix-timers=1; period=4.7ms"},
-		"vm3-3node-isol-rt-6.12-cpu-busy-and-idle-during-stall.txt":       {3, 3, "6.12.118", "1-2", "", "QEMU TCG; PREEMPT_RT; posix-timers=0; period=5.3ms"},
-		"vm7-4node-6.19-cas-printed-after-silence.txt":                    {7, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=5; epoll=1-2; period=6.8ms absolute"},
-		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt":   {4, 1, "7.3.4", "3", "3", "QEMU TCG; fifo-sleepers=3; tcp=2; period=1.3ms absolute"},
-		"vm7-4node-7.2-bridge-skips-op-that-does-not-fit.txt":             {7, 4, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=3,5; posix-timers=4,6; period=7.3ms"},
-		"vm14-1node-rt-6.19-tie-order-not-printed.txt":                    {14, 1, "6.19.14", "", "9-11", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=5,9,13; posix-timers=7; tcp=12; storm=1,4,11; period=3.4ms absolute"},
-		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":             {16, 2, "7.0.13", "", "1,3,6-7,10,12,14", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=7,11,13; timerfd=0,9,12; posix-timers=6; epoll=8; tcp=4,14; storm=3; period=1ms"},
-		"vm7-3node-6.12-update-reads-late-activations.txt":                {7, 3, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=0,6; posix-timers=1; period=2.9ms"},
-		"vm5-4node-rt-6.12-group-ignore-before-parent-cas.txt":            {5, 4, "6.12.118", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=1; tcp=3; period=11ms"},
-		"vm3-3node-nohzfull-6.12-phantom-bucket-after-hotplug.txt":        {3, 3, "6.12.118", "", "1-2", "QEMU TCG; storm=2; period=15.5ms absolute"},
-		"vm5-4node-isol-7.3-update-reads-child-reactivated.txt":           {5, 4, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=4; epoll=2; period=1.1ms absolute"},
-		"vm6-4node-nohzfull-6.1-hrtimer-rearm-at-callback-exit.txt":       {6, 4, "6.1.192", "", "1-2", "QEMU TCG; timerfd=2; epoll=0; tcp=5; storm=1; period=8.4ms absolute"},
-		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":                 {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
-		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":       {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
-		"vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt": {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
-		"vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt":        {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
+		"vm4-1node-isol-busy-sleeper-7.3-update-reads-later-cas.txt":            {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"kvm2-6.18-remote-target-woke-cut.txt":                                  {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
+		"vm4-1node-isol-busy-sleeper-7.3-round-before-claim.txt":                {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt":                 {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"kvm2-6.18-round-beside-unprinted-walk.txt":                             {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
+		"kvm2-6.18-update-beside-activation-ignore.txt":                         {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-idle-walk-beside-activation-ignore.txt":                      {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-round-entry-before-printed-cas.txt":                          {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-claim-printed-just-after-round.txt":                          {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-round-reads-wakeup-before-claim-reset.txt":                   {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":                    {7, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1; period=2.6ms"},
+		"vm11-1node-rt-6.19-activation-finds-bit-set.txt":                       {11, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=3-6; posix-timers=0,9; epoll=7; tcp=2; period=7.9ms"},
+		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":                   {10, 2, "6.19.14", "2-3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=7; epoll=1; period=8.4ms absolute"},
+		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":              {3, 2, "6.19.14", "2", "2", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=19.8ms absolute"},
+		"vm3-1node-nohzfull-rt-7.0-tick-jiffy-bound.txt":                        {3, 1, "7.0.13", "", "1-2", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; timerfd=0; epoll=1; period=2.2ms absolute"},
+		"vm3-2node-nohzfull-6.12-local-first-beyond-end.txt":                    {3, 2, "6.12.118", "", "1", "QEMU TCG"},
+		"vm3-2node-6.12-parent-update-after-walk-update.txt":                    {3, 2, "6.12.118", "", "", "QEMU TCG; tcp=0; period=2.4ms absolute"},
+		"vm9-2node-rt-7.3-frozen-trace-clock.txt":                               {9, 2, "7.3.4", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; timerfd=8; epoll=6; tcp=5; period=3.1ms absolute"},
+		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":                       {15, 2, "6.19.14", "3,5-8,12-14", "3,5-8,12-14", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; timerfd=5,12; posix-timers=3,7; epoll=0,10; tcp=6,13-14; storm=4; period=4.6ms"},
+		"vm4-3node-6.19-walk-stalls-between-levels.txt":                         {4, 3, "6.19.14", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=3; epoll=0; tcp=1; period=5.7ms"},
+		"vm3-2node-7.3-expiry-after-another-softirq-round.txt":                  {3, 2, "7.3.4", "", "", "QEMU TCG; period=7.8ms"},
+		"vm3-2node-7.3-round-skips-due-claimed-event.txt":                       {3, 2, "7.3.4", "", "", "QEMU TCG; period=7.8ms"},
+		"vm7-2node-rt-7.2-handler-idles-inside-callback.txt":                    {7, 2, "7.2.13", "4", "4-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2; posix-timers=5; tcp=6; period=1.7ms absolute"},
+		"vm4-2node-7.2-activation-above-stalled-deactivation.txt":               {4, 2, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=0; timerfd=2; posix-timers=1; period=4.7ms"},
+		"vm3-3node-isol-rt-6.12-cpu-busy-and-idle-during-stall.txt":             {3, 3, "6.12.118", "1-2", "", "QEMU TCG; PREEMPT_RT; posix-timers=0; period=5.3ms"},
+		"vm7-4node-6.19-cas-printed-after-silence.txt":                          {7, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=5; epoll=1-2; period=6.8ms absolute"},
+		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt":         {4, 1, "7.3.4", "3", "3", "QEMU TCG; fifo-sleepers=3; tcp=2; period=1.3ms absolute"},
+		"vm7-4node-7.2-bridge-skips-op-that-does-not-fit.txt":                   {7, 4, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=3,5; posix-timers=4,6; period=7.3ms"},
+		"vm14-1node-rt-6.19-tie-order-not-printed.txt":                          {14, 1, "6.19.14", "", "9-11", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=5,9,13; posix-timers=7; tcp=12; storm=1,4,11; period=3.4ms absolute"},
+		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":                   {16, 2, "7.0.13", "", "1,3,6-7,10,12,14", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=7,11,13; timerfd=0,9,12; posix-timers=6; epoll=8; tcp=4,14; storm=3; period=1ms"},
+		"vm7-3node-6.12-update-reads-late-activations.txt":                      {7, 3, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=0,6; posix-timers=1; period=2.9ms"},
+		"vm5-4node-rt-6.12-group-ignore-before-parent-cas.txt":                  {5, 4, "6.12.118", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=1; tcp=3; period=11ms"},
+		"vm3-3node-nohzfull-6.12-phantom-bucket-after-hotplug.txt":              {3, 3, "6.12.118", "", "1-2", "QEMU TCG; storm=2; period=15.5ms absolute"},
+		"vm5-4node-isol-7.3-update-reads-child-reactivated.txt":                 {5, 4, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=4; epoll=2; period=1.1ms absolute"},
+		"vm6-4node-nohzfull-6.1-hrtimer-rearm-at-callback-exit.txt":             {6, 4, "6.1.192", "", "1-2", "QEMU TCG; timerfd=2; epoll=0; tcp=5; storm=1; period=8.4ms absolute"},
+		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":                       {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
+		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
+		"vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt":       {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
+		"vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt":              {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
+		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
-		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":        1, // CPU 1, taken offline before the window
-		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":       1, // CPU 9, the same
-		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":  1, // CPU 2, offline at the dump
-		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":       1, // CPU 7, offline at the dump, after the window
-		"vm4-3node-6.19-walk-stalls-between-levels.txt":             1, // CPU 3, offline at the dump, after the window
-		"vm7-4node-6.19-cas-printed-after-silence.txt":              1, // CPU 6, offline at the dump, after the window
-		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt": 1, // CPU 2, offline at the dump
+		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":                    1, // CPU 1, taken offline before the window
+		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":                   1, // CPU 9, the same
+		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":              1, // CPU 2, offline at the dump
+		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":                   1, // CPU 7, offline at the dump, after the window
+		"vm4-3node-6.19-walk-stalls-between-levels.txt":                         1, // CPU 3, offline at the dump, after the window
+		"vm7-4node-6.19-cas-printed-after-silence.txt":                          1, // CPU 6, offline at the dump, after the window
+		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             1, // CPU 2, offline at the dump
+		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": 1, // CPU 3, offline at the dump, after the window
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{

@@ -335,6 +335,10 @@ func TestRecordedOrders(t *testing.T) {
 		// 0's activation runs inside the walk, after CPU 2's, not
 		// before the whole deactivation.
 		{"higher level prior bridged inside walk", "vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt", 105},
+		// nohz_full CPU 3's round entered GRP0:1 (line 2500); an
+		// interrupt's exit inside it stopped the tick and deactivated
+		// the CPU (line 2571); then the round went up (line 2576).
+		{"round goes on after nested deactivation", "vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt", 265},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

@@ -142,8 +142,23 @@ func splitOps(events []ftrace.Event) []*op {
 		o.lines = append(o.lines, i)
 		return o
 	}
+	// round is, per CPU, its last round while only activations and
+	// deactivations of its own (and lines of other subsystems) have
+	// followed it: on a nohz_full CPU an
+	// interrupt's exit inside the round may stop or restart the tick, and
+	// so deactivate or activate the CPU, before the round goes on a level
+	// up (tick_irq_exit, kernel/softirq.c).
+	round := map[int]*op{}
 	for i, ev := range events {
 		cpu := ev.CPU
+		switch ev.Data.(type) {
+		case ftrace.TmigrCPUNewTimer, ftrace.TmigrCPUNewTimerIdle, ftrace.TmigrHandleRemoteCPU,
+			ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOffline,
+			ftrace.Lost, ftrace.BufferStarted:
+			if cur[cpu] != round[cpu] {
+				delete(round, cpu) // the round is over
+			}
+		}
 		switch p := ev.Data.(type) {
 		case ftrace.TmigrCPUActive:
 			o := start(opActivate, cpu, i)
@@ -178,12 +193,22 @@ func splitOps(events []ftrace.Event) []*op {
 			// A round starts at level 0; a higher level without one is
 			// the rest of a round the recording cut.
 			o, kind := open(cpu, opRemote), opPartial
+			if r := round[cpu]; o == nil && r != nil && p.Lvl > 0 && nested(events, r, cur[cpu]) &&
+				events[r.levels()[len(r.levels())-1]].Data.(ftrace.TmigrHandleRemote).Lvl == p.Lvl-1 {
+				// The round goes on a level up after its CPU's
+				// operations that ran inside it (runRemote replays
+				// them there).
+				o, cur[cpu] = r, r
+			}
 			if p.Lvl == 0 {
 				o, kind = nil, opRemote
 			}
 			o = join(o, kind, cpu, i)
 			rl := o.roundOf()
 			rl.levels = append(rl.levels, i)
+			if o.kind == opRemote {
+				round[cpu] = o
+			}
 		case ftrace.TmigrHandleRemoteCPU:
 			o := join(open(cpu, opRemote, opPartial), opPartial, cpu, i)
 			rl := o.roundOf()
@@ -227,6 +252,21 @@ func splitOps(events []ftrace.Event) []*op {
 		o.idx = i
 	}
 	return ops
+}
+
+// nested reports whether o, the operation of round r's CPU after r, is
+// one that an interrupt's exit inside the round may have run: a complete
+// activation or deactivation.
+func nested(events []ftrace.Event, r, o *op) bool {
+	switch {
+	case o == nil || o == r:
+		return false
+	case o.kind == opDeactivate:
+		return o.closed
+	case o.kind == opActivate:
+		return len(o.groups) > 0
+	}
+	return false
 }
 
 // opBlock is how many operations splitOps allocates at once.

@@ -791,6 +791,9 @@ func (r *replayer) onRemote() {
 		return
 	}
 	li := rd.o.levels()[k]
+	if k > 0 {
+		r.nestedInRound(rd, rd.o.levels()[k-1], li)
+	}
 	end := -1
 	for _, i := range rd.o.lines {
 		if i > li {
@@ -812,6 +815,30 @@ func (r *replayer) onRemote() {
 		}
 		if o.last() >= end {
 			break
+		}
+		rd.nested = true
+		r.exec(j)
+	}
+}
+
+// nestedInRound replays the operations of the round's own CPU printed
+// wholly between two of its levels' lines, prev and li: they ran inside the
+// round, before its check of the upper level (an interrupt's exit on a
+// nohz_full CPU stops or restarts the tick: splitOps). Other CPUs'
+// operations printed before each of them, since prev, came first.
+func (r *replayer) nestedInRound(rd *round, prev, li int) {
+	h := rd.o.cpu
+	busy := r.busyCPUs(h, 0)
+	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < li; j++ {
+		o := r.ops[j]
+		if r.done[j] || o.cpu != h || o.first() < prev || o.last() > li {
+			continue
+		}
+		for x := rd.idx + 1; x < j; x++ {
+			if p := r.ops[x]; !r.done[x] && !busy[p.cpu] && p.key() > prev {
+				rd.nested = true
+				r.exec(x)
+			}
 		}
 		rd.nested = true
 		r.exec(j)
