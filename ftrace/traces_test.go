@@ -253,6 +253,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt":       {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
 		"vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt":              {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
 		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
+		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":      {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
@@ -264,6 +265,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm7-4node-6.19-cas-printed-after-silence.txt":                          1, // CPU 6, offline at the dump, after the window
 		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             1, // CPU 2, offline at the dump
 		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": 1, // CPU 3, offline at the dump, after the window
+		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":      1, // CPU 3, taken offline before the window
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{

@@ -339,6 +339,10 @@ func TestRecordedOrders(t *testing.T) {
 		// interrupt's exit inside it stopped the tick and deactivated
 		// the CPU (line 2571); then the round went up (line 2576).
 		{"round goes on after nested deactivation", "vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt", 265},
+		// CPU 0's round ran inside idle CPU 4's self-expiry (lines
+		// 1651-1654); CPU 4's new timer (line 1660) comes after CPU 4's
+		// round stored its wakeup, not inside CPU 0's expiry window.
+		{"expiry window skips busy round cpu", "vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt", 190},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

@@ -560,8 +560,12 @@ func (r *replayer) expireRemote(handler, target int) {
 	_, printed := r.refetched(rd.o, rd.cur)
 	ups := r.walkUpdates(rd.o, rd.cur)
 	deferred := map[int]bool{} // CPUs with an operation replayed after the round
+	// The CPUs of the rounds and walks this round is replayed inside are
+	// busy with them: their next operations come after (a CPU's lines are
+	// in program order).
+	busy := r.busyCPUs(handler, 0)
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
-		if r.done[j] || r.ops[j].cpu == handler && !own[j] || deferred[r.ops[j].cpu] {
+		if c := r.ops[j].cpu; r.done[j] || c == handler && !own[j] || c != handler && busy[c] || deferred[c] {
 			continue
 		}
 		p := r.ops[j]
