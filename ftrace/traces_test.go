@@ -254,6 +254,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt":              {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
 		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
 		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":      {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
+		"vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt":                {5, 1, "6.12.118", "", "1-2,4", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; storm=0; period=2.3ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
@@ -266,6 +267,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             1, // CPU 2, offline at the dump
 		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": 1, // CPU 3, offline at the dump, after the window
 		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":      1, // CPU 3, taken offline before the window
+		"vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt":                2, // CPU 4 (in the window) and CPU 3 (after it)
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{

@@ -161,9 +161,16 @@ func newClock(t *Trace, hz int) *clock {
 	// The tick, where the trace holds hrtimer lines, bounds it from above:
 	// its softirq, when it reads jiffies within the jiffy of the tick's
 	// expiry, reads that jiffy, or an earlier one when the timekeeper has
-	// not moved them yet. The least bound, given twice, is off.
+	// not moved them yet. The least bound, given twice, is off. A bound
+	// below the one the published expiries give is no bound: that softirq
+	// read jiffies after the tick's jiffy had passed, though the trace
+	// clock, which under TCG does not keep CLOCK_MONOTONIC's pace, counts
+	// less than a jiffy since (a PREEMPT_RT timer thread that ran late).
 	low, lowN := int64(0), 0
 	for off, n := range ticks {
+		if c.known && off < c.off {
+			continue
+		}
 		if lowN == 0 || off < low {
 			low, lowN = off, n
 		}

@@ -211,3 +211,18 @@ func TestClockContradictionBoundsNeitherSide(t *testing.T) {
 		t.Errorf("bounds [%d, %d], want [513, 514]: CPU 0's line at 5.128218 bounds no later line from below", lo, hi)
 	}
 }
+
+// TestTickBelowPublishedBound: a window of a 6.12 PREEMPT_RT guest
+// (campaign 20261215, draw 70) where CPU 0's tick handler ran 2.5 ms of
+// trace time (lines 3241-3245) and the timer thread's softirq after it read
+// the next jiffy (line 3278): by the trace clock, which under TCG does not
+// keep CLOCK_MONOTONIC's pace, still within the tick's jiffy. Twice so, it
+// put the clock a tick below the offset the published expiries give, and
+// CPU 4's expiries came out 4 ms early. A tick bound below the published
+// ones is no bound.
+func TestTickBelowPublishedBound(t *testing.T) {
+	c := nextevtWindow(t, "vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt")
+	if c.Matched < 700 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+}
