@@ -110,6 +110,10 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 	pre := preexisting(t, clk)
 	end := lastJiffies(t)
 	timers := map[uint64]*wheel.Timer{}
+	// remoteRun holds the timers a remote expiry ran in the model until
+	// their expiry lines come: one re-armed before is one the kernel's
+	// expiry did not run (the recording may end first).
+	remoteRun := map[*wheel.Timer]bool{}
 	timer := func(p uint64) *wheel.Timer {
 		tm := timers[p]
 		if tm == nil {
@@ -158,11 +162,29 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 				}
 			}
 
+		case ftrace.TmigrHandleRemoteCPU:
+			// timer_expire_remote runs the claimed CPU's global base:
+			// its due timers print their expiries next, and a due bucket
+			// marked pending with no timer (wheel.Base.MigrateTo) goes
+			// with them, printing nothing.
+			if p.CPU >= 0 && p.CPU < s.CPUs && m.cpus[p.CPU].IsOnline() {
+				j := lowest()
+				pass := m.set.RunBase(p.CPU, cpu.BaseGlobal, cpu.Snapshot{J: j, M: clk.ns(j)})
+				for tm := pass.Next(); tm != nil; tm = pass.Next() {
+					remoteRun[tm] = true
+				}
+			}
 		case ftrace.Lost, ftrace.BufferStarted:
 			if ev.CPU >= 0 && ev.CPU < s.CPUs {
 				lost[ev.CPU] = true
 			}
 		case ftrace.TimerStart:
+			if remoteRun[timers[p.Timer]] {
+				// Re-armed with no expiry line since a remote expiry
+				// ran it in the model: the kernel's did not.
+				delete(remoteRun, timers[p.Timer])
+				m.expiredUnseen++
+			}
 			if p.CPU >= s.CPUs {
 				return c, nil, fmt.Errorf("line %d: timer_start on CPU %d of a %d-CPU machine", ev.Line, p.CPU, s.CPUs)
 			}
@@ -185,6 +207,7 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 		case ftrace.TimerExpireEntry:
 			if tm := timers[p.Timer]; tm != nil {
 				set.Del(tm)
+				delete(remoteRun, tm)
 			}
 			// The bucket's other timers left the wheel with it (queue).
 			wq.expire(p, func(tm uint64) { set.Del(timers[tm]) })
@@ -234,9 +257,9 @@ type idleMachine struct {
 	// keeper is the CPU that never stops its tick in the idle loop (the
 	// timekeeper under nohz_full: can_stop_idle_tick), or -1.
 	keeper int
-	// expiredUnseen counts the timers the softirq of a CPU going idle
-	// expired though no line had: none where the lines tell every
-	// expiry. The tests hold it to that.
+	// expiredUnseen counts the timers the softirq of a CPU going idle,
+	// or a remote expiry, expired though no line had or did: none where
+	// the lines tell every expiry. The tests hold it to that.
 	expiredUnseen int
 	// answered counts the rounds the stand-in hierarchy answered with an
 	// event (a wakeup other than KTIME_MAX): none, while its extra CPU

@@ -230,24 +230,49 @@ func TestNextevtLocalFirstBeyondEnd(t *testing.T) {
 // detached the second (line 729). __run_timers takes the whole bucket off
 // the wheel (collect_expired_timers) and drops the base's lock around each
 // callback, so CPU 14 no longer saw the second timer: its nextevt is the
-// next bucket's. Told that the first expired at another bucket, the check
-// keeps the second on the wheel, due at once, and finds no line possible.
+// next bucket's. The claim (line 723) runs CPU 14's global base whole in
+// the model, as timer_expire_remote does; the first timer's expiry takes
+// its bucket off the wheel as well. With the claim gone and the first
+// timer told to expire at another bucket, the check keeps the second on
+// the wheel, due at once, and finds no line possible.
 func TestNextevtRemoteBucketOffWheel(t *testing.T) {
 	const file = "vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt"
 	lines, at := recordingAt(t, file, "17.787599: timer_expire_entry: timer=000000009d8e238d")
+	_, claim := recordingAt(t, file, "tmigr_handle_remote_cpu: cpu=14 ")
 	_, idle := recordingAt(t, file, "17.787694: tmigr_cpu_new_timer_idle: cpu=14 ")
 	c := nextevtOf(t, lines)
 	for _, m := range c.Mismatches {
 		t.Fatalf("unperturbed: mismatch at line %d: kernel %s, model %s", m.Line, m.Kernel, m.Model)
 	}
 	old := "baseclk=4294896632"
-	if !strings.Contains(lines[at], old) {
-		t.Fatalf("line %d lacks %q", at+1, old)
+	if !strings.Contains(lines[at], old) || claim > at || claim > idle {
+		t.Fatalf("line %d lacks %q, or the claim (line %d) is not before it", at+1, old, claim+1)
 	}
 	lines[at] = strings.Replace(lines[at], old, "baseclk=4294896631", 1)
-	c = nextevtOf(t, lines)
-	if len(c.Mismatches) != 1 || c.Mismatches[0].Line != idle+1 {
-		t.Fatalf("mismatches %+v, want one at line %d", c.Mismatches, idle+1)
+	for _, tc := range []struct {
+		name    string
+		noClaim bool
+		want    int // mismatches
+	}{{"another bucket", false, 0}, {"another bucket, no claim", true, 1}} {
+		out := lines
+		if tc.noClaim {
+			out = append(append([]string{}, lines[:claim]...), lines[claim+1:]...)
+			for i, l := range out {
+				var held, written int
+				if n, _ := fmt.Sscanf(l, "# entries-in-buffer/entries-written: %d/%d", &held, &written); n == 2 {
+					out[i] = strings.Replace(l, fmt.Sprintf("%d/%d", held, written), fmt.Sprintf("%d/%d", held-1, written-1), 1)
+					break
+				}
+			}
+		}
+		c = nextevtOf(t, out)
+		line := idle + 1
+		if tc.noClaim {
+			line--
+		}
+		if len(c.Mismatches) != tc.want || tc.want == 1 && c.Mismatches[0].Line != line {
+			t.Errorf("%s: mismatches %+v, want %d (at line %d)", tc.name, c.Mismatches, tc.want, line)
+		}
 	}
 }
 
@@ -275,5 +300,33 @@ func TestNextevtExpiryAfterAnotherSoftirqRound(t *testing.T) {
 	c := nextevtWindow(t, "vm3-2node-7.3-expiry-after-another-softirq-round.txt")
 	if n := c.UndeterminedReasons[whyArmedBefore]; n < 4 {
 		t.Errorf("%d nextevt values undetermined for %q, want CPU 0's 4 (%s)", n, whyArmedBefore, c.Reasons())
+	}
+}
+
+// TestNextevtPhantomRunByRemoteExpiry: a window of an 8-CPU 7.0
+// PREEMPT_RT guest (campaign 20261215, draw 50) whose nohz_full CPU 6
+// went offline: timers_dead_cpu moved its keepalive timer, due at jiffy
+// 4294894896, to CPU 7 (line 4867) and left its bucket marked pending
+// (migrate_timer_list's detach_timer). Back online (line 6688) and idle,
+// CPU 6 published that empty bucket as its next event (10816000000), and
+// CPU 7's round claimed it at that time (line 9592): timer_expire_remote
+// ran CPU 6's global base, collected the empty bucket and printed
+// nothing. The check kept the bucket, due ever after, and found CPU 6's
+// later nextevt lines (line 12684) impossible. With the claims of CPU 6
+// naming another CPU the bucket stays, and so does the mismatch.
+func TestNextevtPhantomRunByRemoteExpiry(t *testing.T) {
+	const file = "vm8-3node-nohzfull-rt-7.0-phantom-bucket-run-by-remote-expiry.txt"
+	c := nextevtWindow(t, file)
+	if c.Matched < 200 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+	lines, claim := recordingAt(t, file, "10.853106: tmigr_handle_remote_cpu: cpu=6 ")
+	_, at := recordingAt(t, file, "11.048209: tmigr_cpu_new_timer_idle: cpu=6 ")
+	for i := claim; i < at; i++ {
+		lines[i] = strings.Replace(lines[i], "tmigr_handle_remote_cpu: cpu=6 ", "tmigr_handle_remote_cpu: cpu=5 ", 1)
+	}
+	c = nextevtOf(t, lines)
+	if len(c.Mismatches) == 0 || c.Mismatches[0].Line != at+1 {
+		t.Errorf("with the claims naming another CPU: mismatches %+v, want the first at line %d", c.Mismatches, at+1)
 	}
 }
