@@ -131,6 +131,18 @@ func finishingOn(finishing map[int]uint64, tm uint64) int {
 	return -1
 }
 
+// wheelRule is where __mod_timer queues a timer that is not running: on
+// the arming CPU if pinned, else where the kernel's rule puts it (since
+// 6.9 the arming CPU too; before, get_nohz_timer_target's push).
+func (p *placer) wheelRule(a int, ev ftrace.Event, d ftrace.TimerStart) (cpumask.Mask, reason) {
+	if d.Flags&ftrace.TimerPinned != 0 {
+		var m cpumask.Mask
+		m.Set(a)
+		return m, known
+	}
+	return p.wheel(a, ev)
+}
+
 // CheckPlacement runs the placement check over a trace of machine s.
 func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	var c Counts
@@ -234,11 +246,12 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 				why = reasonPinnedRunning
 			case ok && fin >= 0 && fin != a:
 				// Re-armed elsewhere as its callback is just done:
-				// the base has normally cleared running_timer, unless
-				// its CPU stalled before relocking (then it stays).
-				want.Set(a)
+				// the base has normally cleared running_timer, and
+				// the rule places it, unless its CPU stalled before
+				// relocking (then it stays).
+				want, why = p.wheelRule(a, ev, d)
 				if d.CPU == base {
-					why = reasonFinishing
+					why = first(why, reasonFinishing)
 					want.Set(base)
 				}
 			case ok && base != a && exitsWithin(t.Events, i, d.Timer, skewNS):
@@ -246,9 +259,9 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 				// stamped with this line's time: which came first the
 				// two CPUs' lines do not tell, and running_timer is
 				// cleared only after the exit line.
+				want, why = p.wheelRule(a, ev, d)
 				want.Set(base)
-				want.Set(a)
-				why = reasonFinishing
+				why = first(why, reasonFinishing)
 			case ok:
 				want.Set(base)
 			case d.Flags&ftrace.TimerPinned != 0:

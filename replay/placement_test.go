@@ -350,3 +350,20 @@ func TestPlacementHrtimerRearmBeforeBaseRelocked(t *testing.T) {
 		t.Errorf("a line printed since the exit: mismatches %v, want one (the timer was done and goes where it is pinned)", c.Mismatches)
 	}
 }
+
+// TestPlacementWheelRearmWhileCallbackFinishing: on a 6.1 guest a delack
+// timer's callback returned on CPU 1 (line 94), which then printed nothing
+// for 7 ms; nohz_full CPU 3 re-armed it 7 ms later and the kernel queued
+// it on CPU 2 (line 102): the callback no longer counted running, and
+// get_nohz_timer_target pushed the timer of a nohz_full CPU to a busy
+// housekeeping CPU. A re-arm while the callback may be finishing goes to
+// its base or where the version's rule puts it, not to the arming CPU.
+func TestPlacementWheelRearmWhileCallbackFinishing(t *testing.T) {
+	c := placementOf(t, "../testdata/traces/vm5-3node-nohzfull-6.1-wheel-rearm-while-callback-finishing.txt", "", nil)
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	if c.UndeterminedReasons[whyFinishing] == 0 {
+		t.Errorf("no re-arm of a finishing callback undetermined (%s)", c.Reasons())
+	}
+}
