@@ -133,6 +133,9 @@ func newClock(t *Trace, hz int) *clock {
 			c.observe(i, ev, p.Now)
 			wq.expire(p, nil)
 		case ftrace.TimerCancel:
+			if x, ok := expiringCancel(t.Events, i, p); ok {
+				wq.expire(x, nil)
+			}
 			wq.cancel(p.Timer)
 		case ftrace.TmigrCPUIdle:
 			vote(p.CPU, p.NextEvt)

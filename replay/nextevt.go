@@ -203,6 +203,12 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			if tm != nil {
 				set.Del(tm)
 			}
+			if x, ok := expiringCancel(t.Events, i, p); ok {
+				// The timer's bucket left the wheel before this
+				// line: another CPU computing its next event
+				// meanwhile no longer sees it.
+				wq.expire(x, func(tm uint64) { set.Del(timers[tm]) })
+			}
 			wq.cancel(p.Timer)
 		case ftrace.TimerExpireEntry:
 			if tm := timers[p.Timer]; tm != nil {

@@ -330,3 +330,17 @@ func TestNextevtPhantomRunByRemoteExpiry(t *testing.T) {
 		t.Errorf("with the claims naming another CPU: mismatches %+v, want the first at line %d", c.Mismatches, at+1)
 	}
 }
+
+// TestNextevtBucketOffWheelBeforeCancel: a window of a 5-CPU 7.3
+// PREEMPT_RT guest where CPU 3's timer thread claimed nohz_full CPU 2
+// (line 980) and detached the first of two delack timers of one bucket
+// (the cancel, line 981); CPU 2 printed its next event (line 982) before
+// the expiry line (line 983): __run_timers had taken the whole bucket off
+// the wheel before the cancel, so CPU 2's next event was the next bucket,
+// 20 ms later.
+func TestNextevtBucketOffWheelBeforeCancel(t *testing.T) {
+	c := nextevtWindow(t, "vm5-2node-nohzfull-rt-7.3-bucket-off-wheel-before-cancel.txt")
+	if c.Matched < 20 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+}

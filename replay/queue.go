@@ -75,3 +75,14 @@ func (q *queue) first(cpu, base int) (bucket uint64, ok bool) {
 	}
 	return bucket, ok
 }
+
+// expiringCancel reports whether the timer_cancel at event i is the detach
+// of a timer whose expiry comes next (expire_timers, kernel/time/timer.c,
+// prints the cancel and then timer_expire_entry), and returns that expiry.
+// __run_timers took the timer's whole bucket off the wheel
+// (collect_expired_timers) before that cancel: a CPU that computes its next
+// event between the two lines no longer finds the bucket.
+func expiringCancel(events []ftrace.Event, i int, p ftrace.TimerCancel) (ftrace.TimerExpireEntry, bool) {
+	x, ok := nextOnCPU(events, i).(ftrace.TimerExpireEntry)
+	return x, ok && x.Timer == p.Timer
+}
