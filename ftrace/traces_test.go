@@ -258,6 +258,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm8-3node-nohzfull-rt-7.0-phantom-bucket-run-by-remote-expiry.txt":     {8, 3, "7.0.13", "", "1,3,6", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=4-5; posix-timers=1; tcp=0,3,6; period=3.6ms absolute"},
 		"vm5-3node-nohzfull-6.1-wheel-rearm-while-callback-finishing.txt":       {5, 3, "6.1.192", "", "3", "QEMU TCG; posix-timers=4; epoll=2; tcp=3; period=3.8ms"},
 		"vm5-2node-nohzfull-rt-7.3-bucket-off-wheel-before-cancel.txt":          {5, 2, "7.3.4", "", "1-2,4", "QEMU TCG; PREEMPT_RT; tcp=2; period=3ms"},
+		"vm4-1node-isol-7.2-idle-snapshot-before-stall.txt":                     {4, 1, "7.2.13", "3", "", "QEMU TCG; tcp=2; storm=3; period=1.5ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

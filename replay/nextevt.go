@@ -125,7 +125,22 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 	lost := make([]bool, s.CPUs) // CPUs whose buffer lost events
 	wq := newQueue()             // for the buckets an expiry takes off the wheel whole
 	left := make([]bool, s.CPUs) // CPUs that left the hierarchy and have not come back
+	// before is, per CPU, its last line before the idle-entry operation
+	// in progress (-1: none): the snapshot of jiffies the operation hands
+	// on was taken after it.
+	before := make([]int, s.CPUs)
+	for k := range before {
+		before[k] = -1
+	}
 	for i, ev := range t.Events {
+		if ev.CPU >= 0 && ev.CPU < s.CPUs {
+			switch ev.Data.(type) {
+			case ftrace.TmigrGroupSetCPUInactive, ftrace.TmigrUpdateEvents, ftrace.TmigrCPUNewTimer,
+				ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:
+			default:
+				before[ev.CPU] = i
+			}
+		}
 		// The snapshot's jiffies: the lowest the trace allows.
 		lowest := func() uint64 {
 			if lo, _, hasLo, _ := clk.bounds(i, ev.CPU); hasLo {
@@ -228,8 +243,17 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			// The snapshot's jiffies: nextevt does not depend on it once
 			// the next event is more than a jiffy away, which the kernel
 			// printing the line says; the lowest the trace allows is the
-			// strictest test of that.
+			// strictest test of that. tick_nohz_next_event took it
+			// (ts->last_jiffies) when the idle governor asked for the
+			// sleep length, any time after the CPU's last line before
+			// this operation: a vCPU stalled since reads later jiffies
+			// in its lines.
 			basej := lowest()
+			if b := before[ev.CPU]; ev.CPU >= 0 && ev.CPU < s.CPUs && b >= 0 {
+				if lo, _, hasLo, _ := clk.bounds(b+1, ev.CPU); hasLo && wheel.Before(lo, basej) {
+					basej = lo
+				}
+			}
 			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, c0 >= 0 && c0 < len(lost) && lost[c0])
 		}
 	}

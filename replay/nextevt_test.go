@@ -344,3 +344,18 @@ func TestNextevtBucketOffWheelBeforeCancel(t *testing.T) {
 		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
 	}
 }
+
+// TestNextevtIdleSnapshotBeforeStall: a window of a 4-CPU 7.2 guest where
+// CPU 0 armed a timer at jiffy 4294893496 for the bucket two jiffies on
+// (line 337) and went idle 3.6 ms later (lines 352-354) with that bucket
+// as its next event; CPU 2 read jiffy 4294893497 just before (line 347).
+// At 4294893497 the tick would have stayed on; tick_nohz_next_event took
+// the snapshot earlier, when the idle governor asked for the sleep length,
+// still in jiffy 4294893496. The snapshot is bounded from below at the
+// CPU's last line before the operation, not at the operation's own lines.
+func TestNextevtIdleSnapshotBeforeStall(t *testing.T) {
+	c := nextevtWindow(t, "vm4-1node-isol-7.2-idle-snapshot-before-stall.txt")
+	if c.Matched < 10 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+}
