@@ -75,6 +75,12 @@ type mbase struct {
 	// phantom holds the buckets marked pending with no timer: those a
 	// migration left (migrate_timer_list's detach_timer keeps the bit).
 	phantom map[int]bool
+	// offline: the base's CPU is dead (its timers migrated) and has not
+	// come back. timers_dead_cpu leaves its next_expiry as it was, so it
+	// may be earlier than any bucket with no recalc pending; the kernel
+	// neither runs nor queries nor arms a dead CPU's base, and neither does
+	// the model until timers_prepare_cpu brings it back (online).
+	offline bool
 }
 
 type model struct {
@@ -431,6 +437,7 @@ func (m *model) pickBase(label string) *mbase {
 // arm is what __mod_timer does with the wheel: forward the timer's base and
 // detach it if pending, then forward the target base and add it there.
 func (m *model) arm(tm *mtimer, b *mbase) {
+	m.online(b)
 	old := m.bases[tm.base]
 	if tm.state != mIdle {
 		m.forward(old, m.jiffies)
@@ -619,7 +626,19 @@ func (m *model) callback(tm *mtimer, b *mbase) {
 func (m *model) tick(n uint64) {
 	for range n {
 		m.jiffies++
-		for _, b := range m.bases {
+		m.runUp()
+	}
+}
+
+// runUp runs, at this jiffy, the bases that are up when its tick comes: a
+// base a callback brings back online meanwhile first runs at the next.
+func (m *model) runUp() {
+	var up [2]bool
+	for i, b := range m.bases {
+		up[i] = !b.offline
+	}
+	for i, b := range m.bases {
+		if up[i] {
 			m.run(b, m.jiffies)
 		}
 	}
@@ -655,6 +674,9 @@ func (m *model) idle() {
 func (m *model) enterIdle() uint64 {
 	next := m.jiffies + NextTimerMaxDelta
 	for _, b := range m.bases {
+		if b.offline {
+			continue
+		}
 		want := m.nextInterrupt(b, m.jiffies)
 		got := b.w.NextTimerInterrupt(m.jiffies)
 		if got != want {
@@ -680,9 +702,24 @@ func (m *model) wake(to uint64) {
 		tm.tickOnly = false
 	}
 	m.jiffies = to
-	for _, b := range m.bases {
-		m.run(b, m.jiffies)
+	m.runUp()
+}
+
+// online is timers_prepare_cpu for a dead CPU's base coming back: clk at
+// jiffies, next_expiry the sentinel, nothing pending (its pending bitmap as
+// the migration left it). A base that is up is left alone.
+func (m *model) online(b *mbase) {
+	if !b.offline {
+		return
 	}
+	b.w.Prepare(m.jiffies)
+	if len(b.phantom) > 0 {
+		coverage["online with phantom buckets"]++
+	}
+	b.clk, b.ne, b.recalc, b.pending = m.jiffies, m.jiffies+NextTimerMaxDelta, false, false
+	b.prevClk = m.jiffies
+	b.ranAt = m.jiffies // this jiffy's tick has passed it by
+	b.offline = false
 }
 
 // migrate is timers_dead_cpu for src: forward dst, then move every timer.
@@ -729,6 +766,7 @@ func (m *model) migrate(src, dst *mbase) {
 	}
 	m.checkScalars(src, "migrate (source)")
 	m.checkScalars(dst, "migrate (destination)")
+	src.offline = true
 }
 
 // --- checks -------------------------------------------------------------
@@ -861,6 +899,7 @@ func (m *model) names(ts []*Timer) []string {
 // level-L granule boundary beyond the level's start, or an earlier aim that
 // is still ahead. Every level up to L rounds T−1 up to T itself.
 func (m *model) aimedArm(tm *mtimer, b *mbase) {
+	m.online(b)
 	if tm.state != mIdle {
 		m.cancel(tm)
 	}
@@ -890,6 +929,7 @@ func (m *model) aimedArm(tm *mtimer, b *mbase) {
 // lower and the round at T collects several levels.
 func (m *model) ladder() {
 	b := m.pickBase("base")
+	m.online(b)
 	lvl := rapid.IntRange(1, m.depth-1).Draw(m.t, "ladderLvl")
 	m.forward(b, m.jiffies)
 	b.w.Forward(m.jiffies)
@@ -926,6 +966,7 @@ func wheelModel(t *rapid.T) {
 			m.arm(m.pickTimer("timer"), m.pickBase("base"))
 		case 3: // several timers at one expiry: LIFO within a bucket
 			b := m.pickBase("base")
+			m.online(b)
 			m.forward(b, m.jiffies)
 			b.w.Forward(m.jiffies)
 			expires := m.jiffies + m.drawTimeout("timeout")
@@ -955,6 +996,7 @@ func wheelModel(t *rapid.T) {
 			m.checkRan()
 		case 9: // recalc, then the next event
 			b := m.pickBase("base")
+			m.online(b)
 			if b.recalc {
 				m.recalcNow(b)
 			}
@@ -970,17 +1012,12 @@ func wheelModel(t *rapid.T) {
 		case 10: // CPU offline: migrate its timers to the other
 			src := m.pickBase("src")
 			dst := m.bases[1-m.baseIndex(src)]
-			m.migrate(src, dst)
-		case 11: // an empty base comes (back) online
-			b := m.pickBase("base")
-			if b.w.Len() == 0 {
-				b.w.Prepare(m.jiffies)
-				if len(b.phantom) > 0 {
-					coverage["online with phantom buckets"]++
-				}
-				b.clk, b.ne, b.recalc, b.pending = m.jiffies, m.jiffies+NextTimerMaxDelta, false, false
-				b.prevClk = m.jiffies
+			if !src.offline {
+				m.online(dst) // the other CPU must be up to take them
+				m.migrate(src, dst)
 			}
+		case 11: // a dead CPU comes back online
+			m.online(m.pickBase("base"))
 		case 12: // timers on several levels sharing one bucket expiry
 			m.aimedArm(m.pickTimer("timer"), m.pickBase("base"))
 		case 13:
