@@ -250,6 +250,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm6-4node-nohzfull-6.1-hrtimer-rearm-at-callback-exit.txt":             {6, 4, "6.1.192", "", "1-2", "QEMU TCG; timerfd=2; epoll=0; tcp=5; storm=1; period=8.4ms absolute"},
 		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":                       {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
 		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
+		"vm4-1node-7.3-resumed-update-reads-later-activations.txt":              {4, 1, "7.3.4", "", "", "QEMU TCG; posix-timers=2-3; period=2.3ms"},
 		"vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt":       {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
 		"vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt":              {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
 		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},

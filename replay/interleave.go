@@ -56,7 +56,10 @@ func (r *replayer) onCAS() {
 	}
 	if sp := r.pausing; sp != nil && !sp.beforeCAS && sp.o == w.o && len(r.rec.lines) > 0 && r.rec.lines[len(r.rec.lines)-1].group == sp.g {
 		r.pause(sp)
-		return
+		// Resumed: the walk it waited for has ended. Its own event
+		// update has still to read the group's state, and other CPUs'
+		// operations printed before that update may have run first, as
+		// after any compare-and-swap (below).
 	}
 	if r.splitOf(w.o) != nil {
 		return // its update must come first: nothing more in between

@@ -343,6 +343,13 @@ func TestRecordedOrders(t *testing.T) {
 		// 1651-1654); CPU 4's new timer (line 1660) comes after CPU 4's
 		// round stored its wakeup, not inside CPU 0's expiry window.
 		{"expiry window skips busy round cpu", "vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt", 190},
+		// CPU 1's deactivation cleared the last bit (line 228) and CPU
+		// 0's event update, printed first (line 231), read the group
+		// idle: CPU 1's waited after its compare-and-swap for CPU 0's
+		// walk. CPU 2 and CPU 3 went busy (lines 234, 236) before CPU 1's
+		// own update (line 237) read the group, active, and CPU 1 went
+		// idle with no wakeup (line 238).
+		{"resumed update reads later activations", "vm4-1node-7.3-resumed-update-reads-later-activations.txt", 340},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)
