@@ -72,6 +72,16 @@ type Campaign struct {
 	// Record records s into the file path (whole or not at all);
 	// default RecordFile. Tests replace it.
 	Record func(ctx context.Context, s Spec, path string) error
+	// RecordLocal, when set, records the machine the campaign runs on for
+	// a duration into the file path (whole or not at all), with its
+	// "# machine:" line, as "tmigr record" does: fresh recordings of
+	// this machine's own kernel beside the guests'. It runs before the
+	// first draw and after every LocalEvery draws (none when LocalEvery
+	// is 0, or when Only picks the draws), each recording replayed and
+	// kept like a draw's (local-seed<SEED>-<K>.txt, its state
+	// draws/local-seed<SEED>-<K>.json).
+	RecordLocal func(ctx context.Context, path string, d time.Duration) error
+	LocalEvery  int
 	// Check replays a recording; default ReplayChecks.
 	Check func(t *replay.Trace) (*replay.Result, error)
 }
@@ -265,10 +275,18 @@ type DrawResult struct {
 	// CutNote says why a reproducer was not cut.
 	CutNote       string  `json:"cut_note,omitempty"`
 	RecordSeconds float64 `json:"record_seconds,omitempty"`
+	// Local marks a recording of the machine the campaign ran on (its
+	// Index counts those): its spec is that machine's, read back from
+	// its machine line.
+	Local bool `json:"local,omitempty"`
 }
 
 // name is the draw's file name stem, seed<SEED>-<INDEX>.
 func drawName(seed uint64, i int) string { return fmt.Sprintf("seed%d-%04d", seed, i) }
+
+// localName is the file name stem of the campaign's k-th recording of the
+// machine it runs on, local-seed<SEED>-<K>.
+func localName(seed uint64, k int) string { return "local-" + drawName(seed, k) }
 
 func (c *Campaign) statePath(i int) string {
 	return filepath.Join(c.Dir, "draws", drawName(c.Seed, i)+".json")
@@ -306,6 +324,9 @@ func (c *Campaign) Validate() error {
 			return fmt.Errorf("only: draw %d is not one of the %d draws (0-%d)", i, c.N, c.N-1)
 		}
 	}
+	if c.LocalEvery < 0 {
+		return fmt.Errorf("local-every: %d; give 0 (never) or a number of draws", c.LocalEvery)
+	}
 	if c.Dir == "" {
 		return errors.New("dir: the campaign needs a directory")
 	}
@@ -333,7 +354,11 @@ func CheckWritableDir(dir string) error {
 // LoadDraw reads draw i's state from the campaign's directory; nil when
 // the draw has not finished.
 func (c *Campaign) LoadDraw(i int) (*DrawResult, error) {
-	b, err := os.ReadFile(c.statePath(i))
+	return c.loadState(c.statePath(i), i, false)
+}
+
+func (c *Campaign) loadState(path string, i int, local bool) (*DrawResult, error) {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -342,10 +367,10 @@ func (c *Campaign) LoadDraw(i int) (*DrawResult, error) {
 	}
 	var r DrawResult
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", c.statePath(i), err)
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	if r.SchemaVersion != CampaignSchema || r.Seed != c.Seed || r.Index != i {
-		return nil, fmt.Errorf("%s: the state of another campaign (schema %d, seed %d, draw %d)", c.statePath(i), r.SchemaVersion, r.Seed, r.Index)
+	if r.SchemaVersion != CampaignSchema || r.Seed != c.Seed || r.Index != i || r.Local != local {
+		return nil, fmt.Errorf("%s: the state of another campaign (schema %d, seed %d, draw %d)", path, r.SchemaVersion, r.Seed, r.Index)
 	}
 	return &r, nil
 }
@@ -374,6 +399,13 @@ func (c *Campaign) Run(ctx context.Context) ([]DrawResult, error) {
 	var out []DrawResult
 	idx := c.Indices()
 	for k, i := range idx {
+		if c.RecordLocal != nil && c.LocalEvery > 0 && len(c.Only) == 0 && k%c.LocalEvery == 0 {
+			r, err := c.local(ctx, k/c.LocalEvery, p)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, *r)
+		}
 		s, err := Draw(c.Seed, i, c.Limits)
 		if err != nil {
 			return out, err
@@ -469,6 +501,86 @@ func (c *Campaign) runDraw(ctx context.Context, i int, s Spec, p *progress) (*Dr
 	} else {
 		p.printf("draw %d: replaying the recording %s left by an earlier run", i, path)
 	}
+	return c.replayRecording(ctx, r, path, drawName(c.Seed, i), fmt.Sprintf("draw %d", i), p)
+}
+
+// local makes the campaign's k-th recording of the machine it runs on,
+// unless an earlier run finished it.
+func (c *Campaign) local(ctx context.Context, k int, p *progress) (*DrawResult, error) {
+	stem := localName(c.Seed, k)
+	state := filepath.Join(c.Dir, "draws", stem+".json")
+	prev, err := c.loadState(state, k, true)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && (prev.Status != StatusError || !c.RetryErrors) {
+		p.printf("local %d: finished before: %s", k, prev.Status)
+		return prev, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ErrInterrupted
+	}
+	d := c.Limits.withDefaults().Duration
+	path := filepath.Join(c.Dir, stem+".txt")
+	r := &DrawResult{SchemaVersion: CampaignSchema, Seed: c.Seed, Index: k, Local: true,
+		Command: fmt.Sprintf("tmigr record -d %v -o %s", d, filepath.Base(path))}
+	p.printf("local %d: recording the machine the campaign runs on: %s", k, r.Command)
+	start := time.Now()
+	if err := c.RecordLocal(ctx, path, d); err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrInterrupted
+		}
+		r.Status, r.Error = StatusError, err.Error()
+	} else {
+		r.RecordSeconds = time.Since(start).Round(100 * time.Millisecond).Seconds()
+		if r, err = c.replayRecording(ctx, r, path, stem, fmt.Sprintf("local %d", k), p); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeJSONFile(state, r); err != nil {
+		return nil, err
+	}
+	line := fmt.Sprintf("local %d: %s", k, r.Status)
+	switch r.Status {
+	case StatusError:
+		line += ": " + r.Error
+	case StatusMismatch:
+		line += fmt.Sprintf(": %d mismatches, kept in %s", countMismatches(r), r.Reproducer)
+	}
+	p.printf("%s", line)
+	return r, nil
+}
+
+// localSpec describes the machine a local recording's machine line
+// names.
+func localSpec(m *ftrace.Machine, d time.Duration) DrawSpec {
+	ds := DrawSpec{Series: seriesOf(m.Kernel), Flavour: Generic, CPUs: m.CPUs, Nodes: m.Nodes, Cmdline: m.Cmdline,
+		Busy: m.Busy.String(), Sleepers: m.Sleepers.String(), Duration: d.String(), At: ftrace.FormatChanges(m.At)}
+	if l, err := replay.LoadOf(m); err == nil && l.PreemptRT {
+		ds.Flavour = RT
+	}
+	for _, c := range m.NodeCPUs {
+		ds.NodeCPUs = append(ds.NodeCPUs, c.String())
+	}
+	return ds
+}
+
+// replayRecording replays the recording at path for result r (label
+// names it in the progress lines) and keeps it, with a cut named after
+// stem, when it shows a mismatch. Its error is one that stops the
+// campaign (ctx ended).
+func (c *Campaign) replayRecording(ctx context.Context, r *DrawResult, path, stem, label string, p *progress) (*DrawResult, error) {
+	check := c.Check
+	if check == nil {
+		check = ReplayChecks
+	}
+	fail := func(err error) (*DrawResult, error) {
+		if ctx.Err() != nil {
+			return nil, ErrInterrupted
+		}
+		r.Status, r.Error = StatusError, err.Error()
+		return r, nil
+	}
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return fail(err)
@@ -480,6 +592,9 @@ func (c *Campaign) runDraw(ctx context.Context, i int, s Spec, p *progress) (*Dr
 	tr.File = filepath.Base(path)
 	if m := tr.Header.Machine; m != nil {
 		r.Release = m.Kernel
+		if r.Local {
+			r.Spec = localSpec(m, c.Limits.withDefaults().Duration)
+		}
 	}
 	r.Events = len(tr.Events)
 	res, err := check(tr)
@@ -503,7 +618,7 @@ func (c *Campaign) runDraw(ctx context.Context, i int, s Spec, p *progress) (*Dr
 		return r, nil
 	}
 	target := firstMismatch(res)
-	p.printf("draw %d: cutting the recording to the shortest window that shows %s line %d: %s", i, target.Check, target.Line, target.Event)
+	p.printf("%s: cutting the recording to the shortest window that shows %s line %d: %s", label, target.Check, target.Line, target.Event)
 	cut, err := CutRecording(ctx, text, target, check)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -512,7 +627,7 @@ func (c *Campaign) runDraw(ctx context.Context, i int, s Spec, p *progress) (*Dr
 		r.CutNote = "not cut: " + err.Error()
 		return r, nil
 	}
-	cutPath := filepath.Join(c.Dir, drawName(c.Seed, i)+".cut.txt")
+	cutPath := filepath.Join(c.Dir, stem+".cut.txt")
 	if err := writeFileAtomic(cutPath, cut.Text); err != nil {
 		r.CutNote = "not cut: " + err.Error()
 		return r, nil
@@ -580,10 +695,12 @@ func firstMismatch(res *replay.Result) MismatchRef {
 	return best
 }
 
-// Group is the totals of the draws of one kernel series and flavour.
+// Group is the totals of the draws of one kernel series and flavour, or
+// of the recordings of the machine the campaign ran on (Local).
 type Group struct {
 	Series  string  `json:"series"`
 	Flavour Flavour `json:"flavour"`
+	Local   bool    `json:"local,omitempty"`
 	Draws   int     `json:"draws"`
 	// Errors are the draws that failed; Mismatching those with a mismatch.
 	Errors      int                     `json:"errors"`
@@ -596,8 +713,11 @@ type Summary struct {
 	SchemaVersion int    `json:"schema_version"`
 	Seed          uint64 `json:"seed"`
 	// Draws are the draws asked for; Finished those with a result.
-	Draws       int  `json:"draws_asked"`
-	Finished    int  `json:"finished"`
+	Draws    int `json:"draws_asked"`
+	Finished int `json:"finished"`
+	// Local counts the recordings of the machine the campaign ran on
+	// (Campaign.RecordLocal) among Results.
+	Local       int  `json:"local,omitempty"`
 	Interrupted bool `json:"interrupted,omitempty"`
 	Limits      struct {
 		MaxCPUs  int       `json:"max_cpus"`
@@ -615,19 +735,31 @@ type Summary struct {
 // then generic before rt) and in all.
 func Summarize(seed uint64, limits DrawLimits, asked int, results []DrawResult) *Summary {
 	l := limits.withDefaults()
-	s := &Summary{SchemaVersion: CampaignSchema, Seed: seed, Draws: asked, Finished: len(results),
+	s := &Summary{SchemaVersion: CampaignSchema, Seed: seed, Draws: asked,
 		Totals: map[string]*CheckTotals{}, Results: results}
+	for _, r := range results {
+		if r.Local {
+			s.Local++
+		} else {
+			s.Finished++
+		}
+	}
 	s.Limits.MaxCPUs, s.Limits.Kernels, s.Limits.Flavours, s.Limits.Duration = l.MaxCPUs, l.Kernels, l.Flavours, l.Duration.String()
 	if s.Results == nil {
 		s.Results = []DrawResult{}
 	}
-	groups := map[[2]string]*Group{}
+	type key struct {
+		series  string
+		flavour Flavour
+		local   bool
+	}
+	groups := map[key]*Group{}
 	for _, r := range results {
-		key := [2]string{r.Spec.Series, string(r.Spec.Flavour)}
-		g := groups[key]
+		k := key{r.Spec.Series, r.Spec.Flavour, r.Local}
+		g := groups[k]
 		if g == nil {
-			g = &Group{Series: key[0], Flavour: Flavour(key[1]), Checks: map[string]*CheckTotals{}}
-			groups[key] = g
+			g = &Group{Series: k.series, Flavour: k.flavour, Local: k.local, Checks: map[string]*CheckTotals{}}
+			groups[k] = g
 		}
 		g.Draws++
 		switch r.Status {
@@ -652,6 +784,9 @@ func Summarize(seed uint64, limits DrawLimits, asked int, results []DrawResult) 
 	}
 	sort.Slice(s.Groups, func(i, j int) bool {
 		a, b := s.Groups[i], s.Groups[j]
+		if a.Local != b.Local {
+			return !a.Local
+		}
 		if a.Series != b.Series {
 			return seriesRank(a.Series) < seriesRank(b.Series)
 		}
@@ -676,12 +811,19 @@ func seriesRank(v string) string {
 func (s *Summary) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "campaign seed %d: %d of %d draws finished", s.Seed, s.Finished, s.Draws)
+	if s.Local > 0 {
+		fmt.Fprintf(&b, ", %d recordings of this machine", s.Local)
+	}
 	if s.Interrupted {
 		b.WriteString(" (interrupted: run it again to go on)")
 	}
 	b.WriteString("\n")
 	rows := [][]string{{"series", "flavour", "draws", "errors", "check", "checked", "matched", "undetermined", "mismatched"}}
 	for _, g := range s.Groups {
+		series := g.Series
+		if g.Local {
+			series += " (local)"
+		}
 		first := true
 		for _, k := range Checks {
 			t := g.Checks[k]
@@ -690,27 +832,31 @@ func (s *Summary) WriteTable(w io.Writer) error {
 			}
 			row := []string{"", "", "", "", k, fmt.Sprint(t.Checked), fmt.Sprint(t.Matched), fmt.Sprint(t.Undetermined), fmt.Sprint(t.Mismatched)}
 			if first {
-				row[0], row[1], row[2], row[3] = g.Series, string(g.Flavour), fmt.Sprint(g.Draws), fmt.Sprint(g.Errors)
+				row[0], row[1], row[2], row[3] = series, string(g.Flavour), fmt.Sprint(g.Draws), fmt.Sprint(g.Errors)
 				first = false
 			}
 			rows = append(rows, row)
 		}
 		if first {
-			rows = append(rows, []string{g.Series, string(g.Flavour), fmt.Sprint(g.Draws), fmt.Sprint(g.Errors), "-", "", "", "", ""})
+			rows = append(rows, []string{series, string(g.Flavour), fmt.Sprint(g.Draws), fmt.Sprint(g.Errors), "-", "", "", "", ""})
 		}
 	}
 	for _, k := range Checks {
 		if t := s.Totals[k]; t != nil {
-			rows = append(rows, []string{"all", "", fmt.Sprint(s.Finished), "", k, fmt.Sprint(t.Checked), fmt.Sprint(t.Matched), fmt.Sprint(t.Undetermined), fmt.Sprint(t.Mismatched)})
+			rows = append(rows, []string{"all", "", fmt.Sprint(len(s.Results)), "", k, fmt.Sprint(t.Checked), fmt.Sprint(t.Matched), fmt.Sprint(t.Undetermined), fmt.Sprint(t.Mismatched)})
 		}
 	}
 	writeColumns(&b, rows)
 	for _, r := range s.Results {
+		what := "draw"
+		if r.Local {
+			what = "local"
+		}
 		switch r.Status {
 		case StatusError:
-			fmt.Fprintf(&b, "draw %d: error: %s\n", r.Index, r.Error)
+			fmt.Fprintf(&b, "%s %d: error: %s\n", what, r.Index, r.Error)
 		case StatusMismatch:
-			fmt.Fprintf(&b, "draw %d: %d mismatches in %s", r.Index, countMismatches(&r), r.Reproducer)
+			fmt.Fprintf(&b, "%s %d: %d mismatches in %s", what, r.Index, countMismatches(&r), r.Reproducer)
 			if r.Cut != nil {
 				fmt.Fprintf(&b, " (cut: %s, %d of %d events)", r.Cut.File, r.Cut.Events, r.Cut.Of)
 			}

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tmigr/tmigr/lab"
+	"github.com/tmigr/tmigr/tracefs"
 )
 
 func init() {
@@ -39,6 +42,13 @@ default it comes from the clock.
 of its vCPUs (64 vCPUs take minutes to boot on 2 host cores); raise it, up
 to 64, on a bigger host.
 
+As root, the campaign also records the machine it runs on, as "tmigr
+record" does (its own kernel, through tracefs, in an instance of its own):
+before the first draw and after every --local-every draws, each recording
+as long as a draw's, replayed and kept like one (local-seedS-K.txt) and
+counted apart in the summary ("local"). --local-every 0 records only
+guests.
+
 DIR keeps the campaign's state, one JSON file per finished draw
 (draws/seedS-IIII.json): stopped (Ctrl-C), the campaign goes on where it
 stopped when run again with the same seed and limits. A draw whose
@@ -54,6 +64,41 @@ flags:
 
 // campaignRecord records a draw; tests replace it so as not to boot QEMU.
 var campaignRecord = lab.RecordFile
+
+// campaignRecordLocal records the machine the campaign runs on; tests
+// replace it so as not to touch tracefs.
+var campaignRecordLocal = recordLocal
+
+// canRecordLocal says why this machine cannot be recorded (nil when it
+// can); tests replace it.
+var canRecordLocal = func() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root")
+	}
+	return nil
+}
+
+// recordLocal records the machine it runs on for d into path, as "tmigr
+// record -d D -o PATH --hrtimers" does (the hrtimer events feed the
+// replay's hrtimer check): whole or not at all.
+func recordLocal(ctx context.Context, path string, d time.Duration) error {
+	m, err := thisMachine()
+	if err != nil {
+		return err
+	}
+	file, err := createOutput(path)
+	if err != nil {
+		return err
+	}
+	defer file.abort()
+	if _, err := recordMachine(ctx, file, m, tracefs.Options{HRTimers: true}, d, nil); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err // interrupted: the recording is cut short
+	}
+	return file.commit()
+}
 
 func runLabCampaign(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("tmigr lab campaign", labCampaignUsage, stdout, stderr)
@@ -76,6 +121,7 @@ func runLabCampaign(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&host.Mirror, "mirror", "", "Debian archive base URL (default http://deb.debian.org)")
 	fs.BoolVar(&host.NoInstall, "no-install", false, "never run apt-get install; fail naming what is missing")
 	timeout := fs.Duration("timeout", 0, "limit on each QEMU run (default: the recorder's, from the draw's CPUs and the host)")
+	localEvery := fs.Int("local-every", 50, "as root, record the machine the campaign runs on before the first draw and after every N draws (0: never)")
 	fs.files("json")
 	fs.dirs("dir", "cache")
 	fs.operands("", 0, 0, completion{})
@@ -150,9 +196,19 @@ func runLabCampaign(args []string, stdout, stderr io.Writer) int {
 	if *timeout < 0 {
 		return bad("--timeout: %v; give a positive limit", *timeout)
 	}
+	if *localEvery < 0 {
+		return bad("--local-every: %d; give 0 (never) or a number of draws", *localEvery)
+	}
 	c := &lab.Campaign{Seed: seed, N: *n, Only: indices, Limits: limits, Dir: *dir, Keep: *keep, NoCut: *noCut,
 		RetryErrors: *retryErrors, Host: host, Timeout: *timeout,
 		Progress: prefixWriter{stderr, "tmigr lab: "}, Record: campaignRecord}
+	if *localEvery > 0 && len(indices) == 0 {
+		if err := canRecordLocal(); err != nil {
+			fmt.Fprintf(stderr, "tmigr lab: this machine is not recorded (%v); the guests are\n", err)
+		} else {
+			c.RecordLocal, c.LocalEvery = campaignRecordLocal, *localEvery
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return bad("%v", err)
 	}
@@ -183,7 +239,7 @@ func runLabCampaign(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "tmigr lab: wrote %s\n", summaryPath)
 	if interrupted {
-		fmt.Fprintf(stderr, "tmigr lab campaign: interrupted after %d of %d draws; run the same command again to go on\n", len(results), len(c.Indices()))
+		fmt.Fprintf(stderr, "tmigr lab campaign: interrupted after %d of %d draws; run the same command again to go on\n", sum.Finished, len(c.Indices()))
 		return 130
 	}
 	for _, r := range results {

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tmigr/tmigr/lab"
 )
@@ -41,6 +44,7 @@ func TestLabCampaignBadInput(t *testing.T) {
 		{[]string{"--dir", dir, "--seed", "abc"}, "--seed"},
 		{[]string{"--dir", dir, "--duration", "0s"}, "--duration"},
 		{[]string{"--dir", dir, "--timeout", "-1s"}, "--timeout"},
+		{[]string{"--dir", dir, "--local-every", "-1"}, "--local-every"},
 		{[]string{"--dir", filepath.Join(file, "sub")}, "dir:"},
 		{[]string{"--dir", dir, "--json", filepath.Join(file, "sum.json")}, "--json"},
 		{[]string{"--dir", dir, "stray"}, ""},
@@ -74,6 +78,7 @@ func TestLabCampaignRuns(t *testing.T) {
 		calls++
 		return os.WriteFile(path, src, 0o644)
 	}
+	noLocal(t)
 	dir := t.TempDir()
 	sum := filepath.Join(t.TempDir(), "out", "sum.json")
 	args := []string{"campaign", "--seed", "5", "-n", "3", "--max-cpus", "4", "--kernels", "7.3", "--dir", dir, "--json", sum}
@@ -171,4 +176,86 @@ func splitShell(t *testing.T, s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// noLocal keeps the campaigns of a test from recording the machine it
+// runs on.
+func noLocal(t *testing.T) {
+	t.Helper()
+	can := canRecordLocal
+	canRecordLocal = func() error { return errors.New("a test") }
+	t.Cleanup(func() { canRecordLocal = can })
+}
+
+// TestLabCampaignRecordsLocal: as root (faked), a campaign also records
+// the machine it runs on before the first draw and after every
+// --local-every draws; the summary counts those recordings apart, under
+// their own kernel, and a run again records none of them anew. Not root,
+// it says so and records the guests only.
+func TestLabCampaignRecordsLocal(t *testing.T) {
+	guest, err := os.ReadFile("../../testdata/traces/vm2-1node-busy-sleeper-7.3.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := os.ReadFile("../../testdata/traces/kvm2-6.18-claim-printed-just-after-round.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(r func(context.Context, lab.Spec, string) error) { campaignRecord = r }(campaignRecord)
+	campaignRecord = func(_ context.Context, s lab.Spec, path string) error { return os.WriteFile(path, guest, 0o644) }
+	var locals []time.Duration
+	defer func(r func(context.Context, string, time.Duration) error) { campaignRecordLocal = r }(campaignRecordLocal)
+	campaignRecordLocal = func(_ context.Context, path string, d time.Duration) error {
+		locals = append(locals, d)
+		return os.WriteFile(path, local, 0o644)
+	}
+	defer func(f func() error) { canRecordLocal = f }(canRecordLocal)
+	canRecordLocal = func() error { return nil }
+
+	dir := t.TempDir()
+	args := []string{"campaign", "--seed", "5", "-n", "3", "--max-cpus", "4", "--kernels", "7.3", "--duration", "3s", "--local-every", "2", "--dir", dir}
+	code, stdout, stderr := runLabCmd(args...)
+	if code != 0 || len(locals) != 2 || locals[0] != 3*time.Second {
+		t.Fatalf("status %d, local recordings %v; stderr:\n%s", code, locals, stderr)
+	}
+	for _, want := range []string{"3 of 3 draws finished, 2 recordings of this machine", "6.18 (local)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSchema(t, "lab-campaign", string(b))
+	var s lab.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Finished != 3 || s.Local != 2 || len(s.Results) != 5 {
+		t.Errorf("summary: %d draws finished, %d local, %d results; want 3, 2, 5", s.Finished, s.Local, len(s.Results))
+	}
+	var g *lab.Group
+	for i := range s.Groups {
+		if s.Groups[i].Local {
+			g = &s.Groups[i]
+		}
+	}
+	if g == nil || g.Series != "6.18" || g.Draws != 2 || g.Checks["tmigr"] == nil || g.Checks["tmigr"].Checked == 0 {
+		t.Errorf("local group %+v, want 6.18 with 2 recordings, the tmigr check's decisions", g)
+	}
+	for _, r := range s.Results {
+		if r.Local && (r.Status != lab.StatusOK || r.Release == "" || r.Command != "tmigr record -d 3s -o "+fmt.Sprintf("local-seed5-%04d.txt", r.Index)) {
+			t.Errorf("local result %+v", r)
+		}
+	}
+	if code, _, _ := runLabCmd(args...); code != 0 || len(locals) != 2 {
+		t.Errorf("run again: status %d, %d local recordings (want none more)", code, len(locals))
+	}
+
+	canRecordLocal = func() error { return errors.New("not root") }
+	code, _, stderr = runLabCmd(append(args[:len(args)-1], t.TempDir())...)
+	if code != 0 || len(locals) != 2 || !strings.Contains(stderr, "this machine is not recorded (not root)") {
+		t.Errorf("not root: status %d, %d local recordings; stderr:\n%s", code, len(locals), stderr)
+	}
 }

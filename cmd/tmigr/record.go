@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
+	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/host"
 	"github.com/tmigr/tmigr/tracefs"
 )
@@ -84,15 +85,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	}
 
 	// The machine, before anything changes it.
-	snap, err := host.Read(os.DirFS("/"))
-	if err != nil {
-		return fail(err)
-	}
-	h, err := host.Parse(snap)
-	if err != nil {
-		return fail(err)
-	}
-	m, _, err := host.RecordingMachine(h, "tmigr record")
+	m, err := thisMachine()
 	if err != nil {
 		return fail(err)
 	}
@@ -122,25 +115,6 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signalContext()
 	defer stop()
-	in, err := tracefs.Open(tracefs.Options{HRTimers: *hrtimers, CPUs: cpus, BufferKB: *bufKB})
-	if err != nil {
-		return fail(err)
-	}
-	defer in.Close()
-	// The duration counts from the start of the recording: setting up
-	// the instance (sizing its buffers) takes seconds on a slow machine.
-	if d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	for _, n := range in.Notes() {
-		fmt.Fprintf(stderr, "tmigr record: note: %s\n", n)
-	}
-	bw := bufio.NewWriterSize(dst, 1<<20)
-	if _, err := fmt.Fprintf(bw, "# machine: %s\n", m.String()); err != nil {
-		return fail(err)
-	}
 	what := "all CPUs"
 	switch {
 	case cpus.Weight() == 1:
@@ -156,19 +130,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if out == "-" {
 		name = "standard output"
 	}
-	fmt.Fprintf(stderr, "tmigr record: recording %s of Linux %s (%d KiB buffer per CPU) to %s until %s\n", what, m.Kernel, in.BufferKB(), name, until)
-	cw := &lineCounter{w: bw}
-	start := time.Now()
-	_, err = in.Record(ctx, cw)
-	took := time.Since(start)
+	rec, err := recordMachine(ctx, dst, m, tracefs.Options{HRTimers: *hrtimers, CPUs: cpus, BufferKB: *bufKB}, d, func(in *tracefs.Instance) {
+		for _, n := range in.Notes() {
+			fmt.Fprintf(stderr, "tmigr record: note: %s\n", n)
+		}
+		fmt.Fprintf(stderr, "tmigr record: recording %s of Linux %s (%d KiB buffer per CPU) to %s until %s\n", what, m.Kernel, in.BufferKB(), name, until)
+	})
 	if err != nil {
-		return fail(err)
-	}
-	lost, lerr := in.Lost()
-	if err := in.Close(); err != nil {
-		return fail(err)
-	}
-	if err := bw.Flush(); err != nil {
 		return fail(err)
 	}
 	if file != nil {
@@ -176,17 +144,78 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	fmt.Fprintf(stderr, "tmigr record: %d events in %.1f s (%.0f/s) written to %s\n", cw.lines, took.Seconds(), float64(cw.lines)/took.Seconds(), name)
+	fmt.Fprintf(stderr, "tmigr record: %d events in %.1f s (%.0f/s) written to %s\n", rec.lines, rec.took.Seconds(), float64(rec.lines)/rec.took.Seconds(), name)
 	switch {
-	case lerr != nil:
-		fmt.Fprintf(stderr, "tmigr record: the lost events could not be counted: %v\n", lerr)
-	case lost > 0:
-		fmt.Fprintf(stderr, "tmigr record: %d events lost (the buffer overran; a larger --buffer-kb loses fewer): the replay counts the decisions around them undetermined\n", lost)
+	case rec.lostErr != nil:
+		fmt.Fprintf(stderr, "tmigr record: the lost events could not be counted: %v\n", rec.lostErr)
+	case rec.lost > 0:
+		fmt.Fprintf(stderr, "tmigr record: %d events lost (the buffer overran; a larger --buffer-kb loses fewer): the replay counts the decisions around them undetermined\n", rec.lost)
 	}
 	if out != "-" {
 		fmt.Fprintf(stderr, "tmigr record: read it with tmigr replay %s, tmigr explain %s\n", out, out)
 	}
 	return 0
+}
+
+// thisMachine reads the machine it runs on, before anything changes it,
+// as the "# machine:" line of a recording.
+func thisMachine() (ftrace.Machine, error) {
+	snap, err := host.Read(os.DirFS("/"))
+	if err != nil {
+		return ftrace.Machine{}, err
+	}
+	h, err := host.Parse(snap)
+	if err != nil {
+		return ftrace.Machine{}, err
+	}
+	m, _, err := host.RecordingMachine(h, "tmigr record")
+	return m, err
+}
+
+// recorded is what recordMachine wrote.
+type recorded struct {
+	lines   int // the lines after the machine line: events and lost-events lines
+	took    time.Duration
+	lost    uint64
+	lostErr error // the lost events could not be counted
+}
+
+// recordMachine records this machine's timer events into w in a tracefs
+// instance of its own, after the machine line m, for d (from the start of
+// the recording: setting up the instance, sizing its buffers, takes
+// seconds on a slow machine) or until ctx ends when d is 0. started is
+// called once the instance is set up. The instance is gone when it
+// returns, whatever happened.
+func recordMachine(ctx context.Context, w io.Writer, m ftrace.Machine, o tracefs.Options, d time.Duration, started func(*tracefs.Instance)) (recorded, error) {
+	in, err := tracefs.Open(o)
+	if err != nil {
+		return recorded{}, err
+	}
+	defer in.Close()
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	if started != nil {
+		started(in)
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if _, err := fmt.Fprintf(bw, "# machine: %s\n", m.String()); err != nil {
+		return recorded{}, err
+	}
+	cw := &lineCounter{w: bw}
+	start := time.Now()
+	_, err = in.Record(ctx, cw)
+	rec := recorded{lines: cw.lines, took: time.Since(start)}
+	if err != nil {
+		return rec, err
+	}
+	rec.lost, rec.lostErr = in.Lost()
+	if err := in.Close(); err != nil {
+		return rec, err
+	}
+	return rec, bw.Flush()
 }
 
 // lineCounter counts the lines written through it: the events, and the
