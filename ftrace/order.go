@@ -23,13 +23,19 @@ import (
 //     streaming Reader (NewReader), which has returned that one already,
 //     and for a Reader of Open with Refuse. With Sort (Open's default), the
 //     Reader holds back the latest Window events and puts a late one in
-//     its place among them: by time, then CPU (the kernel's merge takes
-//     the lowest CPU on a tie), each CPU's events in their order, a Lost
-//     or BufferStarted marker just before the next event of its CPU. Text
-//     gives microseconds: events of different CPUs within one microsecond
-//     cannot be put in the order the kernel's nanoseconds would; they come
-//     lowest CPU first, whatever order the files were concatenated in.
-//     Input in order comes out as it was read.
+//     its place among them by time, each CPU's events in their order, a
+//     Lost or BufferStarted marker just before the next event of its CPU.
+//     Text gives microseconds: within one microsecond, the events that
+//     came in order keep the order they came in, which is the kernel's
+//     nanosecond order (the merge of trace and trace_pipe), and a late
+//     one goes before those of higher CPUs (after its own CPU's): per-CPU
+//     files concatenated come out lowest CPU first on a tie, the kernel's
+//     merge's rule for equal stamps. Input in order comes out as it was
+//     read. Late events are not only spliced files: trace_pipe, read
+//     while the kernel writes, now and then hands out an event of one CPU
+//     after a later one of another (an interrupt's event committed late),
+//     and a sort of every tie by CPU would undo the order of the rest,
+//     which the replay reads.
 //
 // The traces of this module's simulator ("tmigr sim --trace") are exempt:
 // their machine line says they are the simulator's, and it stamps a CPU's
@@ -143,6 +149,11 @@ type window struct {
 	fifo   ring    // in arrival order, until the first disorder
 	heap   []keyed // in sort order, from then on
 	sorted bool
+	// ties holds, sorted, the places of the held events of each key, in
+	// order; maxKey is the latest key placed.
+	ties   map[int64][]*tieNode
+	maxKey int64
+	placed bool
 	// markers waits, per CPU, for that CPU's next event, whose time is
 	// their key.
 	markers map[int][]keyed
@@ -159,15 +170,24 @@ type window struct {
 type keyed struct {
 	key int64
 	seq int64
+	tie *tieNode // sorted: its place among the held events of its key
 	ev  Event
+}
+
+// tieNode is a held event's place among the held events of one key (the
+// time order note above): rank orders them, renumbered when an event is
+// put in among them.
+type tieNode struct {
+	rank int
+	cpu  int
 }
 
 func (a keyed) less(b keyed) bool {
 	if a.key != b.key {
 		return a.key < b.key
 	}
-	if a.ev.CPU != b.ev.CPU {
-		return a.ev.CPU < b.ev.CPU
+	if a.tie != nil && b.tie != nil {
+		return a.tie.rank < b.tie.rank
 	}
 	return a.seq < b.seq
 }
@@ -287,6 +307,7 @@ func (w *window) end(r *Reader, err error) {
 	for _, cpu := range cpus {
 		for _, k := range w.markers[cpu] {
 			k.key = math.MaxInt64
+			k.tie = w.tieIn(k.key, cpu, false)
 			w.push(k)
 		}
 	}
@@ -335,13 +356,49 @@ func (w *window) place(r *Reader, k keyed) error {
 			"out of time order by more than the %d events held to sort: %s on CPU %d is earlier than %s (line %d), already read (per-CPU files concatenated? read the merged trace, or a trace.dat)",
 			w.size, FormatTS(ev.TS), ev.CPU, FormatTS(w.last), w.lastLine)}
 	}
+	late := w.placed && k.key < w.maxKey
+	if !w.placed || k.key > w.maxKey {
+		w.maxKey, w.placed = k.key, true
+	}
 	for _, m := range w.markers[ev.CPU] {
 		m.key = ev.TS
+		m.tie = w.tieIn(m.key, ev.CPU, late)
 		w.push(m)
 	}
 	delete(w.markers, ev.CPU)
+	k.tie = w.tieIn(k.key, ev.CPU, late)
 	w.push(k)
 	return nil
+}
+
+// tieIn gives an event of cpu its place among the held events of key: an
+// event that came in order after every one of them; a late one after its
+// own CPU's and the lower CPUs' events among them, before the first of a
+// higher CPU (see the time order note).
+func (w *window) tieIn(key int64, cpu int, late bool) *tieNode {
+	if w.ties == nil {
+		w.ties = map[int64][]*tieNode{}
+	}
+	l := w.ties[key]
+	p := len(l)
+	if late {
+		p = 0
+		for i, n := range l {
+			if n.cpu == cpu {
+				p = i + 1
+			}
+		}
+		for p < len(l) && l[p].cpu < cpu {
+			p++
+		}
+	}
+	n := &tieNode{cpu: cpu}
+	l = slices.Insert(l, p, n)
+	for i, x := range l {
+		x.rank = i
+	}
+	w.ties[key] = l
+	return n
 }
 
 // refusal is Refuse's error for ev, which came earlier than another CPU's
@@ -366,6 +423,12 @@ func (w *window) pop() (Event, bool) {
 		w.heap[n] = keyed{}
 		w.heap = w.heap[:n]
 		w.down(0)
+		// The first of its key: its place leaves the key's list.
+		if l := w.ties[k.key]; len(l) <= 1 {
+			delete(w.ties, k.key)
+		} else {
+			w.ties[k.key] = l[1:]
+		}
 		if k.ev.Name == "" {
 			k.ev.TS = w.lastTS
 		}

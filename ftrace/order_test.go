@@ -2,10 +2,10 @@ package ftrace
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -24,36 +24,70 @@ func readWith(t testing.TB, text []byte, o OpenOptions) ([]Event, error) {
 	return ReadAll(r)
 }
 
-// wholeSort is the order the window gives when it holds the whole input:
-// by time, then CPU, then input order; a marker sorts with the next event
-// of its CPU (last when there is none) and takes the time of the event
-// before it.
+// wholeSort is the order the window gives when it holds the whole input,
+// put in one event at a time as the time order note says: an event that
+// came in order after every one before it; a late one before every one
+// of a later time and, among those of its time, after its own CPU's and
+// the lower CPUs' and before the first of a higher CPU. A marker goes just
+// before the next event of its CPU (last, by CPU, when there is none) and
+// takes the time of the event before it.
 func wholeSort(evs []Event) []Event {
-	type keyed struct {
+	type item struct {
 		key int64
-		i   int
+		ev  Event
 	}
-	ks := make([]keyed, len(evs))
-	next := map[int]int64{}
-	for i := len(evs) - 1; i >= 0; i-- {
-		key := evs[i].TS
-		if evs[i].Name == "" {
-			key = 1<<63 - 1
-			if t, ok := next[evs[i].CPU]; ok {
-				key = t
+	var list []item
+	insert := func(key int64, late bool, ev Event) {
+		start, end := len(list), len(list)
+		for i := len(list) - 1; i >= 0 && list[i].key >= key; i-- {
+			if list[i].key == key {
+				start = i
+			} else {
+				start, end = i, i
 			}
-		} else {
-			next[evs[i].CPU] = evs[i].TS
 		}
-		ks[i] = keyed{key, i}
+		p := end
+		if late {
+			p = start
+			for i := start; i < end; i++ {
+				if list[i].ev.CPU == ev.CPU {
+					p = i + 1
+				}
+			}
+			for p < end && list[p].ev.CPU < ev.CPU {
+				p++
+			}
+		}
+		list = slices.Insert(list, p, item{key, ev})
 	}
-	slices.SortStableFunc(ks, func(a, b keyed) int {
-		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(evs[a.i].CPU, evs[b.i].CPU))
-	})
-	out := make([]Event, len(evs))
+	markers := map[int][]Event{}
+	var maxKey int64
+	placed := false
+	for _, ev := range evs {
+		if ev.Name == "" {
+			markers[ev.CPU] = append(markers[ev.CPU], ev)
+			continue
+		}
+		late := placed && ev.TS < maxKey
+		if !placed || ev.TS > maxKey {
+			maxKey, placed = ev.TS, true
+		}
+		for _, m := range markers[ev.CPU] {
+			insert(ev.TS, late, m)
+		}
+		delete(markers, ev.CPU)
+		insert(ev.TS, late, ev)
+	}
+	cpus := slices.Sorted(maps.Keys(markers))
+	for _, c := range cpus {
+		for _, m := range markers[c] {
+			list = append(list, item{1<<63 - 1, m})
+		}
+	}
+	out := make([]Event, len(list))
 	var last int64
-	for j, k := range ks {
-		ev := evs[k.i]
+	for j, it := range list {
+		ev := it.ev
 		if ev.Name == "" {
 			ev.TS = last
 		} else {
@@ -164,6 +198,34 @@ CPU:1 [LOST 5 EVENTS]
 		if !slices.Equal(lines, []int{2, 3, 4, 5, 6}) {
 			t.Errorf("%+v: lines %v, want them as written", o, lines)
 		}
+	}
+}
+
+// TestWindowKeepsInOrderTies: once an event came late, the events of one
+// microsecond that came in order keep that order (trace_pipe's, the
+// kernel's nanosecond merge), and the late one goes among those of its
+// microsecond after its own CPU's and lower CPUs', before higher CPUs'.
+func TestWindowKeepsInOrderTies(t *testing.T) {
+	text := []byte(`# tracer: nop
+          <idle>-0       [001] d..2.   100.000010: timer_cancel: timer=0000000000000001
+          <idle>-0       [000] d..2.   100.000010: timer_cancel: timer=0000000000000002
+          <idle>-0       [002] d..2.   100.000012: timer_cancel: timer=0000000000000003
+          <idle>-0       [001] d..2.   100.000013: timer_cancel: timer=0000000000000004
+          <idle>-0       [000] d..2.   100.000012: timer_cancel: timer=0000000000000005
+          <idle>-0       [003] d..2.   100.000010: timer_cancel: timer=0000000000000006
+`)
+	evs, err := readWith(t, text, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []int
+	for _, ev := range evs {
+		lines = append(lines, ev.Line)
+	}
+	// Lines 6 and 7 came late: 6 goes before CPU 2's line 4 of its
+	// microsecond, 7 after the two of its microsecond that came in order.
+	if want := []int{2, 3, 7, 6, 4, 5}; !slices.Equal(lines, want) {
+		t.Errorf("lines %v, want %v", lines, want)
 	}
 }
 

@@ -349,6 +349,13 @@ func TestRecordedOrders(t *testing.T) {
 		// walk. CPU 2 and CPU 3 went busy (lines 234, 236) before CPU 1's
 		// own update (line 237) read the group, active, and CPU 1 went
 		// idle with no wakeup (line 238).
+		// tmigr record's trace_pipe handed out CPU 0's hrtimer events
+		// (lines 69-70) after a later line of CPU 1 (line 68): the reader
+		// sorts from there on, and in the one microsecond .818582 it
+		// keeps the order the lines came in, CPU 1's activation (line
+		// 7983) before CPU 0's event update (line 7986), which left CPU
+		// 1's ignored event out of the top's first event (line 7988).
+		{"pipe late event keeps tie order", "kvm2-6.18-pipe-late-event-keeps-tie-order.txt", 1500},
 		{"resumed update reads later activations", "vm4-1node-7.3-resumed-update-reads-later-activations.txt", 340},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
