@@ -356,6 +356,12 @@ func TestRecordedOrders(t *testing.T) {
 		// 7983) before CPU 0's event update (line 7986), which left CPU
 		// 1's ignored event out of the top's first event (line 7988).
 		{"pipe late event keeps tie order", "kvm2-6.18-pipe-late-event-keeps-tie-order.txt", 1500},
+		// The trace clock stood still at .083648: idle CPU 0's round
+		// (line 200), its activation (line 201, wakeup 4260000000) and
+		// CPU 2's deactivation (line 203) share a stamp, printed lowest
+		// CPU first. The wakeup the round wrote says it entered the
+		// group: CPU 2 had left it without a migrator first.
+		{"round entry shown by wakeup", "vm4-1node-7.0-round-entry-shown-by-wakeup.txt", 175},
 		{"resumed update reads later activations", "vm4-1node-7.3-resumed-update-reads-later-activations.txt", 340},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -211,7 +211,11 @@ const (
 // wakeup is set; where the model's state allows none of these, another
 // CPU's compare-and-swap came first, its line printed after the round's (a
 // CPU's trace line trails its compare-and-swap), and bridge finds it as
-// preResync does for walks.
+// preResync does for walks. With the wakeup set the round's line proves
+// nothing, but what the round wrote does: a round that does not enter its
+// group writes KTIME_MAX to the CPU's wakeup (tmigr_handle_remote_up
+// returns before it sets firstexp), so a wakeup other than KTIME_MAX
+// printed by the CPU's next operation, an activation, says it entered.
 func (r *replayer) bridgeRoundEntry(o *op) {
 	if len(o.levels()) == 0 {
 		return
@@ -221,7 +225,10 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }
 	for tries := 0; tries < lookahead; tries++ {
 		cur := r.m.state(g)
-		if enters(cur) || r.gk[g] != known || r.wk[h] != known || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
+		if enters(cur) || r.gk[g] != known || r.wk[h] != known {
+			return
+		}
+		if r.m.h.CPU(h).Wakeup != hier.KtimeMax && !r.roundLeftWakeup(o) {
 			return
 		}
 		j := r.bridge(o, g, cur, enters, false, -1)
@@ -230,6 +237,25 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 		}
 		r.exec(j)
 	}
+}
+
+// roundLeftWakeup reports whether round o's CPU's next operation is an
+// activation whose tmigr_cpu_active prints a wakeup other than KTIME_MAX:
+// the wakeup the round wrote at its end (nothing else of that CPU runs
+// in between without a line).
+func (r *replayer) roundLeftWakeup(o *op) bool {
+	for j := o.idx + 1; j < len(r.ops) && j <= o.idx+lookahead; j++ {
+		a := r.ops[j]
+		if a.cpu != o.cpu {
+			continue
+		}
+		if a.kind != opActivate {
+			return false
+		}
+		p, ok := r.ev[a.first()].Data.(ftrace.TmigrCPUActive)
+		return ok && p.Wakeup != hier.KtimeMax
+	}
+	return false
 }
 
 // claimedJustBefore reports whether another CPU's round claimed the CPU
