@@ -267,6 +267,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":                       {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
 		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
 		"vm4-1node-7.3-resumed-update-reads-later-activations.txt":              {4, 1, "7.3.4", "", "", "QEMU TCG; posix-timers=2-3; period=2.3ms"},
+		"vm5-4node-nohzfull-6.12-equal-expiry-queued-before-recording.txt":      {5, 4, "6.12.118", "", "1-2", "QEMU TCG; fifo-sleepers=0; timerfd=3; posix-timers=4; epoll=1; period=6.8ms absolute"},
 		"vm4-1node-7.0-round-entry-shown-by-wakeup.txt":                         {4, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; period=12.9ms absolute"},
 		"kvm2-6.18-pipe-late-event-keeps-tie-order.txt":                         {2, 1, "6.18.44-fc-v1300", "", "", "tmigr record"},
 		"vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt":       {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},

@@ -362,6 +362,12 @@ func TestRecordedOrders(t *testing.T) {
 		// CPU first. The wakeup the round wrote says it entered the
 		// group: CPU 2 had left it without a migrator first.
 		{"round entry shown by wakeup", "vm4-1node-7.0-round-entry-shown-by-wakeup.txt", 175},
+		// CPUs 1 and 2, alone in their groups, had events of one expiry,
+		// 3608000000, queued before the recording (their new timers,
+		// lines 18 and 34, walk nothing): CPU 0's round (line 1074)
+		// expired CPU 1 first, in the order of GRP1:0's queue, which the
+		// recording does not hold.
+		{"equal expiry queued before recording", "vm5-4node-nohzfull-6.12-equal-expiry-queued-before-recording.txt", 1230},
 		{"resumed update reads later activations", "vm4-1node-7.3-resumed-update-reads-later-activations.txt", 340},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,12 @@ type knowledge struct {
 	gev  map[hier.GroupID]reason // a group's event in its parent
 	ek   []reason                // a CPU's event
 	wk   []reason                // a CPU's wakeup
+	// qpos: the CPU's event sits in its groups' queues where the kernel
+	// put it before the recording (the model queued it when the trace
+	// first showed it, the kernel had not walked): its place among the
+	// events of its expiry, which rounds handle in queue order, is not
+	// known until it is expired or queued again.
+	qpos []bool
 	// seen: the group's first transition was replayed (its state before
 	// it was inferred from that very line).
 	seen map[hier.GroupID]bool

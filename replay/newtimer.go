@@ -50,6 +50,12 @@ func (r *replayer) runNewTimer(o *op) {
 	var ret int64
 	ml := r.collect(func() { ret = r.m.h.NewTimer(c, o.nextevt) })
 	walked := len(only(ml, hier.EvCPUNewTimer)) > 0
+	switch {
+	case o.walked:
+		r.qpos[c] = false // queued again, the kernel's walk printed
+	case walked && evWhy != known:
+		r.qpos[c] = true
+	}
 	if nt := only(ml, hier.EvCPUNewTimer); o.walked && walked {
 		r.checkNS(r.ev[o.first()].Line, "tmigr_cpu_new_timer wakeup", first(resynced, wWhy), o.oldWakeup, nt[0].wakeup)
 	}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tmigr/tmigr/ftrace"
@@ -239,6 +240,50 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 	}
 }
 
+// swappedTies reports whether the kernel's and the model's targets kt and
+// mt of one round differ only in the order of CPUs whose events had one
+// expiry before it (posExp), one of them at least at a place in the
+// queues from before the recording (unplaced): timerqueue_add puts an
+// event after those of its expiry already queued, so the order of such
+// events is the order they were queued in, which the recording does not
+// hold.
+func swappedTies(kt, mt []int, posExp map[int]int64, unplaced []bool) bool {
+	if len(kt) != len(mt) || len(posExp) == 0 {
+		return false
+	}
+	for i := 0; i < len(kt); {
+		if kt[i] == mt[i] {
+			i++
+			continue
+		}
+		// The run of positions where they differ must hold the same
+		// CPUs, all of one expiry, one at least of unknown place.
+		j := i
+		a, b := []int{}, []int{}
+		for j < len(kt) && kt[j] != mt[j] {
+			a, b = append(a, kt[j]), append(b, mt[j])
+			j++
+		}
+		slices.Sort(a)
+		slices.Sort(b)
+		if !slices.Equal(a, b) {
+			return false
+		}
+		any := false
+		for _, c := range a {
+			if c < 0 || c >= len(unplaced) || posExp[c] != posExp[a[0]] {
+				return false
+			}
+			any = any || unplaced[c]
+		}
+		if !any {
+			return false
+		}
+		i = j
+	}
+	return true
+}
+
 // roundLeftWakeup reports whether round o's CPU's next operation is an
 // activation whose tmigr_cpu_active prints a wakeup other than KTIME_MAX:
 // the wakeup the round wrote at its end (nothing else of that CPU runs
@@ -314,6 +359,16 @@ func (r *replayer) runRemote(idx int, o *op) {
 	if r.clk.known {
 		basej = uint64((now - r.clk.off) / r.clk.tick)
 	}
+	// Where an event's place in the queues is the kernel's from before
+	// the recording (qpos), the CPUs' event expiries before the round.
+	var posExp map[int]int64
+	if slices.Contains(r.qpos, true) {
+		posExp = make(map[int]int64, len(r.qpos))
+		for c := range r.qpos {
+			posExp[c] = r.m.h.CPU(c).EvtExpires
+		}
+	}
+	unplaced := slices.Clone(r.qpos)
 	r.rounds = append(r.rounds, rd)
 	ml := r.collect(func() { r.m.h.HandleRemote(h, now, basej, expirer{r}) })
 	r.rounds = r.rounds[:len(r.rounds)-1]
@@ -373,6 +428,12 @@ func (r *replayer) runRemote(idx int, o *op) {
 	}
 	kernel := fmt.Sprintf("groups=%s cpus=%s", strings.Join(kl, ","), fmtCPUs(kt))
 	model := fmt.Sprintf("groups=%s cpus=%s", strings.Join(ml0, ","), fmtCPUs(mt))
+	if kernel != model && strings.Join(kl, ",") == strings.Join(ml0, ",") && swappedTies(kt, mt, posExp, unplaced) {
+		why = first(why, reasonEvent)
+	}
+	for _, c := range kt {
+		r.qpos[c] = false // expired: queued afresh from now on
+	}
 	if why == known && len(rd.amb) > 0 {
 		// Where now lies between the bounds decides whether an event is
 		// due: the round is undetermined, unless the kernel and the model

@@ -119,7 +119,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 		return why
 	}
 	n := s.CPUs
-	r.ek, r.wk, r.opaque = make([]reason, n), make([]reason, n), make([]bool, n)
+	r.ek, r.wk, r.opaque, r.qpos = make([]reason, n), make([]reason, n), make([]bool, n), make([]bool, n)
 
 	if h := t.Header.Hierarchy; h != nil {
 		r.check(0, "boot line", known, h.String(), m.h.BootLine())
