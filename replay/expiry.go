@@ -33,7 +33,12 @@ import "github.com/tmigr/tmigr/ftrace"
 //     timer keeps those flags for life, until its next timer_init). A pinned
 //     or deferrable timer last queued on the target itself stays attributed
 //     to the round: the trace then contradicts itself, which the checks
-//     report rather than explain away.
+//     report rather than explain away;
+//  4. a tmigr_handle_remote_cpu line of any CPU, the target's own included,
+//     that names the same target: it is printed only once the target's
+//     remote flag is clear, which the handler clears at the very end (a
+//     handler that found the target awake when it relocked it walks
+//     nothing and prints nothing).
 //
 // Lines without latency flags (a trace made with the irq-info option off)
 // leave rule 2 unused.
@@ -78,6 +83,11 @@ func (r *RemoteExpiry) Observe(ev *ftrace.Event) (base int, remote bool) {
 	x, in := r.ctx[ev.CPU]
 	switch d := ev.Data.(type) {
 	case ftrace.TmigrHandleRemoteCPU:
+		for h, x := range r.ctx {
+			if x.target == d.CPU {
+				delete(r.ctx, h) // rule 4
+			}
+		}
 		r.ctx[ev.CPU] = remoteCtx{target: d.CPU, pid: ev.PID}
 		return ev.CPU, false
 	case ftrace.TimerStart:

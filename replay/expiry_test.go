@@ -50,6 +50,8 @@ func TestRemoteExpiry(t *testing.T) {
 		{name: "a timer armed before the recording, pinned by a later life's start", expiry: expire("..s1.", pid, 0xa), remote: true,
 			after: []ftrace.Event{{CPU: 2, Name: "timer_init", Data: ftrace.TimerInit{Timer: 0xa}}, startFlags(2, 0xa, ftrace.TimerPinned)}},
 		{name: "a timer armed before the recording, global by its re-arm", expiry: expire("..s1.", pid, 0xa), remote: true, after: []ftrace.Event{startFlags(target, 0xa, 0)}},
+		// 4: the target claimed again, here by itself.
+		{name: "the target's own claim of itself", then: []ftrace.Event{{CPU: target, PID: 0, Flags: "dNs2.", Name: "tmigr_handle_remote_cpu", Data: ftrace.TmigrHandleRemoteCPU{CPU: target}}}, expiry: expire("..s1.", pid, 0xa)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			evs := append(append(append(tc.before, remoteCPU), tc.then...), tc.expiry)

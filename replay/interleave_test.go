@@ -368,6 +368,11 @@ func TestRecordedOrders(t *testing.T) {
 		// expired CPU 1 first, in the order of GRP1:0's queue, which the
 		// recording does not hold.
 		{"equal expiry queued before recording", "vm5-4node-nohzfull-6.12-equal-expiry-queued-before-recording.txt", 1230},
+		// CPU 0 expired CPU 1's timers (line 79) and printed no walk:
+		// CPU 1 woke meanwhile (line 82). Its expiry ended before CPU 1's
+		// own round claimed CPU 1 (line 175), which it could do only
+		// with CPU 1's remote flag clear.
+		{"remote expiry ends while target awake", "vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt", 110},
 		{"resumed update reads later activations", "vm4-1node-7.3-resumed-update-reads-later-activations.txt", 340},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/tmigr/tmigr/ftrace"
@@ -619,10 +620,17 @@ func (r *replayer) expireRemote(handler, target int) {
 	// target's line show (cancel, expiry entry, callback, exit); the
 	// handler's first other line outside a callback comes after the
 	// expiry, and the walk that follows (which prints nothing at an idle
-	// top) takes no time to speak of.
+	// top) takes no time to speak of. Another claim of the target, its
+	// own included, comes after the expiry's end: it is printed only
+	// once the target's remote flag is clear (RemoteExpiry's rule 4).
 	inCallback := false
 	for i := ti + 1; i < end; i++ {
 		ev := r.ev[i]
+		if c, ok := ev.Data.(ftrace.TmigrHandleRemoteCPU); ok && c.CPU == target {
+			end = r.roundStart(ev.CPU, i)
+			end = r.endWhileAwake(rd, target, ti, end)
+			break
+		}
 		if ev.CPU != handler {
 			continue
 		}
@@ -683,6 +691,43 @@ func (r *replayer) expireRemote(handler, target int) {
 			}
 		}
 	}
+}
+
+// endWhileAwake moves the end of the k-th remote expiry of round rd, to
+// target, whose line is ti, to just after the target's last activation
+// before end when the walk after it printed nothing although it would
+// have printed at the target's level-0 group (not the top): the handler
+// found the target awake when it relocked it (tmigr_handle_remote_cpu
+// walks only for an idle target), so the expiry ended while the target
+// was active, and any of its active stretches in the window will do for
+// the model, which walks or not by the same rule.
+func (r *replayer) endWhileAwake(rd *round, target, ti, end int) int {
+	if _, printed := r.refetched(rd.o, rd.cur); printed || r.topo.CPUGroup[target] == r.topo.Top {
+		return end
+	}
+	for j := sort.Search(len(r.ops), func(j int) bool { return r.ops[j].key() >= end }) - 1; j > rd.idx && r.ops[j].key() > ti; j-- {
+		if p := r.ops[j]; p.cpu == target && p.kind == opActivate {
+			return p.key() + 1
+		}
+	}
+	return end
+}
+
+// roundStart returns the first line of cpu's round that printed line i.
+func (r *replayer) roundStart(cpu, i int) int {
+	// A round's key is its first line: it is among the last operations
+	// that begin by i.
+	j := sort.Search(len(r.ops), func(j int) bool { return r.ops[j].key() > i }) - 1
+	for ; j >= 0; j-- {
+		o := r.ops[j]
+		if o.cpu == cpu && o.kind == opRemote && o.first() <= i && o.last() >= i {
+			return o.first()
+		}
+		if o.cpu == cpu {
+			break // its operation before the round's: not in one
+		}
+	}
+	return i
 }
 
 // A round of another CPU that the trace shows during a remote expiry whose
