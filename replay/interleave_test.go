@@ -373,6 +373,11 @@ func TestRecordedOrders(t *testing.T) {
 		// own round claimed CPU 1 (line 175), which it could do only
 		// with CPU 1's remote flag clear.
 		{"remote expiry ends while target awake", "vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt", 110},
+		// Idle CPU 0's round (line 309) did not enter its group, CPU 1
+		// being its migrator, and so left CPU 0's wakeup KTIME_MAX at its
+		// end; CPU 1's claim of CPU 0 (line 311, 8 us later) printed the
+		// wakeup from before: it read it first.
+		{"claim reads wakeup before round write", "vm2-2node-7.3-claim-reads-wakeup-before-round-write.txt", 60},
 		{"resumed update reads later activations", "vm4-1node-7.3-resumed-update-reads-later-activations.txt", 340},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ const (
 	reasonDiverged
 	reasonOrder
 	reasonClaim
+	reasonClaimRead
 	reasonOffline
 	reasonMigrator
 	reasonUndescribed
@@ -81,6 +82,7 @@ var reasonTexts = [numReasons]string{
 	reasonDiverged:      whyDiverged,
 	reasonOrder:         whyOrder,
 	reasonClaim:         whyClaim,
+	reasonClaimRead:     whyClaimRead,
 	reasonOffline:       whyOffline,
 	reasonMigrator:      whyMigrator,
 	reasonUndescribed:   whyUndescribed,

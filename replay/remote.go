@@ -370,6 +370,7 @@ func (r *replayer) runRemote(idx int, o *op) {
 		}
 	}
 	unplaced := slices.Clone(r.qpos)
+	r.lastRound[h] = roundWrite{last: o.last(), before: r.m.h.CPU(h).Wakeup}
 	r.rounds = append(r.rounds, rd)
 	ml := r.collect(func() { r.m.h.HandleRemote(h, now, basej, expirer{r}) })
 	r.rounds = r.rounds[:len(r.rounds)-1]
@@ -584,7 +585,11 @@ func (r *replayer) expireRemote(handler, target int) {
 	if ls := only(r.rec.lines, hier.EvHandleRemoteCPU); len(ls) > 0 {
 		ml := ls[len(ls)-1]
 		kw := r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).Wakeup
-		r.checkNS(r.ev[ti].Line, "tmigr_handle_remote_cpu wakeup", ml.why, kw, ml.wakeup)
+		why := ml.why
+		if kw != ml.wakeup && r.claimReadBefore(target, ti, kw) {
+			why = first(why, reasonClaimRead)
+		}
+		r.checkNS(r.ev[ti].Line, "tmigr_handle_remote_cpu wakeup", why, kw, ml.wakeup)
 	}
 	// The window: up to the round's next line, or to the handler's next
 	// operation.
@@ -711,6 +716,18 @@ func (r *replayer) endWhileAwake(rd *round, target, ti, end int) int {
 		}
 	}
 	return end
+}
+
+// claimReadBefore reports whether the claim at line ti may have read its
+// target's wakeup before the target's own round wrote it: the target's
+// latest round replayed printed its last line before the claim, the
+// target printed nothing since, and the kernel's value kw is the one that
+// round found. tmigr_handle_remote writes the CPU's wakeup at its very end,
+// after its last line, and a claim reads it under the CPU's lock: which
+// came first no line prints (the claim resets it to KTIME_MAX either way).
+func (r *replayer) claimReadBefore(target, ti int, kw int64) bool {
+	w, ok := r.lastRound[target]
+	return ok && w.last < ti && w.before == kw && r.silent(target, w.last, ti)
 }
 
 // roundStart returns the first line of cpu's round that printed line i.

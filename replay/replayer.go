@@ -57,6 +57,16 @@ type remoteRounds struct {
 	// spans: per CPU, the trace times of the remote expiries of its
 	// timers (newtimer.go).
 	spans map[int][][2]int64
+	// lastRound: per CPU, its latest round replayed, with the wakeup it
+	// found (claimReadBefore).
+	lastRound map[int]roundWrite
+}
+
+// roundWrite is a round as a later claim of its CPU may have seen it: its
+// last line, and the CPU's wakeup before its final write.
+type roundWrite struct {
+	last   int
+	before int64
 }
 
 // walkState is the state of the activations and deactivations that other

@@ -12,22 +12,23 @@ import (
 // Why a decision is undetermined: the texts of the reasons (reasons.go), as
 // counted in Counts.UndeterminedReasons.
 const (
-	whyBefore   = "state from before the recording"
-	whyFirst    = "first transition of the group"
-	whyEvent    = "event from before the recording"
-	whyWakeup   = "wakeup from before the recording"
-	whyOpaque   = "CPU whose transitions are not traced"
-	whyNow      = "now between two jiffies"
-	whyNoClock  = "no jiffies to ns mapping"
-	whyRefetch  = "re-fetched expiry not in the trace"
-	whyLost     = "events lost"
-	whyMissing  = "operation missing from the trace"
-	whyRace     = "new timer during a remote expiry of its CPU"
-	whyPartial  = "operation cut by the recording"
-	whyDiverged = "earlier mismatch"
-	whyOrder    = "round before or after a walk, order not printed"
-	whyOffline  = "CPU offline"
-	whyClaim    = "round read its wakeup before a claim reset it, order not printed"
+	whyBefore    = "state from before the recording"
+	whyFirst     = "first transition of the group"
+	whyEvent     = "event from before the recording"
+	whyWakeup    = "wakeup from before the recording"
+	whyOpaque    = "CPU whose transitions are not traced"
+	whyNow       = "now between two jiffies"
+	whyNoClock   = "no jiffies to ns mapping"
+	whyRefetch   = "re-fetched expiry not in the trace"
+	whyLost      = "events lost"
+	whyMissing   = "operation missing from the trace"
+	whyRace      = "new timer during a remote expiry of its CPU"
+	whyPartial   = "operation cut by the recording"
+	whyDiverged  = "earlier mismatch"
+	whyOrder     = "round before or after a walk, order not printed"
+	whyOffline   = "CPU offline"
+	whyClaim     = "round read its wakeup before a claim reset it, order not printed"
+	whyClaimRead = "claim read the wakeup before its CPU's round wrote it, order not printed"
 )
 
 // CheckTmigr replays the hierarchy's inputs of a trace through package hier
@@ -111,7 +112,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.rec.onRemote = r.onRemote
 	r.rec.onPoint = r.onPoint
 	r.waiting = map[int]bool{}
-	r.later = map[int][2]int64{}
+	r.later, r.lastRound = map[int][2]int64{}, map[int]roundWrite{}
 	r.rec.onRemoteCPU = func(cpu int) reason {
 		// The target's wakeup is reset to KTIME_MAX: known from now on.
 		why := r.wk[cpu]
