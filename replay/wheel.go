@@ -353,14 +353,24 @@ func (s *seenJiffies) observe(ev ftrace.Event) {
 }
 
 // explainable reports whether some base clock in [lo, hi] gives the
-// kernel's bucket. Only the level depends on the clock, so checking the
-// clock at each level boundary is enough.
+// kernel's bucket. For a timer not yet due only the level depends on the
+// clock, so checking the clock at each level boundary is enough; one
+// already due goes to the clock's own level-0 bucket (calc_wheel_index:
+// idx = clk & LVL_MASK, bucket_expiry = clk), which only that clock gives.
 func explainable(p ftrace.TimerStart, lo, hi uint64, depth int) bool {
 	try := func(clk uint64) bool {
 		idx, be := wheel.Index(p.Expires, clk, depth)
 		return idx == p.Idx && (be == p.BucketExpiry || p.NoBucketExpiry)
 	}
 	if try(lo) || try(hi) {
+		return true
+	}
+	due := p.BucketExpiry
+	if p.NoBucketExpiry {
+		// The first clock from lo whose level-0 slot is the index.
+		due = lo + (uint64(p.Idx)-lo)&wheel.LvlMask
+	}
+	if !wheel.Before(due, lo) && !wheel.After(due, hi) && try(due) {
 		return true
 	}
 	for lvl := 1; lvl < depth; lvl++ {

@@ -348,6 +348,47 @@ func TestWheelClockMovedByEmptyPass(t *testing.T) {
 	}
 }
 
+// TestWheelJiffiesMovedPastExpiry: a timer armed already due (a
+// schedule_timeout whose task was held up 14 jiffies between computing its
+// expiry and arming it: timeout=-14) goes to the base clock's own level-0
+// bucket, so only that very clock gives the kernel's bucket: one jiffy
+// behind the printed jiffies is the forward's read before jiffies moved,
+// where the CPU's earlier lines allow it (campaign 20261218 draw 62, 7.2
+// PREEMPT_RT).
+func TestWheelJiffiesMovedPastExpiry(t *testing.T) {
+	const hz = 250
+	depth := wheel.DepthForHZ(hz)
+	j := uint64(4294894048)
+	for _, tc := range []struct {
+		name     string
+		before   []uint64 // jiffies the CPU printed before
+		mismatch bool
+	}{{"read earlier", []uint64{j - 16}, false}, {"read the same before", []uint64{j - 16, j}, true}, {"nothing before", nil, true}} {
+		var ev []ftrace.Event
+		for k, b := range tc.before {
+			ev = append(ev, ftrace.Event{CPU: 5, Data: ftrace.TimerStart{Timer: uint64(10 + k), Function: "process_timeout",
+				Expires: b + 20, Timeout: 20, CPU: 5, Idx: int((b + 21) % 64), BucketExpiry: b + 21}})
+		}
+		idx, be := wheel.Index(j-14, j-1, depth)
+		ev = append(ev, ftrace.Event{CPU: 5, Data: ftrace.TimerStart{Timer: 1, Function: "process_timeout",
+			Expires: j - 14, Timeout: -14, CPU: 5, Idx: idx, BucketExpiry: be}})
+		for i := range ev {
+			ev[i].Line, ev[i].TS, ev[i].Name = i+1, int64(i+1)*1_000_000, ev[i].Data.Name()
+		}
+		c := CheckWheel(&Trace{Events: ev}, hz)
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyJiffiesMoved] != 1 {
+			t.Errorf("%s: mismatches %+v, undetermined %v", tc.name, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
+	// The recording: CPU 5's base also had timers armed before it began,
+	// which may as well have held the clock at 4294894047 (line 1800).
+	tr, s := readTrace(t, "../testdata/traces/vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt")
+	c := CheckWheel(tr, s.HZ)
+	if len(c.Mismatches) != 0 || c.Undetermined != 1 {
+		t.Errorf("recording: mismatches %+v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+	}
+}
+
 // TestWheelJiffiesMovedDuringStart: add_timer_on armed random.c's
 // mix_interrupt_randomness at expires = jiffies J on a 6.19 PREEMPT_RT
 // guest, forwarded the base clock to J, and its timer_start line, two
