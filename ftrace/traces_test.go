@@ -267,6 +267,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":                       {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
 		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
 		"vm4-1node-7.3-resumed-update-reads-later-activations.txt":              {4, 1, "7.3.4", "", "", "QEMU TCG; posix-timers=2-3; period=2.3ms"},
+		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":             {5, 4, "7.2.13", "", "1-4", "QEMU TCG; fifo-sleepers=0-1; posix-timers=4; tcp=2; period=1.5ms"},
 		"vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt":        {8, 1, "7.2.13", "", "1,4,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2; epoll=6; period=19ms absolute"},
 		"vm2-2node-7.3-claim-reads-wakeup-before-round-write.txt":               {2, 2, "7.3.4", "", "", "QEMU TCG; tcp=1; period=4.3ms absolute"},
 		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":         {4, 2, "6.19.14", "3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=0; tcp=1; period=12.7ms"},
@@ -285,6 +286,7 @@ func TestRealTracesHeaders(t *testing.T) {
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
+		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":             2, // CPUs 3 and 4, offline at the dump
 		"vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt":        2, // CPUs 1 and 5, offline at the dump, after the window
 		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":         1, // CPU 3, offline at the dump
 		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":                    1, // CPU 1, taken offline before the window

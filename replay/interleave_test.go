@@ -378,6 +378,12 @@ func TestRecordedOrders(t *testing.T) {
 		// end; CPU 1's claim of CPU 0 (line 311, 8 us later) printed the
 		// wakeup from before: it read it first.
 		{"claim reads wakeup before round write", "vm2-2node-7.3-claim-reads-wakeup-before-round-write.txt", 60},
+		// CPU 0 claimed CPU 2 (line 833) and detached its timer (line
+		// 835); an interrupt (lines 836-838) came before the callback.
+		// CPU 2's own round (line 840) read its group before CPU 0's
+		// walk (line 842), as its activation's wakeup shows (line 847):
+		// the interrupt did not end the expiry.
+		{"interrupt inside remote expiry", "vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt", 100},
 		{"resumed update reads later activations", "vm4-1node-7.3-resumed-update-reads-later-activations.txt", 340},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

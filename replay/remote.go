@@ -624,11 +624,12 @@ func (r *replayer) expireRemote(handler, target int) {
 	// The target's timers ran as the handler's timer lines after the
 	// target's line show (cancel, expiry entry, callback, exit); the
 	// handler's first other line outside a callback comes after the
-	// expiry, and the walk that follows (which prints nothing at an idle
+	// expiry, but for an interrupt between a timer's cancel and its
+	// entry, and the walk that follows (which prints nothing at an idle
 	// top) takes no time to speak of. Another claim of the target, its
 	// own included, comes after the expiry's end: it is printed only
 	// once the target's remote flag is clear (RemoteExpiry's rule 4).
-	inCallback := false
+	inCallback, detached := false, false
 	for i := ti + 1; i < end; i++ {
 		ev := r.ev[i]
 		if c, ok := ev.Data.(ftrace.TmigrHandleRemoteCPU); ok && c.CPU == target {
@@ -641,12 +642,19 @@ func (r *replayer) expireRemote(handler, target int) {
 		}
 		switch ev.Data.(type) {
 		case ftrace.TimerExpireEntry:
-			inCallback = true
+			inCallback, detached = true, false
 			continue
 		case ftrace.TimerExpireExit:
 			inCallback = false
 			continue
 		case ftrace.TimerCancel:
+			detached = true
+			continue
+		}
+		if detached && (ev.Flags.HardIRQ() || ev.Flags.NMI() || isRearm(ev)) {
+			// An interrupt (and its way out, 7.1+'s deferred rearm)
+			// between a timer's detach and its callback: expire_timers
+			// is in the middle of the bucket.
 			continue
 		}
 		if !inCallback {
@@ -728,6 +736,13 @@ func (r *replayer) endWhileAwake(rd *round, target, ti, end int) int {
 func (r *replayer) claimReadBefore(target, ti int, kw int64) bool {
 	w, ok := r.lastRound[target]
 	return ok && w.last < ti && w.before == kw && r.silent(target, w.last, ti)
+}
+
+// isRearm reports whether ev is hrtimer_rearm, printed on an interrupt's
+// way out.
+func isRearm(ev ftrace.Event) bool {
+	_, ok := ev.Data.(ftrace.HrtimerRearm)
+	return ok
 }
 
 // roundStart returns the first line of cpu's round that printed line i.
