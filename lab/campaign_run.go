@@ -478,30 +478,29 @@ func (c *Campaign) runDraw(ctx context.Context, i int, s Spec, p *progress) (*Dr
 	if record == nil {
 		record = RecordFile
 	}
-	check := c.Check
-	if check == nil {
-		check = ReplayChecks
-	}
-	fail := func(err error) (*DrawResult, error) {
-		if ctx.Err() != nil {
-			return nil, ErrInterrupted
-		}
-		r.Status, r.Error = StatusError, err.Error()
-		return r, nil
-	}
 
 	// A recording left by a run stopped between recording and replay
 	// is used again when it is of this draw's machine.
 	if !c.reusable(path, s) {
 		start := time.Now()
 		if err := record(ctx, s, path); err != nil {
-			return fail(err)
+			return failed(ctx, r, err)
 		}
 		r.RecordSeconds = time.Since(start).Round(100 * time.Millisecond).Seconds()
 	} else {
 		p.printf("draw %d: replaying the recording %s left by an earlier run", i, path)
 	}
 	return c.replayRecording(ctx, r, path, drawName(c.Seed, i), fmt.Sprintf("draw %d", i), p)
+}
+
+// failed is a draw's result when err ended it: an error of the draw, or
+// ErrInterrupted when ctx ended.
+func failed(ctx context.Context, r *DrawResult, err error) (*DrawResult, error) {
+	if ctx.Err() != nil {
+		return nil, ErrInterrupted
+	}
+	r.Status, r.Error = StatusError, err.Error()
+	return r, nil
 }
 
 // local makes the campaign's k-th recording of the machine it runs on,
@@ -527,10 +526,9 @@ func (c *Campaign) local(ctx context.Context, k int, p *progress) (*DrawResult, 
 	p.printf("local %d: recording the machine the campaign runs on: %s", k, r.Command)
 	start := time.Now()
 	if err := c.RecordLocal(ctx, path, d); err != nil {
-		if ctx.Err() != nil {
-			return nil, ErrInterrupted
+		if r, err = failed(ctx, r, err); err != nil {
+			return nil, err
 		}
-		r.Status, r.Error = StatusError, err.Error()
 	} else {
 		r.RecordSeconds = time.Since(start).Round(100 * time.Millisecond).Seconds()
 		if r, err = c.replayRecording(ctx, r, path, stem, fmt.Sprintf("local %d", k), p); err != nil {
@@ -574,13 +572,7 @@ func (c *Campaign) replayRecording(ctx context.Context, r *DrawResult, path, ste
 	if check == nil {
 		check = ReplayChecks
 	}
-	fail := func(err error) (*DrawResult, error) {
-		if ctx.Err() != nil {
-			return nil, ErrInterrupted
-		}
-		r.Status, r.Error = StatusError, err.Error()
-		return r, nil
-	}
+	fail := func(err error) (*DrawResult, error) { return failed(ctx, r, err) }
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return fail(err)

@@ -348,6 +348,33 @@ func TestWheelClockMovedByEmptyPass(t *testing.T) {
 	}
 }
 
+// checkJiffiesMoved replays start, whose line prints jiffies printed, on
+// its CPU after earlier starts that printed other jiffies: undetermined
+// (jiffies moved) when the CPU read 16 fewer before; a mismatch when it
+// read as many as printed before, or printed nothing.
+func checkJiffiesMoved(t *testing.T, hz int, printed uint64, start ftrace.TimerStart) {
+	t.Helper()
+	for _, tc := range []struct {
+		name     string
+		before   []uint64 // jiffies the CPU printed before
+		mismatch bool
+	}{{"read earlier", []uint64{printed - 18}, false}, {"read the same before", []uint64{printed - 18, printed}, true}, {"nothing before", nil, true}} {
+		var ev []ftrace.Event
+		for k, b := range tc.before {
+			ev = append(ev, ftrace.Event{CPU: start.CPU, Data: ftrace.TimerStart{Timer: uint64(10 + k), Function: "process_timeout",
+				Expires: b + 20, Timeout: 20, CPU: start.CPU, Idx: int((b + 21) % 64), BucketExpiry: b + 21}})
+		}
+		ev = append(ev, ftrace.Event{CPU: start.CPU, Data: start})
+		for i := range ev {
+			ev[i].Line, ev[i].TS, ev[i].Name = i+1, int64(i+1)*1_000_000, ev[i].Data.Name()
+		}
+		c := CheckWheel(&Trace{Events: ev}, hz)
+		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyJiffiesMoved] != 1 {
+			t.Errorf("%s: mismatches %+v, undetermined %v", tc.name, c.Mismatches, c.UndeterminedReasons)
+		}
+	}
+}
+
 // TestWheelJiffiesMovedPastExpiry: a timer armed already due (a
 // schedule_timeout whose task was held up 14 jiffies between computing its
 // expiry and arming it: timeout=-14) goes to the base clock's own level-0
@@ -359,27 +386,9 @@ func TestWheelJiffiesMovedPastExpiry(t *testing.T) {
 	const hz = 250
 	depth := wheel.DepthForHZ(hz)
 	j := uint64(4294894048)
-	for _, tc := range []struct {
-		name     string
-		before   []uint64 // jiffies the CPU printed before
-		mismatch bool
-	}{{"read earlier", []uint64{j - 16}, false}, {"read the same before", []uint64{j - 16, j}, true}, {"nothing before", nil, true}} {
-		var ev []ftrace.Event
-		for k, b := range tc.before {
-			ev = append(ev, ftrace.Event{CPU: 5, Data: ftrace.TimerStart{Timer: uint64(10 + k), Function: "process_timeout",
-				Expires: b + 20, Timeout: 20, CPU: 5, Idx: int((b + 21) % 64), BucketExpiry: b + 21}})
-		}
-		idx, be := wheel.Index(j-14, j-1, depth)
-		ev = append(ev, ftrace.Event{CPU: 5, Data: ftrace.TimerStart{Timer: 1, Function: "process_timeout",
-			Expires: j - 14, Timeout: -14, CPU: 5, Idx: idx, BucketExpiry: be}})
-		for i := range ev {
-			ev[i].Line, ev[i].TS, ev[i].Name = i+1, int64(i+1)*1_000_000, ev[i].Data.Name()
-		}
-		c := CheckWheel(&Trace{Events: ev}, hz)
-		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyJiffiesMoved] != 1 {
-			t.Errorf("%s: mismatches %+v, undetermined %v", tc.name, c.Mismatches, c.UndeterminedReasons)
-		}
-	}
+	idx, be := wheel.Index(j-14, j-1, depth)
+	checkJiffiesMoved(t, hz, j, ftrace.TimerStart{Timer: 1, Function: "process_timeout",
+		Expires: j - 14, Timeout: -14, CPU: 5, Idx: idx, BucketExpiry: be})
 	// The recording: CPU 5's base also had timers armed before it began,
 	// which may as well have held the clock at 4294894047 (line 1800).
 	tr, s := readTrace(t, "../testdata/traces/vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt")
@@ -402,27 +411,9 @@ func TestWheelJiffiesMovedDuringStart(t *testing.T) {
 	const hz = 250
 	depth := wheel.DepthForHZ(hz)
 	j := uint64(4294895154)
-	for _, tc := range []struct {
-		name     string
-		before   []uint64 // jiffies the CPU printed before
-		mismatch bool
-	}{{"read earlier", []uint64{j - 16}, false}, {"read the same before", []uint64{j - 16, j + 2}, true}, {"nothing before", nil, true}} {
-		var ev []ftrace.Event
-		for k, b := range tc.before {
-			ev = append(ev, ftrace.Event{CPU: 0, Data: ftrace.TimerStart{Timer: uint64(10 + k), Function: "process_timeout",
-				Expires: b + 20, Timeout: 20, CPU: 0, Idx: int((b + 21) % 64), BucketExpiry: b + 21}})
-		}
-		idx, be := wheel.Index(j, j, depth)
-		ev = append(ev, ftrace.Event{CPU: 0, Data: ftrace.TimerStart{Timer: 1, Function: "mix_interrupt_randomness",
-			Expires: j, Timeout: -2, CPU: 0, Flags: ftrace.TimerPinned, Idx: idx, BucketExpiry: be}})
-		for i := range ev {
-			ev[i].Line, ev[i].TS, ev[i].Name = i+1, int64(i+1)*1_000_000, ev[i].Data.Name()
-		}
-		c := CheckWheel(&Trace{Events: ev}, hz)
-		if got := len(c.Mismatches) == 1; got != tc.mismatch || !tc.mismatch && c.UndeterminedReasons[whyJiffiesMoved] != 1 {
-			t.Errorf("%s: mismatches %+v, undetermined %v", tc.name, c.Mismatches, c.UndeterminedReasons)
-		}
-	}
+	idx, be := wheel.Index(j, j, depth)
+	checkJiffiesMoved(t, hz, j+2, ftrace.TimerStart{Timer: 1, Function: "mix_interrupt_randomness",
+		Expires: j, Timeout: -2, CPU: 0, Flags: ftrace.TimerPinned, Idx: idx, BucketExpiry: be})
 	tr, s := readTrace(t, "../testdata/traces/vm4-4node-rt-6.19-jiffies-move-during-start.txt")
 	c := CheckWheel(tr, s.HZ)
 	if len(c.Mismatches) != 0 || c.UndeterminedReasons[whyJiffiesMoved] != 1 {
