@@ -435,17 +435,7 @@ func (c *Campaign) Run(ctx context.Context) ([]DrawResult, error) {
 		if err := writeJSONFile(c.statePath(i), r); err != nil {
 			return out, err
 		}
-		line := fmt.Sprintf("draw %d: %s", i, r.Status)
-		switch r.Status {
-		case StatusError:
-			line += ": " + r.Error
-		case StatusMismatch:
-			line += fmt.Sprintf(": %d mismatches, kept in %s", countMismatches(r), r.Reproducer)
-			if r.Cut != nil {
-				line += fmt.Sprintf(", cut to %s (%d of %d events)", r.Cut.File, r.Cut.Events, r.Cut.Of)
-			}
-		}
-		p.printf("%s", line)
+		p.printf("%s", outcome("draw", r))
 		out = append(out, *r)
 	}
 	return out, nil
@@ -538,15 +528,24 @@ func (c *Campaign) local(ctx context.Context, k int, p *progress) (*DrawResult, 
 	if err := writeJSONFile(state, r); err != nil {
 		return nil, err
 	}
-	line := fmt.Sprintf("local %d: %s", k, r.Status)
+	p.printf("%s", outcome("local", r))
+	return r, nil
+}
+
+// outcome is the progress line that ends a draw (what: draw, or local for
+// a recording of this machine).
+func outcome(what string, r *DrawResult) string {
+	line := fmt.Sprintf("%s %d: %s", what, r.Index, r.Status)
 	switch r.Status {
 	case StatusError:
 		line += ": " + r.Error
 	case StatusMismatch:
 		line += fmt.Sprintf(": %d mismatches, kept in %s", countMismatches(r), r.Reproducer)
+		if r.Cut != nil {
+			line += fmt.Sprintf(", cut to %s (%d of %d events)", r.Cut.File, r.Cut.Events, r.Cut.Of)
+		}
 	}
-	p.printf("%s", line)
-	return r, nil
+	return line
 }
 
 // localSpec describes the machine a local recording's machine line
