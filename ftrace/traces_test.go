@@ -267,6 +267,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":                       {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
 		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
 		"vm4-1node-7.3-resumed-update-reads-later-activations.txt":              {4, 1, "7.3.4", "", "", "QEMU TCG; posix-timers=2-3; period=2.3ms"},
+		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":             {6, 4, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; posix-timers=1; storm=2; period=4ms"},
 		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":             {5, 4, "7.2.13", "", "1-4", "QEMU TCG; fifo-sleepers=0-1; posix-timers=4; tcp=2; period=1.5ms"},
 		"vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt":        {8, 1, "7.2.13", "", "1,4,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2; epoll=6; period=19ms absolute"},
 		"vm2-2node-7.3-claim-reads-wakeup-before-round-write.txt":               {2, 2, "7.3.4", "", "", "QEMU TCG; tcp=1; period=4.3ms absolute"},
@@ -302,6 +303,7 @@ func TestRealTracesHeaders(t *testing.T) {
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{
+		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":     "1",
 		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt": "3",
 		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":               "3,5-8,12-14",
 		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt": "3",

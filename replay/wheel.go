@@ -89,14 +89,23 @@ type wheelBase struct {
 	// lower bound of the clock.
 	early    uint64
 	hasEarly bool
+	// earlyUnknown: a timer of unknown bucket (pending since before the
+	// recording) was cancelled from this base since the last
+	// recalculation, and next_expiry may still be its bucket, whatever
+	// that was. cancels counts the cancels of such timers whose base is
+	// not known either (CheckWheel's strayCancels) up to that
+	// recalculation: a later one may have been this base's.
+	earlyUnknown bool
+	cancels      int
 }
 
 // recalc is the kernel recalculating the base's next_expiry
 // (timer_recalc_next_expiry): it is the first pending bucket, and stays so,
 // lowered by each enqueue, until the next recalculation, however many
 // timers a cancel takes off meanwhile.
-func (b *wheelBase) recalc() {
+func (b *wheelBase) recalc(strayCancels int) {
 	b.early, b.hasEarly = b.nextExpiry()
+	b.earlyUnknown, b.cancels = false, strayCancels
 }
 
 func (b *wheelBase) nextExpiry() (uint64, bool) {
@@ -141,6 +150,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 	runningTimer := map[int]uint64{}
 	remote := NewRemoteExpiry(t.Events)
 	seen := newSeenJiffies()
+	strayCancels := 0 // cancels of timers of unknown base and bucket
 
 	for i := range t.Events {
 		ev := t.Events[i]
@@ -155,6 +165,12 @@ func CheckWheel(t *Trace, hz int) Counts {
 		case ftrace.TimerCancel:
 			if k, ok := where[p.Timer]; ok {
 				b := getBase(k)
+				switch {
+				case k == anywhere:
+					strayCancels++ // on some base (see cancels)
+				case b.unknown[p.Timer]:
+					b.earlyUnknown = true // see early
+				}
 				delete(b.pending, p.Timer)
 				delete(b.unknown, p.Timer)
 				delete(where, p.Timer)
@@ -164,7 +180,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 			// next_expiry values before it printed these.
 			if cg, ok := ftrace.CPUGroupOf(p); ok && cg.CPU == ev.CPU {
 				for idx := range 3 {
-					getBase(baseKey{ev.CPU, idx}).recalc()
+					getBase(baseKey{ev.CPU, idx}).recalc(strayCancels)
 				}
 			}
 		case ftrace.TimerExpireEntry:
@@ -183,7 +199,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 						delete(b.pending, tm)
 					}
 				}
-				b.recalc() // __run_timers recalculated next_expiry
+				b.recalc(strayCancels) // __run_timers recalculated next_expiry
 				running[ev.CPU] = k
 				runningTimer[ev.CPU] = p.Timer
 			}
@@ -197,7 +213,8 @@ func CheckWheel(t *Trace, hz int) Counts {
 			k := baseKey{p.CPU, baseOfFlags(p.Flags)}
 			b := getBase(k)
 			floor, hasFloor := seen.before(ev)
-			be := checkStart(&c, ev, p, b, len(getBase(anywhere).unknown) > 0, depth, floor, hasFloor)
+			elsewhere := len(getBase(anywhere).unknown) > 0 || b.cancels < strayCancels
+			be := checkStart(&c, ev, p, b, elsewhere, depth, floor, hasFloor)
 			if !p.NoBucketExpiry {
 				be = p.BucketExpiry
 			}
@@ -223,9 +240,10 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 	jiffies := p.Now()
 	clk := b.forwarded(jiffies)
 	lower := clk // the lowest clock the kernel could have had
-	if len(b.unknown) > 0 || unknownElsewhere {
-		// A timer of unknown bucket may cap the clock lower still, but
-		// never below the clock an expiry left in this jiffy.
+	if len(b.unknown) > 0 || unknownElsewhere || b.earlyUnknown {
+		// A timer of unknown bucket may cap the clock lower still (or
+		// the next_expiry a cancelled one left), but never below the
+		// clock an expiry left in this jiffy.
 		lower = 0
 		if b.ran && wheel.After(b.baseclk+1, jiffies) {
 			lower = b.baseclk + 1

@@ -119,6 +119,42 @@ func TestWheelUndetermined(t *testing.T) {
 	}
 }
 
+// TestWheelStaleNextExpiryAfterCancel: a timer pending since before the
+// recording, cancelled (del_timer: detach_if_pending only flags
+// next_expiry for recalculation), left the base's next_expiry at its
+// bucket, which the trace never shows; a start right after (the same
+// on-stack timer set up again and armed one jiffy ahead) found the clock
+// held back there, more than a level-0 span behind jiffies, and went to
+// level 1 (campaign 20261219 draw 39, 6.12 PREEMPT_RT: CPU 3's timer
+// softirq starved on a busy vCPU). Its old life's base is not named, so
+// the cancel may have been any base's until each recalculates; without
+// the cancel the start is a mismatch.
+func TestWheelStaleNextExpiryAfterCancel(t *testing.T) {
+	const trace = `# machine: cpus=4 nodes=1 node-cpus=0-3 kernel=6.12.118 hz=250 cmdline="" busy= sleepers=
+     rcu_preempt-19      [003] d..1.    22.898231: timer_cancel: timer=00000000d657300e
+     rcu_preempt-19      [003] .....    22.898268: timer_init: timer=00000000d657300e
+     rcu_preempt-19      [003] d..1.    22.898272: timer_start: timer=00000000d657300e function=process_timeout expires=4294897951 [timeout=1] bucket_expiry=4294897952 cpu=3 idx=100 flags=
+`
+	tr, err := Read(strings.NewReader(trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := CheckWheel(tr, 250)
+	if c.Checked != 1 || c.UndeterminedReasons[whyHeldBack] != 1 {
+		t.Fatalf("got %+v, want 1 undetermined, held back", c)
+	}
+	tr.Events = tr.Events[1:]
+	c = CheckWheel(tr, 250)
+	if len(c.Mismatches) != 1 {
+		t.Fatalf("without the cancel: %+v, want a mismatch", c)
+	}
+	tr, s := readTrace(t, "../testdata/traces/vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt")
+	c = CheckWheel(tr, s.HZ)
+	if len(c.Mismatches) != 0 || c.UndeterminedReasons[whyHeldBack] != 1 {
+		t.Errorf("recording: mismatches %+v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+	}
+}
+
 // TestWheelBucketBeingExpired: when the softirq expires a bucket, all of
 // its timers leave the wheel at once (collect_expired_timers); one that
 // re-arms from its callback while another of the bucket waits its turn
