@@ -270,14 +270,14 @@ func swappedTies(kt, mt []int, posExp map[int]int64, unplaced []bool) bool {
 		if !slices.Equal(a, b) {
 			return false
 		}
-		any := false
+		placedBefore := false
 		for _, c := range a {
 			if c < 0 || c >= len(unplaced) || posExp[c] != posExp[a[0]] {
 				return false
 			}
-			any = any || unplaced[c]
+			placedBefore = placedBefore || unplaced[c]
 		}
-		if !any {
+		if !placedBefore {
 			return false
 		}
 		i = j
@@ -363,13 +363,14 @@ func (r *replayer) runRemote(idx int, o *op) {
 	// Where an event's place in the queues is the kernel's from before
 	// the recording (qpos), the CPUs' event expiries before the round.
 	var posExp map[int]int64
+	var unplaced []bool
 	if slices.Contains(r.qpos, true) {
 		posExp = make(map[int]int64, len(r.qpos))
 		for c := range r.qpos {
 			posExp[c] = r.m.h.CPU(c).EvtExpires
 		}
+		unplaced = slices.Clone(r.qpos)
 	}
-	unplaced := slices.Clone(r.qpos)
 	r.lastRound[h] = roundWrite{last: o.last(), before: r.m.h.CPU(h).Wakeup}
 	r.rounds = append(r.rounds, rd)
 	ml := r.collect(func() { r.m.h.HandleRemote(h, now, basej, expirer{r}) })
