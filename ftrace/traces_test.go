@@ -284,6 +284,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm5-3node-nohzfull-6.1-wheel-rearm-while-callback-finishing.txt":       {5, 3, "6.1.192", "", "3", "QEMU TCG; posix-timers=4; epoll=2; tcp=3; period=3.8ms"},
 		"vm5-2node-nohzfull-rt-7.3-bucket-off-wheel-before-cancel.txt":          {5, 2, "7.3.4", "", "1-2,4", "QEMU TCG; PREEMPT_RT; tcp=2; period=3ms"},
 		"vm4-1node-isol-7.2-idle-snapshot-before-stall.txt":                     {4, 1, "7.2.13", "3", "", "QEMU TCG; tcp=2; storm=3; period=1.5ms"},
+		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":            {4, 1, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=2; epoll=1; tcp=3; period=13.7ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
@@ -300,6 +301,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": 1, // CPU 3, offline at the dump, after the window
 		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":      1, // CPU 3, taken offline before the window
 		"vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt":                2, // CPU 4 (in the window) and CPU 3 (after it)
+		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":            1, // CPU 2, taken offline in the window
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{

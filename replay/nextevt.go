@@ -64,7 +64,9 @@ import (
 // of the buckets the migration emptied, which its next recalculation finds
 // (wheel.Base.MigrateTo). Such a bucket holds no timer, so no line shows
 // its expiry: before a tmigr_cpu_idle, the CPU's own due buckets are
-// expired (cpu.Set.RunBase), as its tick's softirq did while it ran.
+// expired (cpu.Set.RunBase), as its tick's softirq did while it ran, at
+// the lowest jiffy the trace allows or, where that leaves such a bucket
+// first that jiffies may have reached, at the bucket's (markedDue).
 //
 // The value does not depend on where in its jiffy the CPU's snapshot was
 // taken: a line is printed only when the next event is more than a jiffy
@@ -123,6 +125,7 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 		return tm
 	}
 	lost := make([]bool, s.CPUs) // CPUs whose buffer lost events
+	var tickK int64              // the latest time a tick's expiry read (CLOCK_MONOTONIC)
 	wq := newQueue()             // for the buckets an expiry takes off the wheel whole
 	left := make([]bool, s.CPUs) // CPUs that left the hierarchy and have not come back
 	// before is, per CPU, its last line before the idle-entry operation
@@ -193,6 +196,10 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			if ev.CPU >= 0 && ev.CPU < s.CPUs {
 				lost[ev.CPU] = true
 			}
+		case ftrace.HrtimerExpireEntry:
+			if isTickHandler(p.Function) && p.Now > tickK {
+				tickK = p.Now
+			}
 		case ftrace.TimerStart:
 			if remoteRun[timers[p.Timer]] {
 				// Re-armed with no expiry line since a remote expiry
@@ -254,7 +261,9 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 					basej = lo
 				}
 			}
-			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, c0 >= 0 && c0 < len(lost) && lost[c0])
+			late := markedDue{tickK: tickK, timers: timers}
+			_, late.hi, _, late.hasHi = clk.bounds(i, ev.CPU)
+			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, late, c0 >= 0 && c0 < len(lost) && lost[c0])
 		}
 	}
 	return c, m, nil
@@ -400,7 +409,7 @@ func (m *idleMachine) handed(c int, kind hier.EventKind, basej uint64, now int64
 // checkNextevt checks one printed nextevt of CPU c against our tick and
 // timer code.
 func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c int, printed int64,
-	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, lost bool) {
+	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, late markedDue, lost bool) {
 	if c < 0 || c >= len(m.cpus) {
 		cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String(), Kernel: fmt.Sprintf("cpu=%d", c), Model: "no such CPU"})
 		return
@@ -413,6 +422,25 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 	if idle && model == printed {
 		cnt.match()
 		return
+	}
+	if kind == hier.EvCPUIdle && idle {
+		// The snapshot at the lowest jiffy the trace allows left a
+		// marked bucket with no timer first; had jiffies reached it,
+		// the CPU's softirq collected it before the line (see
+		// markedDue).
+		for range 8 {
+			b, ok := late.collectable(c, model, clk)
+			if !ok {
+				break
+			}
+			if model, idle = m.handed(c, kind, b, clk.ns(b)); !idle {
+				break
+			}
+			if model == printed {
+				cnt.undeterminedBy(reasonNow)
+				return
+			}
+		}
 	}
 	if !idle && c == m.keeper {
 		// No timer explains it: this CPU keeps its tick whatever its
@@ -483,6 +511,49 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		}
 	}
 	cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String() + " nextevt", Kernel: fmtNS(printed), Model: got})
+}
+
+// markedDue says whether jiffies may have reached a CPU's first marked
+// bucket with no timer (a hotplug migration's mark, wheel.Base.MigrateTo)
+// when the CPU's softirq last ran its bases before a tmigr_cpu_idle,
+// although the snapshot at the lowest jiffy the trace allows leaves it
+// pending. The kernel's CPU collects such a bucket and prints nothing
+// (__run_timer_base, collect_expired_timers), so only its next nextevt
+// shows it gone. It may have if a tick before the line read
+// CLOCK_MONOTONIC at or past the bucket's jiffy (jiffies lag that clock,
+// never lead it, tick_do_update_jiffies64) and no line of the trace
+// keeps jiffies below it; no pending timer of the CPU's may be due by
+// then, for its expiry would have printed a line.
+type markedDue struct {
+	tickK  int64 // the latest CLOCK_MONOTONIC a tick's expiry printed
+	hi     uint64
+	hasHi  bool // hi is an upper bound of jiffies at the line
+	timers map[uint64]*wheel.Timer
+}
+
+// collectable returns the jiffy b of CPU c's first event, the nextevt
+// model, when its bucket holds no timer and jiffies may have reached it.
+func (d markedDue) collectable(c int, model int64, clk *clock) (uint64, bool) {
+	if model == cpu.KtimeMax || model < clk.off || (model-clk.off)%clk.tick != 0 {
+		return 0, false
+	}
+	b := uint64((model - clk.off) / clk.tick)
+	if d.tickK < model || d.hasHi && wheel.After(b, d.hi) {
+		return 0, false
+	}
+	for _, tm := range d.timers {
+		if tm.Pending() && tm.CPU() == c && !wheel.After(bucketExpiry(tm), b) {
+			return 0, false
+		}
+	}
+	return b, true
+}
+
+// bucketExpiry is the expiry of the bucket a pending timer sits in:
+// calc_index's, the expiry rounded up on the bucket's level.
+func bucketExpiry(tm *wheel.Timer) uint64 {
+	sh := wheel.LvlShift(wheel.Level(tm.Index()))
+	return (tm.Expires()>>sh + 1) << sh
 }
 
 // preTimer is a timer that was pending when the recording began: its first

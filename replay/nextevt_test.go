@@ -359,3 +359,34 @@ func TestNextevtIdleSnapshotBeforeStall(t *testing.T) {
 		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
 	}
 }
+
+// TestNextevtMarkedBucketCollectedAtLateJiffy: a window of a 4-CPU 7.2
+// PREEMPT_RT guest whose CPUs 2 and 1 went offline and CPU 1 came back.
+// The migration left CPU 1's global base a marked bucket with no timer,
+// at jiffy 4294893655 (5432000000), which CPU 1 published while idle
+// until its tick read 5432071740 (line 6606): its timer thread collected
+// the bucket, printing nothing, and its next idle entry (line 6660)
+// published the next mark. The lowest jiffy the trace allows there is
+// 4294893653, where the bucket still stands; a tick had read the
+// bucket's time and no line keeps jiffies below it, so the snapshot may
+// have been at the bucket, and then the value is the next mark's, whose
+// timer was armed before the recording: undetermined, not a mismatch.
+// A line just
+// after it that read 4294893654 says jiffies had not reached the bucket,
+// and then the check finds the kernel's value impossible.
+func TestNextevtMarkedBucketCollectedAtLateJiffy(t *testing.T) {
+	const file = "vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt"
+	c := nextevtWindow(t, file)
+	if c.Matched < 60 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "5.425598: tmigr_cpu_idle: cpu=1 ")
+	lines[4] = strings.Replace(lines[4], "6646/6646", "6647/6647", 1)
+	read := "          <idle>-0       [000] d..1.     5.425700: timer_start: timer=00000000deadbeef function=process_timeout" +
+		" expires=4294893664 [timeout=10] bucket_expiry=4294893665 cpu=0 idx=33 flags="
+	lines = append(lines[:at+1], append([]string{read}, lines[at+1:]...)...)
+	c = nextevtOf(t, lines)
+	if len(c.Mismatches) != 1 || c.Mismatches[0].Line != at+1 {
+		t.Errorf("with jiffy 4294893654 read after the line: mismatches %+v, want one at line %d", c.Mismatches, at+1)
+	}
+}
