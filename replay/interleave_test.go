@@ -385,6 +385,14 @@ func TestRecordedOrders(t *testing.T) {
 		// the interrupt did not end the expiry.
 		{"interrupt inside remote expiry", "vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt", 100},
 		{"resumed update reads later activations", "vm4-1node-7.3-resumed-update-reads-later-activations.txt", 340},
+		// CPUs 1 and 2 had events of one expiry, 3816000000, CPU 2's
+		// queued before the recording (its new timer, line 15, walks
+		// nothing), CPU 1's after (line 25). CPU 0's round claimed CPU 1
+		// first (line 713) and queued its next event, 12744000000 (line
+		// 717); CPU 1's new timer of that expiry (line 724), printed
+		// while CPU 0 expired CPU 2, walked nothing. The model's queue
+		// has CPU 2 first: CPU 1's operation waits for its claim.
+		{"operations after tied claim wait", "vm4-4node-isol-nohzfull-rt-7.3-ops-after-tied-claim-wait.txt", 125},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

@@ -673,8 +673,24 @@ func (r *replayer) expireRemote(handler, target int) {
 	// busy with them: their next operations come after (a CPU's lines are
 	// in program order).
 	busy := r.busyCPUs(handler, 0)
+	// A CPU the kernel claimed before this target, which the model has
+	// not yet (the two queues hold events of one expiry in different
+	// orders: swappedTies), had its expiry and walk done when its
+	// operations after that claim ran: they wait for the model's claim,
+	// after the round (tmigr_handle_remote_cpu holds the target's lock
+	// for its walk).
+	claimedAt := map[int]int{}
+	for k, i := range rd.o.targets()[:rd.cur] {
+		if !rd.used[k] {
+			claimedAt[r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU] = i
+		}
+	}
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
 		if c := r.ops[j].cpu; r.done[j] || c == handler && !own[j] || c != handler && busy[c] || deferred[c] {
+			continue
+		}
+		if i, ok := claimedAt[r.ops[j].cpu]; ok && r.ops[j].key() > i {
+			deferred[r.ops[j].cpu] = true
 			continue
 		}
 		p := r.ops[j]
