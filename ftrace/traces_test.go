@@ -286,6 +286,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-1node-isol-7.2-idle-snapshot-before-stall.txt":                     {4, 1, "7.2.13", "3", "", "QEMU TCG; tcp=2; storm=3; period=1.5ms"},
 		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":            {4, 1, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=2; epoll=1; tcp=3; period=13.7ms absolute"},
 		"vm4-4node-isol-nohzfull-rt-7.3-ops-after-tied-claim-wait.txt":          {4, 4, "7.3.4", "3", "1-3", "QEMU TCG; PREEMPT_RT; period=1.3ms"},
+		"vm4-3node-7.0-caught-up-walk-gives-unknown-prior.txt":                  {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=0,2; period=6.2ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

@@ -163,6 +163,9 @@ func only(ls []mline, kind hier.EventKind) []mline {
 //
 // It returns why o is undetermined (known if nothing was unknown).
 func (r *replayer) preResync(o *op) reason {
+	// The transitions whose state an operation replayed inside the walk
+	// will give (catchesUp): no resynchronisation gives it before.
+	var caught map[int]bool
 	for tries := 0; ; tries++ {
 		cur := r.m.current() // read only: bridge changes nothing, exec is last
 		bridged := false
@@ -177,6 +180,10 @@ func (r *replayer) preResync(o *op) reason {
 					// Its lines come after o's first transition and
 					// clearly before this one: it ran while o's CPU
 					// was between the two, where catchUp replays it.
+					if caught == nil {
+						caught = map[int]bool{}
+					}
+					caught[i] = true
 					continue
 				}
 				r.exec(j)
@@ -201,7 +208,7 @@ func (r *replayer) preResync(o *op) reason {
 		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 		// A transition no consistent state leads to, or one from a state
 		// the model knows, is left to the comparison.
-		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == known {
+		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == known || caught[i] {
 			continue
 		}
 		if want == nil {
