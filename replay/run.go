@@ -208,7 +208,13 @@ func (r *replayer) preResync(o *op) reason {
 		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 		// A transition no consistent state leads to, or one from a state
 		// the model knows, is left to the comparison.
-		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == known || caught[i] {
+		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == known {
+			continue
+		}
+		if caught[i] {
+			// Given by an operation from a state the model does not
+			// know: o is undetermined all the same.
+			why = first(why, r.gk[gl.id])
 			continue
 		}
 		if want == nil {
@@ -218,7 +224,7 @@ func (r *replayer) preResync(o *op) reason {
 		why = first(why, r.gk[gl.id])
 	}
 	if len(want) == 0 {
-		return known
+		return why
 	}
 	r.resyncTo(want, why)
 	return why
