@@ -371,9 +371,8 @@ func TestNextevtIdleSnapshotBeforeStall(t *testing.T) {
 // bucket's time and no line keeps jiffies below it, so the snapshot may
 // have been at the bucket, and then the value is the next mark's, whose
 // timer was armed before the recording: undetermined, not a mismatch.
-// A line just
-// after it that read 4294893654 says jiffies had not reached the bucket,
-// and then the check finds the kernel's value impossible.
+// A line just after it that read 4294893654 says jiffies had not reached
+// the bucket, and then the check finds the kernel's value impossible.
 func TestNextevtMarkedBucketCollectedAtLateJiffy(t *testing.T) {
 	const file = "vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt"
 	c := nextevtWindow(t, file)
