@@ -287,6 +287,9 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":            {4, 1, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=2; epoll=1; tcp=3; period=13.7ms absolute"},
 		"vm4-4node-isol-nohzfull-rt-7.3-ops-after-tied-claim-wait.txt":          {4, 4, "7.3.4", "3", "1-3", "QEMU TCG; PREEMPT_RT; period=1.3ms"},
 		"vm4-3node-7.0-caught-up-walk-gives-unknown-prior.txt":                  {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=0,2; period=6.2ms absolute"},
+		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":                    {2, 1, "6.12.118", "1", "", "QEMU TCG; epoll=0-1; period=5.3ms absolute"},
+		"vm3-2node-isol-rt-6.12-interrupt-between-cancel-and-expiry.txt":        {3, 2, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; tcp=0,2; period=5.7ms"},
+		"vm5-2node-isol-7.3-ignore-written-late.txt":                            {5, 2, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=0,3; period=3.8ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
@@ -311,6 +314,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt": "3",
 		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":               "3,5-8,12-14",
 		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt": "3",
+		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":            "1",
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

@@ -270,7 +270,11 @@ func (r *replayer) queueOf(g hier.GroupID) []hier.EventInfo {
 // updatesAfter reports whether p is a deactivation whose event update of
 // group g the kernel printed after line u (the interrupted walk's update
 // of g): tmigr_update_events is printed under the group's lock, so the
-// printed order of two updates of one group is their lock order.
+// printed order of two updates of one group is their lock order. Two
+// updates printed with one timestamp come in the merge's order instead
+// (ties.go): there the first expiry u printed says it. p's update queues
+// its event, and the group's first expiry is no later than that event
+// ever after, so a later one printed by u was read before p's update.
 func (r *replayer) updatesAfter(p *op, g hier.GroupID, u int) bool {
 	if p.kind != opDeactivate {
 		return false
@@ -278,6 +282,10 @@ func (r *replayer) updatesAfter(p *op, g hier.GroupID, u int) bool {
 	for _, i := range p.updates {
 		q := r.ev[i].Data.(ftrace.TmigrUpdateEvents)
 		if id, ok := r.gm.id(q.Group); ok && id == g {
+			if w := r.ev[u].Data.(ftrace.TmigrUpdateEvents); i < u && r.ev[i].TS == r.ev[u].TS &&
+				q.NextEvt != hier.KtimeMax && w.NextExpiry > q.NextEvt {
+				return true
+			}
 			return i > u
 		}
 	}

@@ -399,6 +399,12 @@ func TestRecordedOrders(t *testing.T) {
 		// which read CPU 2's bit): it runs inside the walk, and the top
 		// is not resynchronised to the state it gives beforehand.
 		{"caught-up walk gives unknown prior", "vm4-3node-7.0-caught-up-walk-gives-unknown-prior.txt", 210},
+		// CPU 0's and CPU 1's deactivations printed their updates of
+		// the group with one timestamp (lines 359 and 361), CPU 0's
+		// first: the merge's order. CPU 1's printed no first expiry
+		// (KTIME_MAX) although CPU 0's queued 4988000000: CPU 1's update
+		// held the lock first, and CPU 1 went idle with no wakeup.
+		{"tied updates in lock order", "vm2-1node-isol-6.12-tied-updates-in-lock-order.txt", 90},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)
@@ -406,5 +412,33 @@ func TestRecordedOrders(t *testing.T) {
 				t.Errorf("tmigr %d/%d matched (%s): the walks were not checked", c.Matched, c.Checked, c.Reasons())
 			}
 		})
+	}
+}
+
+// TestIgnoreWrittenLate: CPU 1's activation of GRP0:1 (line 1048) set
+// that group's event in the top ignored without the top's lock; CPU 0's
+// deactivation, which found the top idle 20 us later (lines 1049-1051),
+// still read the event first and went idle with its expiry, 7344000000,
+// the expiry GRP0:1's last update of the top had queued (line 1032).
+// Undetermined: the model's write is seen at once. A wakeup that no
+// queued expiry explains stays a mismatch.
+func TestIgnoreWrittenLate(t *testing.T) {
+	const file = "vm5-2node-isol-7.3-ignore-written-late.txt"
+	c := replayWindow(t, file)
+	if c.UndeterminedReasons[whyIgnoreLate] == 0 {
+		t.Errorf("no decision undetermined for %q (%s)", whyIgnoreLate, c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "7.345677: tmigr_cpu_idle: cpu=0 ")
+	lines[at] = strings.Replace(lines[at], "wakeup=7344000000", "wakeup=7348000000", 1)
+	tr, err := Read(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(tr, Options{Tmigr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := res.Tmigr.Mismatches; len(ms) != 1 || ms[0].Line != at+1 {
+		t.Errorf("with wakeup 7348000000: mismatches %+v, want one at line %d", ms, at+1)
 	}
 }

@@ -594,7 +594,7 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 			}
 			seen[p.Timer] = true
 			found[p.Timer] = len(out)
-			if e, ok := nextOnCPU(t.Events, i).(ftrace.TimerExpireEntry); ok && e.Timer == p.Timer {
+			if e, ok := expiringCancel(t.Events, i, p); ok {
 				// The cancel that detaches a timer for its expiry
 				// (expire_timers): the expiry reveals its bucket, and
 				// whose base it sat on (below).

@@ -389,3 +389,25 @@ func TestNextevtMarkedBucketCollectedAtLateJiffy(t *testing.T) {
 		t.Errorf("with jiffy 4294893654 read after the line: mismatches %+v, want one at line %d", c.Mismatches, at+1)
 	}
 }
+
+// TestNextevtInterruptBetweenCancelAndExpiry: CPU 2's timer thread
+// detached a keepalive timer armed before the recording (line 6703) and a
+// tick interrupt came (lines 6704-6707) before its expiry line (line
+// 6708), which reveals its bucket, 4294894016, and so CPU 2's nextevt
+// 7156000000 (line 6608): expire_timers drops the base's lock with
+// interrupts on before the callback. With those lines out of the
+// interrupt, the cancel is no expiry's and the value is impossible.
+func TestNextevtInterruptBetweenCancelAndExpiry(t *testing.T) {
+	const file = "vm3-2node-isol-rt-6.12-interrupt-between-cancel-and-expiry.txt"
+	c := nextevtWindow(t, file)
+	if c.Matched < 150 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "7.185565: hrtimer_expire_entry: ")
+	for i := at; i < at+4; i++ {
+		lines[i] = strings.Replace(lines[i], " d.H", " d.s", 1)
+	}
+	if c := nextevtOf(t, lines); len(c.Mismatches) == 0 {
+		t.Errorf("with the interrupt's lines in the timer thread: no mismatch (%s)", c.Reasons())
+	}
+}

@@ -81,8 +81,21 @@ func (q *queue) first(cpu, base int) (bucket uint64, ok bool) {
 // prints the cancel and then timer_expire_entry), and returns that expiry.
 // __run_timers took the timer's whole bucket off the wheel
 // (collect_expired_timers) before that cancel: a CPU that computes its next
-// event between the two lines no longer finds the bucket.
+// event between the two lines no longer finds the bucket. expire_timers
+// drops the base's lock with interrupts on before the callback of a timer
+// that is not irqsafe, so an interrupt's lines (and, 7.1+, its deferred
+// rearm on the way out) may come between the two: they are skipped.
 func expiringCancel(events []ftrace.Event, i int, p ftrace.TimerCancel) (ftrace.TimerExpireEntry, bool) {
-	x, ok := nextOnCPU(events, i).(ftrace.TimerExpireEntry)
-	return x, ok && x.Timer == p.Timer
+	c := events[i].CPU
+	for _, ev := range events[i+1:] {
+		if ev.CPU != c {
+			continue
+		}
+		if ev.Flags.HardIRQ() || ev.Flags.NMI() || isRearm(ev) {
+			continue
+		}
+		x, ok := ev.Data.(ftrace.TimerExpireEntry)
+		return x, ok && x.Timer == p.Timer
+	}
+	return ftrace.TimerExpireEntry{}, false
 }

@@ -33,6 +33,7 @@ const (
 	reasonMigrator
 	reasonUndescribed
 	reasonUndeclared
+	reasonIgnoreLate
 
 	// The wheel check (wheel.go).
 	reasonEarlyNext
@@ -87,6 +88,7 @@ var reasonTexts = [numReasons]string{
 	reasonMigrator:      whyMigrator,
 	reasonUndescribed:   whyUndescribed,
 	reasonUndeclared:    whyUndeclared,
+	reasonIgnoreLate:    whyIgnoreLate,
 	reasonEarlyNext:     whyEarlyNext,
 	reasonHeldBack:      whyHeldBack,
 	reasonEmptyPass:     whyEmptyPass,

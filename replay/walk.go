@@ -59,6 +59,9 @@ func (r *replayer) runWalk(o *op) {
 	why := lastWhy
 	if handback(o, r, mg, ml) {
 		why = first(why, r.qIdle(r.topo.Top))
+		if why == known && ret != o.wakeup && r.ignoreUnseen(o) {
+			why = reasonIgnoreLate
+		}
 	}
 	r.checkNS(r.ev[o.last()].Line, "tmigr_cpu_idle", why, o.wakeup, ret)
 	r.wk[c] = known
@@ -187,6 +190,63 @@ func handback(o *op, r *replayer, mg []mline, ml []mline) bool {
 	}
 	if n := len(mg); n > 0 && mg[n-1].group == r.topo.Top && mg[n-1].migrator == hier.MigratorNone {
 		return true
+	}
+	return false
+}
+
+// whyIgnoreLate: see ignoreUnseen.
+const whyIgnoreLate = "ignore flag an activation wrote without a lock, not yet seen"
+
+// ignoreUnseen reports whether deactivation o, which found the top idle,
+// may have read the top's queue before another CPU's activation, in
+// flight meanwhile, marked its group's event there ignored: its printed
+// wakeup is the expiry that group's last update of the top queued.
+// tmigr_active_up sets a group's groupevt.ignore after its
+// compare-and-swap, without the parent's lock, so the parent's next
+// reader may not see it yet (kernel/time/timer_migration.c, 6.9+; "the
+// migrator of the parent group observes the change too late"), and
+// tmigr_next_groupevt then keeps the event first. The model's write is
+// seen at once. The activation must have begun before o's update of the
+// top and changed the top only after it.
+func (r *replayer) ignoreUnseen(o *op) bool {
+	top := r.topo.Top
+	u := -1
+	for _, i := range o.updates {
+		if id, ok := r.gm.id(r.ev[i].Data.(ftrace.TmigrUpdateEvents).Group); ok && id == top {
+			u = i
+		}
+	}
+	if u < 0 {
+		return false
+	}
+	for j := max(0, o.idx-lookahead); j < len(r.ops) && j <= o.idx+lookahead; j++ {
+		p := r.ops[j]
+		path := r.topo.Path[p.cpu]
+		if p.kind != opActivate || p.cpu == o.cpu || p.first() > u || len(path) < 2 {
+			continue
+		}
+		after := false
+		for _, i := range p.groups {
+			after = after || i > u && r.groupLine(i).id == top
+		}
+		if !after {
+			continue
+		}
+		child := path[len(path)-2]
+		for i := u - 1; i >= 0; i-- {
+			q, ok := r.ev[i].Data.(ftrace.TmigrUpdateEvents)
+			if !ok {
+				continue
+			}
+			g, ok1 := r.gm.id(q.Group)
+			c, ok2 := r.gm.id(q.Child)
+			if ok1 && ok2 && g == top && c == child {
+				if q.NextEvt == o.wakeup {
+					return true
+				}
+				break
+			}
+		}
 	}
 	return false
 }

@@ -459,7 +459,7 @@ func seedPreexisting(t *Trace, getBase func(baseKey) *wheelBase, where map[uint6
 			pr := &pre{cpu: ev.CPU}
 			if e, ok := p.(ftrace.TimerExpireEntry); ok {
 				pr.bucket, pr.revealed = e.BaseClk, true
-			} else if e, ok := nextOnCPU(t.Events, i).(ftrace.TimerExpireEntry); ok && e.Timer == tm {
+			} else if e, ok := expiringCancel(t.Events, i, ftrace.TimerCancel{Timer: tm}); ok {
 				// The cancel that detaches a timer for its expiry.
 				pr.bucket, pr.revealed = e.BaseClk, true
 			}
