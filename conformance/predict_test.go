@@ -27,6 +27,7 @@ func TestPredictionRecordings(t *testing.T) {
 		// keeps the role while it stays active.
 		"vm16-2node-mixed.txt": "1,15",
 		"vm18-2node-mixed.txt": "0",
+		"vm3-2node-isol-rt-6.12-interrupt-between-cancel-and-expiry.txt": "0",
 	}
 	var recordings, pulling, pullers, history int
 	for _, f := range files {
