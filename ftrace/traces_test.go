@@ -289,6 +289,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-3node-7.0-caught-up-walk-gives-unknown-prior.txt":                  {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=0,2; period=6.2ms absolute"},
 		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":                    {2, 1, "6.12.118", "1", "", "QEMU TCG; epoll=0-1; period=5.3ms absolute"},
 		"vm3-2node-isol-rt-6.12-interrupt-between-cancel-and-expiry.txt":        {3, 2, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; tcp=0,2; period=5.7ms"},
+		"vm3-2node-isol-rt-6.12-tick-bound-above-published-expiries.txt":        {3, 2, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; tcp=0,2; period=5.7ms"},
 		"vm5-2node-isol-7.3-ignore-written-late.txt":                            {5, 2, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=0,3; period=3.8ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.

@@ -411,3 +411,17 @@ func TestNextevtInterruptBetweenCancelAndExpiry(t *testing.T) {
 		t.Errorf("with the interrupt's lines in the timer thread: no mismatch (%s)", c.Reasons())
 	}
 }
+
+// TestNextevtTickBoundAbovePublishedExpiries: a window of the same
+// recording, 441 events from line 7000 on. CPUs 0 and 2 published
+// expiries of known first timers that give the clock's offset 8 times;
+// the two tick softirqs of the window that bound it read a jiffy before
+// their tick's, the timekeeper late, and bound it one tick higher. The
+// published expiries' offset stands; with the tick's, every nextevt of
+// the window was a jiffy off.
+func TestNextevtTickBoundAbovePublishedExpiries(t *testing.T) {
+	c := nextevtWindow(t, "vm3-2node-isol-rt-6.12-tick-bound-above-published-expiries.txt")
+	if c.Matched < 8 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+}
