@@ -66,6 +66,11 @@ type Load struct {
 	// guest's threads slept: which of them is the sleeper the trace does
 	// not tell.
 	shared cpumask.Mask
+	// offline: the machine line's hotplug offlines. A pinned sleeper of
+	// a CPU taken offline runs on another CPU from then on (the
+	// scheduler breaks its affinity, select_fallback_rq), where the CPU
+	// no longer tells whose sleeper a task is.
+	offline []ftrace.Change
 }
 
 // LoadOf reads the load from a machine line. An item of the note that
@@ -73,6 +78,11 @@ type Load struct {
 // ("QEMU TCG", "KVM guest") are free text.
 func LoadOf(m *ftrace.Machine) (Load, error) {
 	l := Load{Busy: m.Busy, Sleepers: m.Sleepers}
+	for _, c := range m.At {
+		if c.Kind == ftrace.ChangeOffline {
+			l.offline = append(l.offline, c)
+		}
+	}
 	for _, item := range strings.Split(m.Note, ";") {
 		item = strings.TrimSpace(item)
 		switch {
@@ -170,7 +180,34 @@ const (
 	whyNoStartMode   = "start mode not in the trace (trace-cmd's hrtimer plugin prints none)"
 	whyStartedBefore = "sleeper started before the recording"
 	whyNoContext     = "expiry context not in the trace (no irq-info flags)"
+	whyMovedSleeper  = "sleeper on a CPU where one from a CPU taken offline may run"
 )
+
+// offlineSlack is how long before the time the machine line gives a
+// hotplug offline the check already counts it: the line gives when the
+// change was made, and the CPU's tasks move while it is taken down.
+const offlineSlack = 100 * time.Millisecond
+
+// movedHere reports whether a sleeper of another CPU, whose policy is not
+// p, may run on cpu at trace time ts: that CPU, one of the load's sleeper
+// CPUs, was taken offline before (since changes counted from base). A
+// task seen sleeping on cpu before any such offline is cpu's own.
+func (l *Load) movedHere(cpu int, p hrtimer.Policy, ts, base int64, firstSeen int64) bool {
+	for _, c := range l.offline {
+		at := base + int64(c.At-offlineSlack)
+		if c.CPU == cpu || !l.Sleepers.Test(c.CPU) || ts < at || firstSeen < at {
+			continue
+		}
+		q := hrtimer.SchedOther
+		if l.FIFOSleepers.Test(c.CPU) {
+			q = hrtimer.SchedFIFO
+		}
+		if q != p {
+			return true
+		}
+	}
+	return false
+}
 
 // CheckHrtimer checks every hrtimer_start of a sleeper (function
 // hrtimer_wakeup) and the expiry of every sleeper started in the trace
@@ -215,7 +252,9 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 	}
 	inits := map[uint64]sleeperInit{}
 	pending := map[uint64]*sleeperDecision{}
-	cpuOf := map[int]int{} // a sleeper task's CPU, by pid
+	cpuOf := map[int]int{}       // a sleeper task's CPU, by pid
+	firstSeen := map[int]int64{} // when a sleeper task first slept, by pid
+	changesAt := ChangesStart(t.Events)
 	lost := map[int]bool{} // CPUs whose buffer lost events
 	for i := range t.Events {
 		ev := &t.Events[i]
@@ -258,6 +297,16 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 					continue
 				}
 				cpuOf[ev.PID] = ev.CPU
+				ts, seen := firstSeen[ev.PID]
+				if !seen {
+					ts = ev.TS
+					firstSeen[ev.PID] = ts
+				}
+				if ev.Task == sleeperComm && l.movedHere(ev.CPU, p, ev.TS, changesAt, ts) {
+					dec.why = reasonMovedSleeper
+					c.undeterminedBy(dec.why)
+					continue
+				}
 				policies = policies[:0]
 				policies = append(policies, p)
 				dec.who = fmt.Sprintf("%s sleeper (%s pid %d on CPU %d)", p, ev.Task, ev.PID, ev.CPU)

@@ -361,3 +361,29 @@ func TestHrtimerNamedRuntimeOnBusyCPU(t *testing.T) {
 		t.Errorf("unnamed: %+v", c)
 	}
 }
+
+// TestHrtimerSleeperMovedByOffline: a pinned sleeper of a CPU taken
+// offline runs on another CPU from then on (select_fallback_rq breaks its
+// affinity), so a sleeper task first seen after the offline on a CPU
+// whose own sleeper has another policy may be either: undetermined. The
+// CPU's own sleeper, seen there before, stays determined. (A window of a
+// 6.1 PREEMPT_RT recording, campaign 20261221 draw 24, began after CPU 1,
+// SCHED_FIFO, went offline, and its sleeper on CPU 2 was held to CPU 2's
+// SCHED_OTHER rule.)
+func TestHrtimerSleeperMovedByOffline(t *testing.T) {
+	const machine = "# machine: cpus=2 nodes=1 node-cpus=0-1 kernel=6.1.192 hz=250 cmdline=\"\" busy= sleepers=0-1 at=\"500ms offline 0\" (QEMU TCG; PREEMPT_RT; fifo-sleepers=0; period=2ms absolute)\n"
+	const start = "     tmigr-guest-150     [001] .....     1.000000: tracing_mark_write: tmigr-lab: start\n"
+	own := func(ts string) string {
+		return "   tmigr-sleeper-201     [001] d..1.     " + ts + ": hrtimer_start: hrtimer=00000000000000b1 function=hrtimer_wakeup expires=1002000000 softexpires=1002000000 mode=ABS\n"
+	}
+	const moved = "   tmigr-sleeper-200     [001] d..1.     1.600000: hrtimer_start: hrtimer=00000000000000a1 function=hrtimer_wakeup expires=1602000000 softexpires=1602000000 mode=ABS|HARD\n"
+	c := checkHrtimerText(t, machine+start+own("1.001000")+moved+own("1.700000"))
+	if len(c.Mismatches) > 0 || c.UndeterminedReasons[whyMovedSleeper] != 1 || c.Matched != 2 {
+		t.Errorf("%d/%d matched (%s), mismatches %+v; want the moved sleeper undetermined, CPU 1's own matched twice", c.Matched, c.Checked, c.Reasons(), c.Mismatches)
+	}
+	// Without the offline, the HARD start on CPU 1 breaks its SCHED_OTHER rule.
+	c = checkHrtimerText(t, strings.Replace(machine, ` at="500ms offline 0"`, "", 1)+start+own("1.001000")+moved)
+	if len(c.Mismatches) != 1 {
+		t.Errorf("without the offline: mismatches %+v, want one (%s)", c.Mismatches, c.Reasons())
+	}
+}

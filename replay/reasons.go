@@ -54,6 +54,7 @@ const (
 	reasonNoStartMode
 	reasonStartedBefore
 	reasonNoContext
+	reasonMovedSleeper
 
 	// The placement check (placement.go).
 	reasonPushTarget
@@ -103,6 +104,7 @@ var reasonTexts = [numReasons]string{
 	reasonNoStartMode:   whyNoStartMode,
 	reasonStartedBefore: whyStartedBefore,
 	reasonNoContext:     whyNoContext,
+	reasonMovedSleeper:  whyMovedSleeper,
 	reasonPushTarget:    whyPushTarget,
 	reasonSysctl:        whySysctl,
 	reasonFinishing:     whyFinishing,
