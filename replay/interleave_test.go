@@ -405,6 +405,10 @@ func TestRecordedOrders(t *testing.T) {
 		// (KTIME_MAX) although CPU 0's queued 4988000000: CPU 1's update
 		// held the lock first, and CPU 1 went idle with no wakeup.
 		{"tied updates in lock order", "vm2-1node-isol-6.12-tied-updates-in-lock-order.txt", 90},
+		// The window's first transition of GRP0:0 is CPU 0's activation
+		// (line 17, active=73); CPU 3's deactivation, printed 2 us later
+		// (line 18, active=72), came first: the group started at 7a.
+		{"first transition after earlier cas", "vm7-1node-6.12-first-transition-after-earlier-cas.txt", 850},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

@@ -126,7 +126,7 @@ func (r *replayer) seedStart() error {
 	}
 	knownGroups := map[hier.GroupID]bool{}
 	cpuState := make([]int, r.topo.NCPUs) // 0 unknown, 1 idle, 2 active
-	for _, o := range r.ops {
+	for k, o := range r.ops {
 		if cpuState[o.cpu] == 0 {
 			switch o.kind {
 			case opActivate, opNewTimer:
@@ -145,6 +145,9 @@ func (r *replayer) seedStart() error {
 			}
 			knownGroups[gl.id] = true
 			p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
+			if q, ok := r.casFirst(k, i, p); ok {
+				p = q
+			}
 			st[gl.id] = p.s
 			switch {
 			case !p.bad && p.alt == 0:
@@ -302,4 +305,37 @@ func (r *replayer) constantGroups(st map[hier.GroupID]gstate, knownGroups map[hi
 			r.gk[g] = reasonMigrator
 		}
 	}
+}
+
+// casFirst looks, for the first transition of a group, printed on line i
+// by operation k, for the next operation of another CPU whose transition
+// of that group, printed before line i or within skewNS after it, left
+// exactly the state k's read (p): its compare-and-swap came first (two
+// CPUs' stamps order their lines only beyond skewNS), and the group
+// started from the state that one read. Replayed, it bridges to k's
+// (preResync).
+func (r *replayer) casFirst(k, i int, p prior) (prior, bool) {
+	g, ts := r.groupLine(i).id, r.ev[i].TS
+	next := map[int]bool{r.ops[k].cpu: true} // CPUs past their next operation
+	for j := k + 1; j < len(r.ops) && j <= k+lookahead; j++ {
+		q := r.ops[j]
+		if next[q.cpu] {
+			continue
+		}
+		next[q.cpu] = true
+		if q.kind != opActivate && q.kind != opDeactivate {
+			continue
+		}
+		for _, l := range q.groups {
+			gl := r.groupLine(l)
+			if gl.id != g {
+				continue
+			}
+			if qp := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !qp.bad && p.admits(gl.after) && r.ev[l].TS-ts <= skewNS {
+				return qp, true
+			}
+			break
+		}
+	}
+	return prior{}, false
 }
