@@ -32,7 +32,7 @@ import (
 // timer softirq it raises reads jiffies J no later than E's jiffy, so
 // E − J·TICK_NSEC >= off, equal when the timekeeper had moved jiffies; the
 // least such value seen twice is off where no two published expiries give
-// it.
+// it, and where it is above theirs, off is unknown.
 //
 // A remote round's now is ns(J) for the jiffies J of its snapshot, taken
 // just before its first tmigr_handle_remote line. The trace bounds J: every
@@ -166,23 +166,31 @@ func newClock(t *Trace, hz int) *clock {
 	// its softirq, when it reads jiffies within the jiffy of the tick's
 	// expiry, reads that jiffy, or an earlier one when the timekeeper has
 	// not moved them yet. The least bound, given twice, is off where the
-	// published expiries give none. Where they give one, it stands: two
-	// published expiries of known first timers attain theirs, while a
-	// tick's bound is attained only by a softirq that read its tick's own
-	// jiffy, and recordings show it missed both ways: above (the softirqs
-	// of a window read jiffies the timekeeper had not moved yet) and below
-	// (a PREEMPT_RT timer thread read the next jiffy while the TCG trace
-	// clock counted less than one).
-	if !c.known {
-		low, lowN := int64(0), 0
-		for off, n := range ticks {
-			if lowN == 0 || off < low {
-				low, lowN = off, n
-			}
+	// published expiries give none. A bound below theirs is no bound: that
+	// softirq read jiffies after the tick's jiffy had passed, though the
+	// trace clock, which under TCG does not keep CLOCK_MONOTONIC's pace,
+	// counts less than a jiffy since (a PREEMPT_RT timer thread that ran
+	// late). A bound above theirs leaves off between the two: either the
+	// first timers of the published expiries were armed before the
+	// recording (their bound is not attained), or every softirq seen read
+	// a jiffy the timekeeper had not moved yet (the tick's is not); both
+	// have been recorded, in windows of longer recordings. The trace does
+	// not tell which: off is unknown.
+	low, lowN := int64(0), 0
+	for off, n := range ticks {
+		if c.known && off < c.off {
+			continue
 		}
-		if lowN >= 2 {
-			c.off, c.known = low, true
+		if lowN == 0 || off < low {
+			low, lowN = off, n
 		}
+	}
+	switch {
+	case lowN < 2:
+	case !c.known:
+		c.off, c.known = low, true
+	case low != c.off:
+		c.known = false
 	}
 	for cpu, l := range c.perCPU {
 		mx := make([]uint64, len(l))

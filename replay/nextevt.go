@@ -459,7 +459,8 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 	// global and due at the printed event, or local and due no later than
 	// the model's global event (which makes nextevt KTIME_MAX). One that
 	// outlives the recording shows no line at all, so it explains a
-	// nextevt beyond the recording's end. One that expires shows its bucket
+	// nextevt at the last jiffy the recording shows or later (that jiffy's
+	// softirq may run after the last line). One that expires shows its bucket
 	// (and its CPU); one that is cancelled does not, but it had not expired
 	// by then, so its bucket is no earlier than the jiffy before.
 	if lost {
@@ -468,11 +469,11 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		cnt.undeterminedBy(reasonLost)
 		return
 	}
-	if printed != cpu.KtimeMax && printed > clk.ns(end) && (model == cpu.KtimeMax || model > printed) {
+	if printed != cpu.KtimeMax && printed >= clk.ns(end) && (model == cpu.KtimeMax || model > printed) {
 		cnt.undeterminedBy(reasonPendingBeyond)
 		return
 	}
-	if printed == cpu.KtimeMax && model != cpu.KtimeMax && model > clk.ns(end) {
+	if printed == cpu.KtimeMax && model != cpu.KtimeMax && model >= clk.ns(end) {
 		// A local timer due no later than the model's global event, so
 		// beyond the recording's end too: fetch_next_timer_interrupt
 		// (6.9+) leaves the global event KTIME_MAX when the local base
