@@ -409,6 +409,10 @@ func TestRecordedOrders(t *testing.T) {
 		// (line 17, active=73); CPU 3's deactivation, printed 2 us later
 		// (line 18, active=72), came first: the group started at 7a.
 		{"first transition after earlier cas", "vm7-1node-6.12-first-transition-after-earlier-cas.txt", 850},
+		// The window begins inside CPU 3's deactivation: its update of
+		// GRP0:1 (line 15) and its transition of the top (line 16) are
+		// the rest of a walk whose start is missing.
+		{"walk cut at start", "vm6-3node-rt-7.2-walk-cut-at-start.txt", 95},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

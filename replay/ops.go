@@ -238,6 +238,11 @@ func splitOps(events []ftrace.Event) []*op {
 			o.kind == opNewTimer && !o.closed,
 			o.kind == opActivate && len(o.groups) == 0:
 			o.kind = opPartial
+		case o.kind == opDeactivate && events[o.groups[0]].Data.(ftrace.TmigrGroupSetCPUInactive).Lvl > 0:
+			// A deactivation's walk starts at level 0: one whose first
+			// line is above was cut at the start (a recording that
+			// begins in its middle).
+			o.kind = opPartial
 		}
 	}
 	for _, o := range last {
