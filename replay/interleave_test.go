@@ -413,6 +413,10 @@ func TestRecordedOrders(t *testing.T) {
 		// GRP0:1 (line 15) and its transition of the top (line 16) are
 		// the rest of a walk whose start is missing.
 		{"walk cut at start", "vm6-3node-rt-7.2-walk-cut-at-start.txt", 95},
+		// Busy CPU 0, alone in GRP0:0, prints nothing in the window;
+		// the top's states show GRP0:0's bit (line 40, active=9): CPU 0
+		// is in the hierarchy, and the replay starts from that.
+		{"busy cpu in by group bit", "vm5-4node-6.19-busy-cpu-in-by-group-bit.txt", 280},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

@@ -93,15 +93,19 @@ func (r *replayer) findMembers() []membership {
 					ms[c].out = i
 				}
 			}
-			// A child group shown idle has no active CPU below it.
+			// A child group shown idle has no active CPU below it; one
+			// shown active has one, which, alone below it, is in.
 			for _, k := range n.Kids {
-				if gl.after.active&r.topo.Info[k].Bit != 0 {
-					continue
-				}
 				cs, ok := below[k]
 				if !ok {
 					cs = r.topo.CPUsBelow(k)
 					below[k] = cs
+				}
+				if gl.after.active&r.topo.Info[k].Bit != 0 {
+					if len(cs) == 1 && in(cs[0], i) {
+						ms[cs[0]].inWhat = fmt.Sprintf("its group's bit in %s", fmtGroup(gl.id, gl.after))
+					}
+					continue
 				}
 				for _, c := range cs {
 					if !stop[c] && ms[c].out < 0 {
