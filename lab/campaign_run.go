@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,87 @@ type Campaign struct {
 	LocalEvery  int
 	// Check replays a recording; default ReplayChecks.
 	Check func(t *replay.Trace) (*replay.Result, error)
+	// Windows is how many windows of each recording are replayed too: a
+	// user's recording begins anywhere in a running system, in the middle
+	// of operations and with the clock not yet pinned, so each window
+	// begins at an event drawn from the seed, the draw and the window's
+	// number, and holds windowSizes[k] events (the recording's header
+	// and the markers of the changes before it kept, as a cut keeps
+	// them). A window that mismatches, or that the replay refuses, is
+	// kept as <stem>-w<FIRST>-<END>.txt. Windows do not change a draw's
+	// status: they are counted apart (DrawResult.Windows, Group).
+	Windows int
+}
+
+// windowSizes are the lengths of the windows, in events, in turn.
+var windowSizes = []int{1500, 3000, 6000}
+
+// WindowResult is one window of a recording, replayed (Campaign.Windows).
+type WindowResult struct {
+	// First and Events are the window's first event, counted from 0
+	// among the recording's events, and its length.
+	First  int `json:"first"`
+	Events int `json:"events"`
+	// Mismatches counts the window's mismatches; Error is the replay's
+	// refusal, if any. File is the kept window, when either.
+	Mismatches int          `json:"mismatches"`
+	Error      string       `json:"error,omitempty"`
+	File       string       `json:"file,omitempty"`
+	Mismatch   *MismatchRef `json:"mismatch,omitempty"`
+}
+
+// failed reports whether the window showed a mismatch or was refused.
+func (w WindowResult) failed() bool { return w.Mismatches > 0 || w.Error != "" }
+
+// replayWindows replays c.Windows windows of the recording text of draw
+// (or local recording) index, stem its file name stem.
+func (c *Campaign) replayWindows(text []byte, index int, local bool, stem string, check func(*replay.Trace) (*replay.Result, error)) []WindowResult {
+	if c.Windows <= 0 {
+		return nil
+	}
+	rec, err := splitRecording(text)
+	if err != nil {
+		return nil
+	}
+	n := len(rec.events)
+	stream := uint64(index) << 8
+	if local {
+		stream |= 1 << 40
+	}
+	rng := rand.New(rand.NewPCG(c.Seed, stream))
+	var out []WindowResult
+	for k := range c.Windows {
+		size := windowSizes[k%len(windowSizes)]
+		if n < 2*size {
+			continue // too short for a window that is not most of it
+		}
+		a := 1 + rng.IntN(n-size)
+		w := WindowResult{First: a, Events: size}
+		win := rec.build(a, a+size)
+		t, err := replay.Read(bytes.NewReader(win))
+		var res *replay.Result
+		if err == nil {
+			t.File = fmt.Sprintf("%s-w%d-%d.txt", stem, a, a+size)
+			res, err = check(t)
+		}
+		switch {
+		case err != nil:
+			w.Error = err.Error()
+		case res.Mismatched():
+			_, ms := tally(res)
+			w.Mismatches = len(ms)
+			m := firstMismatch(res)
+			w.Mismatch = &m
+		}
+		if w.failed() {
+			name := fmt.Sprintf("%s-w%d-%d.txt", stem, a, a+size)
+			if writeFileAtomic(filepath.Join(c.Dir, name), win) == nil {
+				w.File = name
+			}
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // ReplayChecks replays t under its own kernel with every check.
@@ -279,6 +361,9 @@ type DrawResult struct {
 	// Index counts those): its spec is that machine's, read back from
 	// its machine line.
 	Local bool `json:"local,omitempty"`
+	// Windows are the windows of the recording replayed too
+	// (Campaign.Windows).
+	Windows []WindowResult `json:"windows,omitempty"`
 }
 
 // name is the draw's file name stem, seed<SEED>-<INDEX>.
@@ -593,6 +678,7 @@ func (c *Campaign) replayRecording(ctx context.Context, r *DrawResult, path, ste
 		return fail(fmt.Errorf("replay: %v", err))
 	}
 	r.Checks, r.Mismatches = tally(res)
+	r.Windows = c.replayWindows(text, r.Index, r.Local, stem, check)
 	if !res.Mismatched() {
 		r.Status = StatusOK
 		if !c.Keep {
@@ -697,6 +783,10 @@ type Group struct {
 	Errors      int                     `json:"errors"`
 	Mismatching int                     `json:"mismatching"`
 	Checks      map[string]*CheckTotals `json:"checks"`
+	// Windows are the windows replayed (Campaign.Windows);
+	// FailedWindows those that mismatched or were refused.
+	Windows       int `json:"windows,omitempty"`
+	FailedWindows int `json:"failed_windows,omitempty"`
 }
 
 // Summary is a campaign's outcome.
@@ -753,6 +843,12 @@ func Summarize(seed uint64, limits DrawLimits, asked int, results []DrawResult) 
 			groups[k] = g
 		}
 		g.Draws++
+		for _, w := range r.Windows {
+			g.Windows++
+			if w.failed() {
+				g.FailedWindows++
+			}
+		}
 		switch r.Status {
 		case StatusError:
 			g.Errors++
@@ -854,6 +950,24 @@ func (s *Summary) WriteTable(w io.Writer) error {
 			b.WriteString("\n")
 			for _, m := range r.Mismatches {
 				fmt.Fprintf(&b, "  %s line %d: %s: kernel %s, model %s\n", m.Check, m.Line, m.Event, m.Kernel, m.Model)
+			}
+		}
+	}
+	windows, failedWindows := 0, 0
+	for _, g := range s.Groups {
+		windows, failedWindows = windows+g.Windows, failedWindows+g.FailedWindows
+	}
+	if windows > 0 {
+		fmt.Fprintf(&b, "windows: %d replayed, %d mismatching or refused\n", windows, failedWindows)
+		for _, r := range s.Results {
+			for _, x := range r.Windows {
+				switch {
+				case x.Error != "":
+					fmt.Fprintf(&b, "  %s: %s\n", x.File, x.Error)
+				case x.Mismatch != nil:
+					m := x.Mismatch
+					fmt.Fprintf(&b, "  %s: %d mismatches, %s line %d: %s: kernel %s, model %s\n", x.File, x.Mismatches, m.Check, m.Line, m.Event, m.Kernel, m.Model)
+				}
 			}
 		}
 	}

@@ -608,3 +608,76 @@ func TestCampaignOutsideCheckoutStopsAtOnce(t *testing.T) {
 		t.Errorf("draw states written: %v", st)
 	}
 }
+
+// TestCampaignWindows: with Windows, each recording is also replayed in
+// windows of 1500, 3000 and 6000 events in turn, beginning at events
+// drawn from the seed: the same
+// again for the same seed. A window that mismatches is kept, reads back
+// with its events and machine line, and is counted in the summary apart
+// from the draw, whose status it does not change.
+func TestCampaignWindows(t *testing.T) {
+	const src = "../testdata/traces/vm8-3node-nohzfull-rt-7.0-phantom-bucket-run-by-remote-expiry.txt"
+	run := func(dir string) []DrawResult {
+		f := &fakeRecorder{src: src}
+		// The recording replays clean; its windows are made to fail.
+		check := func(tr *replay.Trace) (*replay.Result, error) {
+			res, err := ReplayChecks(tr)
+			if err == nil && strings.Contains(tr.File, "-w") {
+				res.Wheel.Mismatches = append(res.Wheel.Mismatches, replay.Mismatch{Line: 1, Event: "timer_start", Kernel: "k", Model: "m"})
+			}
+			return res, err
+		}
+		c := &Campaign{Seed: 7, N: 1, Limits: DrawLimits{MaxCPUs: 4}, Dir: dir, Record: f.record, Check: check, Windows: 3}
+		res, err := c.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	dir := t.TempDir()
+	res := run(dir)
+	r := res[0]
+	if r.Status != StatusOK {
+		t.Fatalf("draw status %s: %+v", r.Status, r)
+	}
+	if len(r.Windows) != 3 || r.Windows[0].Events != 1500 || r.Windows[1].Events != 3000 || r.Windows[2].Events != 6000 {
+		t.Fatalf("windows %+v; want 1500, 3000 and 6000 events", r.Windows)
+	}
+	for _, w := range r.Windows {
+		if !w.failed() || w.File == "" || w.Mismatch == nil {
+			t.Errorf("window %+v: not kept as failing", w)
+			continue
+		}
+		text, err := os.ReadFile(filepath.Join(dir, w.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := replay.Read(bytes.NewReader(text))
+		if err != nil {
+			t.Fatalf("%s does not read: %v", w.File, err)
+		}
+		events := 0
+		for _, ev := range tr.Events {
+			if _, mark := ev.Data.(ftrace.TracingMark); !mark {
+				events++
+			}
+		}
+		if events != w.Events || tr.Header.Machine == nil {
+			t.Errorf("%s: %d events, machine line %v; want %d", w.File, events, tr.Header.Machine != nil, w.Events)
+		}
+	}
+	s := Summarize(7, DrawLimits{MaxCPUs: 4}, 1, res)
+	if len(s.Groups) != 1 || s.Groups[0].Windows != 3 || s.Groups[0].FailedWindows != 3 || s.Groups[0].Mismatching != 0 {
+		t.Errorf("groups %+v", s.Groups)
+	}
+	var b strings.Builder
+	if err := s.WriteTable(&b); err != nil || !strings.Contains(b.String(), "windows: 3 replayed, 3 mismatching or refused") {
+		t.Errorf("table %v:\n%s", err, b.String())
+	}
+	again := run(t.TempDir())[0].Windows
+	for k := range again {
+		if again[k].First != r.Windows[k].First {
+			t.Errorf("window %d begins at %d, then %d: not drawn from the seed", k, r.Windows[k].First, again[k].First)
+		}
+	}
+}

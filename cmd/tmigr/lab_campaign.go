@@ -49,6 +49,16 @@ as long as a draw's, replayed and kept like one (local-seedS-K.txt) and
 counted apart in the summary ("local"). --local-every 0 records only
 guests.
 
+A user's recording begins anywhere in a running system: in the middle of
+operations, with events queued and the clock not yet pinned. --windows N
+(default 2) replays N windows of each recording too, each beginning at an
+event drawn from the seed, the draw and the window's number, of 1500, 3000
+and 6000 events in turn (the header and the change markers before it kept);
+one that mismatches, or that the replay refuses, is kept as
+seedS-IIII-wA-B.txt. The summary counts the windows apart, per group
+(windows, failed_windows) and per draw; they do not change a draw's status
+or the exit status.
+
 DIR keeps the campaign's state, one JSON file per finished draw
 (draws/seedS-IIII.json): stopped (Ctrl-C), the campaign goes on where it
 stopped when run again with the same seed and limits. A draw whose
@@ -122,6 +132,7 @@ func runLabCampaign(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&host.NoInstall, "no-install", false, "never run apt-get install; fail naming what is missing")
 	timeout := fs.Duration("timeout", 0, "limit on each QEMU run (default: the recorder's, from the draw's CPUs and the host)")
 	localEvery := fs.Int("local-every", 50, "as root, record the machine the campaign runs on before the first draw and after every N draws (0: never)")
+	windows := fs.Int("windows", 2, "replay also N windows of each recording, beginning at events drawn from the seed (1500, 3000 and 6000 events in turn): a recording that begins anywhere")
 	fs.files("json")
 	fs.dirs("dir", "cache")
 	fs.operands("", 0, 0, completion{})
@@ -199,8 +210,11 @@ func runLabCampaign(args []string, stdout, stderr io.Writer) int {
 	if *localEvery < 0 {
 		return bad("--local-every: %d; give 0 (never) or a number of draws", *localEvery)
 	}
+	if *windows < 0 {
+		return bad("--windows: %d; give 0 (none) or a number of windows", *windows)
+	}
 	c := &lab.Campaign{Seed: seed, N: *n, Only: indices, Limits: limits, Dir: *dir, Keep: *keep, NoCut: *noCut,
-		RetryErrors: *retryErrors, Host: host, Timeout: *timeout,
+		RetryErrors: *retryErrors, Host: host, Timeout: *timeout, Windows: *windows,
 		Progress: prefixWriter{stderr, "tmigr lab: "}, Record: campaignRecord}
 	if *localEvery > 0 && len(indices) == 0 {
 		if err := canRecordLocal(); err != nil {
