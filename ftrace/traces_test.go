@@ -294,6 +294,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm7-1node-6.12-first-transition-after-earlier-cas.txt":                 {7, 1, "6.12.118", "", "", "QEMU TCG; timerfd=2; posix-timers=5; tcp=3; period=17.7ms"},
 		"vm6-3node-rt-7.2-walk-cut-at-start.txt":                                {6, 3, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; timerfd=3; period=1ms"},
 		"vm5-4node-6.19-busy-cpu-in-by-group-bit.txt":                           {5, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; epoll=1; storm=3; period=7.6ms absolute"},
+		"vm5-3node-isol-6.19-busy-cpu-in-by-group-bit.txt":                      {5, 3, "6.19.14", "2-4", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=0; posix-timers=2; period=1.5ms"},
 		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":     {8, 3, "7.3.4", "", "2-3,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; tcp=5-6; storm=3,7; period=7.6ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.

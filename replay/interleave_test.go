@@ -417,6 +417,10 @@ func TestRecordedOrders(t *testing.T) {
 		// the top's states show GRP0:0's bit (line 40, active=9): CPU 0
 		// is in the hierarchy, and the replay starts from that.
 		{"busy cpu in by group bit", "vm5-4node-6.19-busy-cpu-in-by-group-bit.txt", 280},
+		// The same with GRP0:1 of CPUs 1-3, 2-3 isolated and so out of
+		// the hierarchy from 6.19: busy CPU 1 is the only one that can
+		// be in below GRP0:1's bit.
+		{"busy cpu in by group bit, isolated siblings", "vm5-3node-isol-6.19-busy-cpu-in-by-group-bit.txt", 55},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

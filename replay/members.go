@@ -94,7 +94,9 @@ func (r *replayer) findMembers() []membership {
 				}
 			}
 			// A child group shown idle has no active CPU below it; one
-			// shown active has one, which, alone below it, is in.
+			// shown active has one, which, the only one below it the
+			// model's kernel lets in (isolated CPUs are out from 6.19),
+			// is in.
 			for _, k := range n.Kids {
 				cs, ok := below[k]
 				if !ok {
@@ -102,8 +104,18 @@ func (r *replayer) findMembers() []membership {
 					below[k] = cs
 				}
 				if gl.after.active&r.topo.Info[k].Bit != 0 {
-					if len(cs) == 1 && in(cs[0], i) {
-						ms[cs[0]].inWhat = fmt.Sprintf("its group's bit in %s", fmtGroup(gl.id, gl.after))
+					only := -1
+					for _, c := range cs {
+						if r.m.h.CPU(c).Available {
+							if only >= 0 {
+								only = -1
+								break
+							}
+							only = c
+						}
+					}
+					if only >= 0 && in(only, i) {
+						ms[only].inWhat = fmt.Sprintf("its group's bit in %s", fmtGroup(gl.id, gl.after))
 					}
 					continue
 				}
