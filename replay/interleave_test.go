@@ -458,3 +458,24 @@ func TestIgnoreWrittenLate(t *testing.T) {
 		t.Errorf("with wakeup 7348000000: mismatches %+v, want one at line %d", ms, at+1)
 	}
 }
+
+// TestSilentBusyGroupAtStart: a window (of the 7.2 PREEMPT_RT window
+// vm6-3node-rt-7.2-walk-cut-at-start.txt, from its event 963 on) that
+// begins with GRP0:0's CPUs 0 and 1 busy and silent: only the top's
+// printed states show GRP0:0 active, and which of its CPUs is not told.
+// The replay starts GRP0:0 with its lowest CPU active and in the
+// hierarchy; it stopped with "seeding GRP0:0 gave active=0 ..." when
+// neither CPU was counted in.
+func TestSilentBusyGroupAtStart(t *testing.T) {
+	tr, err := ReadFile(filepath.Join("testdata", "window-silent-busy-group.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(tr, Options{Tmigr: true})
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if c := res.Tmigr; len(c.Mismatches) > 0 || c.Matched < 40 {
+		t.Errorf("tmigr %d/%d matched (%s), mismatches %+v", c.Matched, c.Checked, c.Reasons(), c.Mismatches)
+	}
+}

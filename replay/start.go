@@ -174,6 +174,16 @@ func (r *replayer) seedStart() error {
 	}
 	r.complete(st, knownGroups, reasonBefore)
 	r.constantGroups(st, knownGroups, constant)
+	// A CPU the states make active is in the hierarchy, though no line
+	// showed it (complete() gave a group shown active by its parent its
+	// lowest CPU, which of its CPUs being unknown), where the model's
+	// kernel lets it in: a recording that begins while the group's CPUs
+	// are busy and silent.
+	for c := range r.avail0 {
+		if !r.avail0[c] && r.m.h.CPU(c).Available && st[r.topo.CPUGroup[c]].active&r.topo.CPUBit[c] != 0 {
+			r.avail0[c] = true
+		}
+	}
 	for c := range r.ek {
 		if st[r.topo.CPUGroup[c]].active&r.topo.CPUBit[c] != 0 || !r.avail0[c] {
 			// An active CPU's event is ignored; one out of the hierarchy
