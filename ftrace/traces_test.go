@@ -295,6 +295,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm6-3node-rt-7.2-walk-cut-at-start.txt":                                {6, 3, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; timerfd=3; period=1ms"},
 		"vm5-4node-6.19-busy-cpu-in-by-group-bit.txt":                           {5, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; epoll=1; storm=3; period=7.6ms absolute"},
 		"vm5-3node-isol-6.19-busy-cpu-in-by-group-bit.txt":                      {5, 3, "6.19.14", "2-4", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=0; posix-timers=2; period=1.5ms"},
+		"vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt":             {7, 3, "7.2.13", "4-6", "1-3,5", "QEMU TCG; PREEMPT_RT; timerfd=5; epoll=3; storm=4; period=3.2ms absolute"},
 		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":     {8, 3, "7.3.4", "", "2-3,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; tcp=5-6; storm=3,7; period=7.6ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
@@ -322,6 +323,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":               "3,5-8,12-14",
 		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt": "3",
 		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":            "1",
+		"vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt":     "4-6",
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

@@ -421,6 +421,11 @@ func TestRecordedOrders(t *testing.T) {
 		// the hierarchy from 6.19: busy CPU 1 is the only one that can
 		// be in below GRP0:1's bit.
 		{"busy cpu in by group bit, isolated siblings", "vm5-3node-isol-6.19-busy-cpu-in-by-group-bit.txt", 55},
+		// nohz_full CPU 1's timer thread ran its round (line 1038) and,
+		// inside it, an interrupt's exit re-evaluated its stopped tick
+		// (tmigr_cpu_new_timer_idle, line 1044); the round went on a
+		// level up after it (line 1052).
+		{"new timer inside round", "vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt", 105},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

@@ -261,12 +261,14 @@ func splitOps(events []ftrace.Event) []*op {
 
 // nested reports whether o, the operation of round r's CPU after r, is
 // one that an interrupt's exit inside the round may have run: a complete
-// activation or deactivation.
+// activation, deactivation or new timer (on a nohz_full CPU whose base is
+// idle, tick_irq_exit re-evaluates the stopped tick, and so its next
+// timer: tmigr_cpu_new_timer).
 func nested(events []ftrace.Event, r, o *op) bool {
 	switch {
 	case o == nil || o == r:
 		return false
-	case o.kind == opDeactivate:
+	case o.kind == opDeactivate, o.kind == opNewTimer:
 		return o.closed
 	case o.kind == opActivate:
 		return len(o.groups) > 0
