@@ -451,6 +451,19 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 		}
 		r.nest(j)
 	}
+	// Lines within skewNS of the transition's are in no printed order;
+	// where the state the transition read is still not the model's, the
+	// states say which of them came first: an operation whose
+	// transitions lead there ran before it (bridge).
+	gl := r.groupLine(at)
+	p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
+	for tries := 0; tries < lookahead && !p.bad && !p.admits(r.m.state(g)); tries++ {
+		j := r.bridge(o, g, r.m.state(g), p.admits, true, at)
+		if j < 0 || r.ev[r.ops[j].key()].TS > ts+skewNS {
+			break
+		}
+		r.nest(j)
+	}
 }
 
 // split replays operation j inside walk o up to its compare-and-swap of g:

@@ -426,6 +426,12 @@ func TestRecordedOrders(t *testing.T) {
 		// (tmigr_cpu_new_timer_idle, line 1044); the round went on a
 		// level up after it (line 1052).
 		{"new timer inside round", "vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt", 105},
+		// CPU 4's deactivation cleared its bit in GRP0:3 (line 636) and
+		// stalled 274 us; meanwhile CPUs 3, 1, 2 and 0 went idle. CPU 0's
+		// transition of the top (line 668, active=8) and CPU 4's (line
+		// 670, 2 us later, active=0) are within skewNS: the states say
+		// CPU 0's came first.
+		{"walk stall catches up within skew", "vm5-4node-7.3-walk-stall-catches-up-within-skew.txt", 225},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)
