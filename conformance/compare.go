@@ -339,7 +339,24 @@ func Compare(t *replay.Trace, o CompareOptions) (*Comparison, error) {
 	// span: they count from the guest's start marker, and the span's first
 	// event is simulated at the end of the warm-up.
 	start := replay.ChangesStart(t.Events)
+	offline := map[int]bool{}
 	for _, ch := range m.At {
+		// Writing 1 to an online CPU's online file changes nothing
+		// (device_online returns at once), nor 0 to an offline one's: an
+		// online after an offline the kernel refused, which the machine
+		// line notes but does not list, is such a write.
+		switch ch.Kind {
+		case ftrace.ChangeOnline:
+			if !offline[ch.CPU] {
+				continue
+			}
+			delete(offline, ch.CPU)
+		case ftrace.ChangeOffline:
+			if offline[ch.CPU] {
+				continue
+			}
+			offline[ch.CPU] = true
+		}
 		at := o.Warmup + time.Duration(start+int64(ch.At)-first)
 		if at < 0 || at >= cfg.Warmup+cfg.Duration {
 			continue // before or after what is simulated
