@@ -141,11 +141,12 @@ func (c *Campaign) replayWindows(text []byte, index int, local bool, stem string
 		}
 		a := 1 + rng.IntN(n-size)
 		w := WindowResult{First: a, Events: size}
+		name := fmt.Sprintf("%s-w%d-%d.txt", stem, a, a+size)
 		win := rec.build(a, a+size)
 		t, err := replay.Read(bytes.NewReader(win))
 		var res *replay.Result
 		if err == nil {
-			t.File = fmt.Sprintf("%s-w%d-%d.txt", stem, a, a+size)
+			t.File = name
 			res, err = check(t)
 		}
 		switch {
@@ -158,7 +159,6 @@ func (c *Campaign) replayWindows(text []byte, index int, local bool, stem string
 			w.Mismatch = &m
 		}
 		if w.failed() {
-			name := fmt.Sprintf("%s-w%d-%d.txt", stem, a, a+size)
 			if writeFileAtomic(filepath.Join(c.Dir, name), win) == nil {
 				w.File = name
 			}
