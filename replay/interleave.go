@@ -114,8 +114,50 @@ func (r *replayer) onCAS() {
 			r.split(j, o, pg, false)
 			return
 		}
+		if k := r.claimedFirst(j); k >= 0 {
+			// The round runs first, and j inside it (expireRemote).
+			r.nest(k)
+			continue
+		}
 		r.nest(j)
 	}
+}
+
+// claimedFirst returns the pending remote round that claimed the CPU of
+// operation j before j's first line, or -1. tmigr_handle_remote_cpu
+// prints the claim with the target's lock held, and every operation of
+// the target prints its first line under that lock (tmigr_cpu_activate,
+// tmigr_cpu_deactivate, tmigr_cpu_new_timer; 6.9+
+// kernel/time/timer_migration.c): the claim came first, and j cannot be
+// replayed before the round. The round is replayed first where its CPU
+// is free to run it (no earlier operation of its CPU pending, no walk or
+// round of its CPU in progress).
+func (r *replayer) claimedFirst(j int) int {
+	p := r.ops[j]
+	busy := r.busyCPUs(-1, len(r.ops))
+	for k := j - 1; k >= 0 && k >= j-lookahead; k-- {
+		q := r.ops[k]
+		if r.done[k] || q.kind != opRemote || q.cpu == p.cpu {
+			continue
+		}
+		claims := false
+		for _, ti := range q.targets() {
+			if ti < p.first() && r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU == p.cpu {
+				claims = true
+				break
+			}
+		}
+		if !claims || busy[q.cpu] {
+			return -1
+		}
+		for i := k - 1; i >= 0 && i >= k-lookahead; i-- {
+			if r.ops[i].cpu == q.cpu && !r.done[i] {
+				return -1
+			}
+		}
+		return k
+	}
+	return -1
 }
 
 // childSeenActive replays, after the k-th compare-and-swap of

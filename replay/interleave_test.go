@@ -426,6 +426,10 @@ func TestRecordedOrders(t *testing.T) {
 		// (tmigr_cpu_new_timer_idle, line 1044); the round went on a
 		// level up after it (line 1052).
 		{"new timer inside round", "vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt", 105},
+		// CPU 0's update (line 377) read CPU 4 active: CPU 4's activation
+		// (line 371) ran inside CPU 0's walk, after CPU 5's round (line
+		// 369) claimed CPU 4 (line 370) under CPU 4's lock.
+		{"claim before activation inside walk", "vm8-1node-7.2-claim-before-activation-inside-walk.txt", 260},
 		// CPU 4's deactivation cleared its bit in GRP0:3 (line 636) and
 		// stalled 274 us; meanwhile CPUs 3, 1, 2 and 0 went idle. CPU 0's
 		// transition of the top (line 668, active=8) and CPU 4's (line
