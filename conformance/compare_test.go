@@ -359,8 +359,8 @@ func TestCompareAppliesChanges(t *testing.T) {
 }
 
 // TestCompareOnlineOfOnlineCPU: a machine line whose at= brings online a
-// CPU that is online (the offline before it was refused by the kernel and
-// is only noted) is compared as the kernel ran it, the write a no-op; the
+// CPU that is online (the offline before it was refused by the kernel,
+// refused=) is compared as the kernel ran it, the write a no-op; the
 // simulator refuses to bring an online CPU online (campaign 20261226 draw
 // 147: "CPU 1 is already online").
 func TestCompareOnlineOfOnlineCPU(t *testing.T) {
@@ -368,7 +368,7 @@ func TestCompareOnlineOfOnlineCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(b), "sleepers=0 (QEMU TCG;", `sleepers=0 at="100ms online 1" (QEMU TCG; refused by the kernel: 50ms offline 1;`, 1)
+	text := strings.Replace(string(b), "sleepers=0 (QEMU TCG;", `sleepers=0 at="100ms online 1" refused="50ms offline 1" (QEMU TCG;`, 1)
 	tr, err := replay.Read(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)

@@ -113,6 +113,10 @@ func ParseHierarchy(line string) (Hierarchy, error) {
 // Change), and is absent when there were none:
 //
 //	# machine: cpus=16 ... busy=9-15 sleepers= at="1s partition 9-15; 2s timer_migration=0" (QEMU TCG)
+//
+// refused lists, in the same words, the changes tried that the kernel
+// refused (an offline that failed: the prediction counts its moved
+// tasks), and is absent when there were none.
 type Machine struct {
 	CPUs     int            // possible CPUs, numbered 0..CPUs-1
 	Nodes    int            // NUMA nodes
@@ -123,6 +127,12 @@ type Machine struct {
 	Busy     cpumask.Mask   // CPUs that ran a busy loop
 	Sleepers cpumask.Mask   // CPUs that ran a periodic sleeper
 	At       []Change       // changes made while it ran, in the order made
+	// Refused are changes tried while it ran that the kernel refused
+	// (a CPU's offline that failed), in the order tried. A refused
+	// offline is not nothing: the kernel may have moved the CPU's tasks
+	// away before it failed, and a task pinned there has its affinity
+	// broken (select_fallback_rq, kernel/sched/core.c).
+	Refused []Change
 	Note     string         // the trailing "(...)" note without the parentheses, "QEMU TCG"
 }
 
@@ -144,6 +154,10 @@ func (m *Machine) String() string {
 	if len(m.At) > 0 {
 		b.WriteString(" at=")
 		b.WriteString(strconv.Quote(FormatChanges(m.At)))
+	}
+	if len(m.Refused) > 0 {
+		b.WriteString(" refused=")
+		b.WriteString(strconv.Quote(FormatChanges(m.Refused)))
 	}
 	if m.Note != "" {
 		b.WriteString(" (")
@@ -226,7 +240,7 @@ func ParseMachine(s string) (Machine, error) {
 	}
 	for _, k := range order {
 		switch k {
-		case "cpus", "nodes", "node-cpus", "kernel", "hz", "cmdline", "busy", "sleepers", "at":
+		case "cpus", "nodes", "node-cpus", "kernel", "hz", "cmdline", "busy", "sleepers", "at", "refused":
 		default:
 			return Machine{}, machineErr(k, "unknown field")
 		}
@@ -279,6 +293,14 @@ func ParseMachine(s string) (Machine, error) {
 		}
 		if len(m.At) == 0 {
 			return Machine{}, machineErr("at", "is empty (a machine without changes has no at=)")
+		}
+	}
+	if refused, ok := raw["refused"]; ok {
+		if m.Refused, err = ParseChanges(refused, m.CPUs); err != nil {
+			return Machine{}, machineErr("refused", "%v", err)
+		}
+		if len(m.Refused) == 0 {
+			return Machine{}, machineErr("refused", "is empty (a machine without refused changes has no refused=)")
 		}
 	}
 	if err := m.Validate(); err != nil {
@@ -338,6 +360,9 @@ func (m *Machine) Validate() error {
 	}
 	if err := validateChanges(m.At, m.CPUs); err != nil {
 		return machineErr("at", "%v", err)
+	}
+	if err := validateChanges(m.Refused, m.CPUs); err != nil {
+		return machineErr("refused", "%v", err)
 	}
 	if strings.ContainsAny(m.Note, "\n") {
 		return machineErr("", "note holds a newline")

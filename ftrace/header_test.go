@@ -28,6 +28,11 @@ func TestParseMachine(t *testing.T) {
 		{`# machine: hz=1000 kernel=6.19.0-rc1 cmdline="isolcpus=nohz,domain,2-3 foo=\"a b\"" cpus=4 nodes=2 node-cpus=0-3; (lab (rack 3))`,
 			Machine{CPUs: 4, Nodes: 2, NodeCPUs: []cpumask.Mask{cpumask.Range(0, 3), {}}, Kernel: "6.19.0-rc1", HZ: 1000,
 				Cmdline: `isolcpus=nohz,domain,2-3 foo="a b"`, Note: "lab (rack 3)"}},
+		// An offline the kernel refused, beside the changes made.
+		{`# machine: cpus=2 nodes=2 node-cpus=0;1 kernel=6.12.118 hz=250 cmdline="isolcpus=1" busy=0-1 sleepers= at="426ms timer_migration=0" refused="350ms offline 1" (QEMU TCG)`,
+			Machine{CPUs: 2, Nodes: 2, NodeCPUs: []cpumask.Mask{cpumask.Of(0), cpumask.Of(1)}, Kernel: "6.12.118", HZ: 250, Cmdline: "isolcpus=1",
+				Busy: cpumask.Range(0, 1), At: []Change{{At: 426 * time.Millisecond, Kind: ChangeTimerMigration}},
+				Refused: []Change{{At: 350 * time.Millisecond, Kind: ChangeOffline, CPU: 1}}, Note: "QEMU TCG"}},
 		{"# machine: cpus=8 nodes=2 node-cpus=0-7:2/4;2-3,6-7 kernel=6.12 hz=100",
 			Machine{CPUs: 8, Nodes: 2, NodeCPUs: []cpumask.Mask{cpumask.Of(0, 1, 4, 5), cpumask.Of(2, 3, 6, 7)}, Kernel: "6.12", HZ: 100}},
 	} {
@@ -204,6 +209,8 @@ func TestParseChangesErrors(t *testing.T) {
 		{ok + ` at="1s offline 99"`, `machine: field "at": change 1: "1s offline 99": "99" is not a CPU of 0-15`},
 		{ok + ` at=""`, `machine: field "at": is empty (a machine without changes has no at=)`},
 		{ok + ` at="1s partition 1-3" at="2s partition none"`, `machine: field "at": appears twice`},
+		{ok + ` refused=""`, `machine: field "refused": is empty (a machine without refused changes has no refused=)`},
+		{ok + ` refused="1s offline 20"`, `machine: field "refused": change 1: "1s offline 20": "20" is not a CPU of 0-15`},
 	} {
 		_, err := ParseMachine(tc.line)
 		if err == nil || err.Error() != tc.want {

@@ -3,6 +3,7 @@ package ftrace
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"pgregory.net/rapid"
@@ -103,6 +104,11 @@ func TestMachineRoundTripProperty(t *testing.T) {
 			if rapid.Bool().Draw(t, "sleeper") {
 				m.Sleepers.Set(c)
 			}
+		}
+		if rapid.Bool().Draw(t, "refused") {
+			// An offline the kernel refused.
+			m.Refused = []Change{{At: time.Duration(rapid.IntRange(0, 5000).Draw(t, "refused at")) * time.Millisecond,
+				Kind: ChangeOffline, CPU: rapid.IntRange(0, cpus-1).Draw(t, "refused cpu")}}
 		}
 		if err := m.Validate(); err != nil {
 			t.Fatal(err)

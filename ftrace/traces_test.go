@@ -158,7 +158,8 @@ func mapsEqual(a, b map[string]int) bool {
 func machinesEqual(a, b Machine) bool {
 	return a.CPUs == b.CPUs && a.Nodes == b.Nodes && a.Kernel == b.Kernel && a.HZ == b.HZ &&
 		a.Cmdline == b.Cmdline && a.Busy.Equal(b.Busy) && a.Sleepers.Equal(b.Sleepers) &&
-		a.Note == b.Note && slices.EqualFunc(a.NodeCPUs, b.NodeCPUs, cpumask.Mask.Equal)
+		a.Note == b.Note && slices.EqualFunc(a.NodeCPUs, b.NodeCPUs, cpumask.Mask.Equal) &&
+		changesEqual(a.At, b.At) && changesEqual(a.Refused, b.Refused)
 }
 
 func itoa(n int) string { return string(appendInt(nil, int64(n))) }

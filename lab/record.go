@@ -398,10 +398,7 @@ func assemble(s *Spec, log []byte, nonce string, k kernel) ([]byte, error) {
 		return nil, err
 	}
 	m := s.machine(release, k.HZ, k.ConfigFrom)
-	m.At = done
-	if len(refused) > 0 {
-		m.Note += "; refused by the kernel: " + ftrace.FormatChanges(refused)
-	}
+	m.At, m.Refused = done, refused
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -478,7 +475,7 @@ var markerRE = regexp.MustCompile(`(?m)^.* (\d+)\.(\d{6}): tracing_mark_write: t
 // without its marker, or one the guest reported failed, is an error.
 func doneTimes(trace []byte, planned []ftrace.Change) (out, refused []ftrace.Change, err error) {
 	start := int64(-1)
-	var done []int64
+	var done, refusedAt []int64
 	var kept []ftrace.Change
 	for _, m := range markerRE.FindAllSubmatch(trace, -1) {
 		sec, _ := strconv.ParseInt(string(m[1]), 10, 64)
@@ -498,6 +495,7 @@ func doneTimes(trace []byte, planned []ftrace.Change) (out, refused []ftrace.Cha
 			}
 			if isRefused {
 				refused = append(refused, planned[i])
+				refusedAt = append(refusedAt, ts)
 				continue
 			}
 			done = append(done, ts)
@@ -510,12 +508,18 @@ func doneTimes(trace []byte, planned []ftrace.Change) (out, refused []ftrace.Cha
 	if len(done)+len(refused) != len(planned) {
 		return nil, nil, fmt.Errorf("the trace marks %d of the %d run-time changes (%s)", len(done)+len(refused), len(planned), ftrace.FormatChanges(planned))
 	}
-	out = kept
-	for i, ts := range done {
-		out[i].At = time.Duration((ts-start+500)/1000) * time.Millisecond
-		if i > 0 && out[i].At < out[i-1].At {
-			out[i].At = out[i-1].At
+	// Each at its marker, written once the guest's write returned: a
+	// refused change's effects (a refused offline's moved tasks) came
+	// before it too.
+	at := func(cs []ftrace.Change, ts []int64) {
+		for i := range cs {
+			cs[i].At = time.Duration((ts[i]-start+500)/1000) * time.Millisecond
+			if i > 0 && cs[i].At < cs[i-1].At {
+				cs[i].At = cs[i-1].At
+			}
 		}
 	}
-	return out, refused, nil
+	at(kept, done)
+	at(refused, refusedAt)
+	return kept, refused, nil
 }

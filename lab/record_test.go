@@ -250,7 +250,7 @@ func TestDoneTimes(t *testing.T) {
 		t.Errorf("done at %q, refused %v", s, refused)
 	}
 	// A change the kernel refused (EBUSY from a CPU's online file) did
-	// not happen: it is left out, and said refused.
+	// not happen: it is left out, and said refused, at its marker.
 	planned2, err := ftrace.ParseChanges("1s offline 1; 2s timer_migration=0", 16)
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestDoneTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, r := ftrace.FormatChanges(got), ftrace.FormatChanges(refused); s != "9.585s timer_migration=0" || r != "1s offline 1" {
+	if s, r := ftrace.FormatChanges(got), ftrace.FormatChanges(refused); s != "9.585s timer_migration=0" || r != "9.508s offline 1" {
 		t.Errorf("done %q, refused %q", s, r)
 	}
 	for _, tc := range []struct{ trace, want string }{

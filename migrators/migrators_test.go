@@ -190,6 +190,12 @@ func TestForMachinePhases(t *testing.T) {
 			1, "0", ""},
 		{`cpus=4 nodes=1 node-cpus=0-3 kernel=6.12 hz=250 cmdline="" busy=3 sleepers= at="1s offline 3; 2s online 3"`,
 			3, "0-3", "0-2"},
+		// An offline the kernel refused moved busy CPU 1's loop (campaign
+		// 20261226 draw 207): CPU 1, domain-isolated, stayed idle and
+		// CPU 0 ran its timers. Where the loop went is history: CPU 0
+		// may pull, none may before.
+		{`cpus=2 nodes=2 node-cpus=0;1 kernel=6.12.118 hz=250 cmdline="isolcpus=1" busy=0-1 sleepers= at="426ms timer_migration=0" refused="614ms offline 1"`,
+			2, "0", "0"},
 	} {
 		m, err := ftrace.ParseMachine(tc.line)
 		if err != nil {
