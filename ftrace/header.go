@@ -133,7 +133,7 @@ type Machine struct {
 	// away before it failed, and a task pinned there has its affinity
 	// broken (select_fallback_rq, kernel/sched/core.c).
 	Refused []Change
-	Note     string         // the trailing "(...)" note without the parentheses, "QEMU TCG"
+	Note    string // the trailing "(...)" note without the parentheses, "QEMU TCG"
 }
 
 const machinePrefix = "# machine: "
