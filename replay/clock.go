@@ -32,7 +32,10 @@ import (
 // timer softirq it raises reads jiffies J no later than E's jiffy, so
 // E − J·TICK_NSEC >= off, equal when the timekeeper had moved jiffies; the
 // least such value seen twice is off where no two published expiries give
-// it, and where it is above theirs, off is unknown.
+// it, and where it is above theirs, off is unknown. Taken alone (no
+// published expiry at the same value) it stays a bound from above: a
+// nextevt an offset up to maxStaleJiffies lower explains is undetermined
+// (clock.upper, lowerOffExplains).
 //
 // A remote round's now is ns(J) for the jiffies J of its snapshot, taken
 // just before its first tmigr_handle_remote line. The trace bounds J: every
@@ -43,6 +46,12 @@ import (
 // CPUs not being exactly in step. When the bounds differ and a decision of
 // the round depends on where in between now lies, the round is
 // undetermined.
+
+// maxStaleJiffies is how many jiffies the jiffies a tick's softirq reads
+// may lag the tick's own: a CPU whose tick finds jiffies not moved for
+// MAX_STALLED_JIFFIES ticks moves them itself (tick_sched_do_timer,
+// kernel/time/tick-sched.c, 6.1 to 7.3).
+const maxStaleJiffies = 5
 
 // skewNS is how far apart, in trace-clock ns, two lines of different CPUs
 // must be for their order to be trusted.
@@ -60,6 +69,10 @@ type clock struct {
 	tick  int64
 	off   int64
 	known bool // off was found
+	// upper: off is the ticks' bound alone, attained only where the
+	// timekeeper had moved jiffies before a tick's softirq read them;
+	// the true off may be up to maxStaleJiffies jiffies lower.
+	upper bool
 
 	events []ftrace.Event
 	perCPU map[int][]jobs // by event index
@@ -188,7 +201,9 @@ func newClock(t *Trace, hz int) *clock {
 	switch {
 	case lowN < 2:
 	case !c.known:
-		c.off, c.known = low, true
+		// A published expiry at the same value bounds it from below
+		// too; without one it is a bound from above.
+		c.off, c.known, c.upper = low, true, votes[low] == 0
 	case low != c.off:
 		c.known = false
 	}

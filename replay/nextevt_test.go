@@ -435,3 +435,32 @@ func TestNextevtTickBoundAbovePublishedExpiries(t *testing.T) {
 		replayWindow(t, file)
 	}
 }
+
+// TestNextevtTickBoundAlone: two windows whose clock offset only the
+// ticks bound, from above, one jiffy high: every tick softirq of the
+// window read a jiffy the timekeeper had not moved yet (in the first, one
+// published expiry lies a jiffy below, and one observation is not
+// trusted; in the second, CPU 0 publishes the bucket of a timer armed
+// before the window, which only its expiry shows). A value the model's
+// offset 1 to maxStaleJiffies lower explains is undetermined; a value
+// above the model's is still a mismatch, for the true offset is never
+// above the ticks' bound.
+func TestNextevtTickBoundAlone(t *testing.T) {
+	for _, file := range []string{
+		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt",
+		"vm6-2node-isol-6.19-tick-bound-alone-pre-timer.txt",
+	} {
+		c := nextevtWindow(t, file)
+		if c.UndeterminedReasons[whyTimeBase] == 0 {
+			t.Errorf("%s: no nextevt value undetermined for %q (%s)", file, whyTimeBase, c.Reasons())
+		}
+		replayWindow(t, file)
+	}
+	// CPU 0's first nextevt a jiffy after the kcompactd timer's bucket
+	// at the ticks' offset: no lower offset explains it.
+	lines, at := recordingAt(t, "vm6-2node-isol-6.19-tick-bound-alone-pre-timer.txt", "tmigr_cpu_idle: cpu=0 parent=00000000a4464e2a nextevt=9628000000")
+	lines[at] = strings.Replace(lines[at], "nextevt=9628000000", "nextevt=9636000000", 1)
+	if c := nextevtOf(t, lines); len(c.Mismatches) == 0 {
+		t.Errorf("a nextevt a jiffy above the model's: no mismatch (%s)", c.Reasons())
+	}
+}
