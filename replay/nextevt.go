@@ -73,9 +73,10 @@ import (
 // away, and then nextevt is ns(B) for the bucket expiry B of the first
 // global timer, ns being the clock of clock.go; the round runs at the start
 // of the lowest jiffy the trace allows, the strictest test of that. Where
-// that clock's offset is not known, or a timer armed before the recording
-// (its first line is a cancel or an expiry) may still be pending on the CPU
-// and could explain a difference, a difference is undetermined, not a
+// that clock's offset is not known, or a timer whose start the trace does
+// not show (its first line is a cancel or an expiry, or such a line
+// follows its expiry with no start between) may be pending on the CPU and
+// could explain a difference, a difference is undetermined, not a
 // mismatch; so is one on a CPU whose buffer lost events ("events lost": a
 // timer line of that CPU may be missing).
 
@@ -85,6 +86,7 @@ const (
 	whyPendingBeyond = "timer armed before the recording, pending beyond its end"
 	whyDueBefore     = "timer due before the recording began"
 	whyArmedBefore   = "timer armed before the recording"
+	whyStartMissing  = "timer pending with no start in the trace"
 )
 
 // CheckNextevt runs the nextevt check over a trace of the machine s.
@@ -488,7 +490,7 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		return
 	}
 	for _, p := range pre {
-		if i >= p.until || p.deferrable || p.cpu >= 0 && p.cpu != c {
+		if !p.mayHold(i, c) {
 			continue
 		}
 		earliest := clk.ns(p.bucket) // the earliest event it can stand for
@@ -498,7 +500,7 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		switch {
 		case printed == cpu.KtimeMax && (model == cpu.KtimeMax || earliest <= model),
 			printed != cpu.KtimeMax && (p.revealed && printed == earliest || !p.revealed && printed >= earliest):
-			cnt.undeterminedBy(reasonArmedBefore)
+			cnt.undeterminedBy(p.why())
 			return
 		}
 	}
@@ -540,7 +542,7 @@ func lowerOffExplains(printed, model int64, clk *clock, end uint64, i, c int, pr
 			return true // pending beyond the recording's end
 		}
 		for _, p := range pre {
-			if i >= p.until || p.deferrable || p.cpu >= 0 && p.cpu != c {
+			if !p.mayHold(i, c) {
 				continue
 			}
 			if p.revealed && printed == clk.ns(p.bucket)-d || !p.revealed && printed >= clk.ns(p.atJ-1)-d {
@@ -594,67 +596,105 @@ func bucketExpiry(tm *wheel.Timer) uint64 {
 	return (tm.Expires()>>sh + 1) << sh
 }
 
-// preTimer is a timer that was pending when the recording began: its first
-// line is a cancel or an expiry. It may sit on CPU cpu's bases (-1: any
-// CPU's) until event index until.
+// preTimer is a timer pending where the trace does not show it started:
+// its first line is a cancel or an expiry (it was pending when the
+// recording began), or such a line follows its expiry or cancel with no
+// start in between (its start is missing from the trace). It may sit on
+// CPU cpu's bases (-1: any CPU's) after event index from (-1: since
+// before the recording) until event index until.
 type preTimer struct {
-	until      int
-	cpu        int
-	deferrable bool
-	bucket     uint64 // its bucket's expiry, if revealed (it expired)
-	revealed   bool
-	atJ        uint64 // not revealed: the jiffies when it was cancelled, at least
+	from, until int
+	cpu         int
+	deferrable  bool
+	bucket      uint64 // its bucket's expiry, if revealed (it expired)
+	revealed    bool
+	atJ         uint64 // not revealed: the jiffies when it was cancelled, at least
 }
 
-// preexisting finds the timers pending when the recording began. An
-// expiry outside a remote round names the CPU whose base it sat on; a
-// later start of the same timer tells whether it is deferrable (the flags
-// stay with the timer).
+// why is the reason of a decision the timer may explain.
+func (p *preTimer) why() reason {
+	if p.from >= 0 {
+		return reasonStartMissing
+	}
+	return reasonArmedBefore
+}
+
+// mayHold reports whether the timer may be pending on cpu's global or
+// local base at event index i.
+func (p *preTimer) mayHold(i, cpu int) bool {
+	return i > p.from && i < p.until && !p.deferrable && (p.cpu < 0 || p.cpu == cpu)
+}
+
+// preexisting finds the timers pending where the trace does not show
+// them started. An expiry outside a remote round names the CPU whose base
+// it sat on; the next start of the same timer tells whether it is
+// deferrable (the flags stay with the timer).
 func preexisting(t *Trace, clk *clock) []preTimer {
-	seen := map[uint64]bool{}
-	found := map[uint64]int{}     // timer -> index in out
-	detaching := map[uint64]int{} // timer -> index in out, cancelled for the expiry that follows
+	started := map[uint64]bool{}  // on the wheel by a start the trace shows
+	ended := map[uint64]int{}     // timer -> the line that took it off the wheel; no start since
+	flagsOf := map[uint64][]int{} // timer -> its entries in out still waiting for a start's flags
+	detaching := map[uint64]int{} // timer -> index in out (-1: a started one), cancelled for the expiry that follows
 	var out []preTimer
 	remote := NewRemoteExpiry(t.Events)
+	// unseen records a timer found pending with no start shown, at its
+	// line i; from is where it may have been started since.
+	unseen := func(tm uint64, i int, pt preTimer) int {
+		pt.until = i
+		flagsOf[tm] = append(flagsOf[tm], len(out))
+		out = append(out, pt)
+		return len(out) - 1
+	}
+	fromOf := func(tm uint64) int {
+		if e, ok := ended[tm]; ok {
+			return e
+		}
+		return -1
+	}
 	for i, ev := range t.Events {
 		owner, _ := remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
-		case ftrace.TimerInit:
-			seen[p.Timer] = true
 		case ftrace.TimerStart:
-			if k, ok := found[p.Timer]; ok && !seen[p.Timer] {
+			for _, k := range flagsOf[p.Timer] {
 				out[k].deferrable = p.Flags&ftrace.TimerDeferrable != 0
 			}
-			seen[p.Timer] = true
+			delete(flagsOf, p.Timer)
+			delete(ended, p.Timer)
+			started[p.Timer] = true
 		case ftrace.TimerCancel:
-			if seen[p.Timer] {
-				break
+			e, expiring := expiringCancel(t.Events, i, p)
+			if expiring {
+				detaching[p.Timer] = -1
 			}
-			seen[p.Timer] = true
-			found[p.Timer] = len(out)
-			if e, ok := expiringCancel(t.Events, i, p); ok {
-				// The cancel that detaches a timer for its expiry
-				// (expire_timers): the expiry reveals its bucket, and
-				// whose base it sat on (below).
-				detaching[p.Timer] = len(out)
-				out = append(out, preTimer{until: i, cpu: ev.CPU, bucket: e.BaseClk, revealed: true})
-				break
+			if !started[p.Timer] {
+				from := fromOf(p.Timer)
+				if expiring {
+					// The cancel that detaches a timer for its expiry
+					// (expire_timers): the expiry reveals its bucket,
+					// and whose base it sat on (below).
+					detaching[p.Timer] = unseen(p.Timer, i, preTimer{from: from, cpu: ev.CPU, bucket: e.BaseClk, revealed: true})
+				} else {
+					var j uint64
+					if lo, _, ok, _ := clk.bounds(i, ev.CPU); ok {
+						j = lo
+					}
+					unseen(p.Timer, i, preTimer{from: from, cpu: -1, atJ: j})
+				}
 			}
-			var j uint64
-			if lo, _, ok, _ := clk.bounds(i, ev.CPU); ok {
-				j = lo
+			started[p.Timer] = false
+			if !expiring {
+				ended[p.Timer] = i
 			}
-			out = append(out, preTimer{until: i, cpu: -1, atJ: j})
 		case ftrace.TimerExpireEntry:
 			if k, ok := detaching[p.Timer]; ok {
-				out[k].cpu = owner
+				if k >= 0 {
+					out[k].cpu = owner
+				}
 				delete(detaching, p.Timer)
+			} else if !started[p.Timer] {
+				unseen(p.Timer, i, preTimer{from: fromOf(p.Timer), cpu: owner, bucket: p.BaseClk, revealed: true})
 			}
-			if !seen[p.Timer] {
-				seen[p.Timer] = true
-				found[p.Timer] = len(out)
-				out = append(out, preTimer{until: i, cpu: owner, bucket: p.BaseClk, revealed: true})
-			}
+			started[p.Timer] = false
+			ended[p.Timer] = i
 		}
 	}
 	return out

@@ -46,6 +46,7 @@ const (
 	reasonPendingBeyond
 	reasonDueBefore
 	reasonArmedBefore
+	reasonStartMissing
 
 	// The hrtimer check (hrtimer.go).
 	reasonTwoCPUs
@@ -98,6 +99,7 @@ var reasonTexts = [numReasons]string{
 	reasonPendingBeyond: whyPendingBeyond,
 	reasonDueBefore:     whyDueBefore,
 	reasonArmedBefore:   whyArmedBefore,
+	reasonStartMissing:  whyStartMissing,
 	reasonTwoCPUs:       whyTwoCPUs,
 	reasonMode:          whyMode,
 	reasonPolicy:        whyPolicy,

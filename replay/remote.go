@@ -1112,7 +1112,7 @@ func wheelNext(events []ftrace.Event, ops []*op, pre []preTimer, clk *clock, boo
 			return true
 		}
 		for _, p := range pre {
-			if i >= p.until || p.deferrable || p.cpu >= 0 && p.cpu != cpu {
+			if !p.mayHold(i, cpu) {
 				continue
 			}
 			earliest := p.bucket
