@@ -535,6 +535,9 @@ func (r *replayer) pause(sp *split) {
 	sp.yield <- struct{}{}
 	<-sp.resume
 	r.restoreCtx(sp.ctx)
+	// The walk it waited for has ended: its CPU is free to run its next
+	// operation inside this one's walk.
+	r.walks = slices.DeleteFunc(r.walks, func(w *walkAt) bool { return w.o == sp.in })
 }
 
 // splitOf returns the split operation waiting for walk o, or nil.

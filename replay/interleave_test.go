@@ -430,6 +430,12 @@ func TestRecordedOrders(t *testing.T) {
 		// (line 371) ran inside CPU 0's walk, after CPU 5's round (line
 		// 369) claimed CPU 4 (line 370) under CPU 4's lock.
 		{"claim before activation inside walk", "vm8-1node-7.2-claim-before-activation-inside-walk.txt", 260},
+		// CPU 1's deactivation, split after its compare-and-swap of
+		// GRP0:0 (line 1009) until CPU 0's walk ended (line 1008),
+		// resumes with CPU 0 free: CPU 0's activation (line 1016) runs
+		// before CPU 1's update (line 1019), and CPU 1's walk keeps
+		// GRP0:0's bit in GRP1:0 (line 1020).
+		{"split resumes after walk ended", "vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt", 440},
 		// CPU 4's deactivation cleared its bit in GRP0:3 (line 636) and
 		// stalled 274 us; meanwhile CPUs 3, 1, 2 and 0 went idle. CPU 0's
 		// transition of the top (line 668, active=8) and CPU 4's (line
