@@ -654,8 +654,12 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 		owner, _ := remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
 		case ftrace.TimerStart:
-			for _, k := range flagsOf[p.Timer] {
-				out[k].deferrable = p.Flags&ftrace.TimerDeferrable != 0
+			if !p.FlagsUnknown {
+				// (A misread report's flags say nothing: it stays
+				// possibly not deferrable.)
+				for _, k := range flagsOf[p.Timer] {
+					out[k].deferrable = p.Flags&ftrace.TimerDeferrable != 0
+				}
 			}
 			delete(flagsOf, p.Timer)
 			delete(ended, p.Timer)
