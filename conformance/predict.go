@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
@@ -107,12 +108,35 @@ func CheckPrediction(t *replay.Trace) (*PredictionCheck, error) {
 	if len(tl.Phases) > 1 {
 		c.Phases = tl.Phases
 	}
-	c.follow(t.Events, tl, replay.ChangesStart(t.Events))
+	c.follow(t.Events, tl, replay.ChangesStart(t.Events), changeBegins(m, tl))
 	return c, nil
 }
 
-// follow reads the recording's pulls and group states in order.
-func (c *PredictionCheck) follow(events []ftrace.Event, tl *migrators.Timeline, start int64) {
+// changeBegins returns, for each phase of tl after the first, the time
+// (from the start) its change may have begun taking effect: the previous
+// change's time, made or refused, of any kind. A change's time says when
+// it was done; its effects lie between the two (an isolated partition of
+// busy vCPUs takes seconds under QEMU TCG), as the replay reads them
+// (replay/changes.go).
+func changeBegins(m *ftrace.Machine, tl *migrators.Timeline) []time.Duration {
+	begins := make([]time.Duration, len(tl.Phases))
+	for k := 1; k < len(tl.Phases); k++ {
+		at := tl.Phases[k].At
+		for _, l := range [][]ftrace.Change{m.At, m.Refused} {
+			for _, ch := range l {
+				if ch.At < at {
+					begins[k] = max(begins[k], ch.At)
+				}
+			}
+		}
+	}
+	return begins
+}
+
+// follow reads the recording's pulls and group states in order. Between
+// a change's begin and its time the kernel may be in the configuration
+// before it or after it: there a pull either allows is no contradiction.
+func (c *PredictionCheck) follow(events []ftrace.Event, tl *migrators.Timeline, start int64, begins []time.Duration) {
 	phase := 0
 	p := tl.Phases[0].Prediction
 	steady := map[string]bool{} // groups seen with an always-active migrator in this phase
@@ -161,6 +185,14 @@ func (c *PredictionCheck) follow(events []ftrace.Event, tl *migrators.Timeline, 
 			if l >= 0 && l < len(path) {
 				g = path[l]
 			}
+			// The next configuration, where its change may have begun.
+			var next *migrators.Prediction
+			if phase+1 < len(tl.Phases) && ev.TS >= start+int64(begins[phase+1]) {
+				next = tl.Phases[phase+1].Prediction
+			}
+			if next != nil && allows(next, h, l) && !(p.Handlers.Test(h) && (g == nil || g.Candidates.Test(h))) {
+				continue
+			}
 			if p.Handlers.Test(h) && (g == nil || g.Candidates.Test(h)) {
 				if g != nil && g.Always {
 					steady[g.Name] = true // its migrator is an always-active child
@@ -194,6 +226,10 @@ func (c *PredictionCheck) follow(events []ftrace.Event, tl *migrators.Timeline, 
 			continue
 		}
 		path := p.Path(ev.CPU)
+		if gs.Lvl >= len(path) && phase+1 < len(tl.Phases) && ev.TS >= start+int64(begins[phase+1]) {
+			// A CPU its change brought back, in the change's window.
+			path = tl.Phases[phase+1].Prediction.Path(ev.CPU)
+		}
 		if gs.Lvl < 0 || gs.Lvl >= len(path) {
 			unmapped("CPU %d changed a group of level %d, which the model does not have on its path", ev.CPU, gs.Lvl)
 			continue
@@ -329,4 +365,14 @@ func timesOf(n int) string {
 		return "once"
 	}
 	return fmt.Sprintf("%d times", n)
+}
+
+// allows reports whether prediction p lets CPU h run another CPU's timers
+// at level l of its path (-1: unknown).
+func allows(p *migrators.Prediction, h, l int) bool {
+	if !p.Handlers.Test(h) {
+		return false
+	}
+	path := p.Path(h)
+	return l < 0 || l >= len(path) || path[l].Candidates.Test(h)
 }

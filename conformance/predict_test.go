@@ -120,3 +120,44 @@ func TestPredictionCheckFails(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictionChangeWindow: a change's effects lie between the previous
+// change's time and its own, as the replay reads them (an isolated
+// partition of busy vCPUs takes seconds under QEMU TCG: campaign 20261227
+// draw 59, whose partition's removal brought CPUs back 0.66 s before its
+// time). A pull the next configuration allows is no contradiction inside
+// that window, and still one before it.
+func TestPredictionChangeWindow(t *testing.T) {
+	const machine = `# machine: cpus=4 nodes=1 node-cpus=0-3 kernel=7.3.4 hz=250 cmdline="" busy=3 sleepers= at="1s partition 2-3; 2s timer_migration=0; 3s partition none" (test)
+     tmigr-guest-1       [000] ...1.    10.000000: tracing_mark_write: tmigr-lab: start
+`
+	pull := func(ts string) string {
+		return `          <idle>-0       [003] d.s2.    ` + ts + `00: tmigr_handle_remote: group=00000000aaaa0000 lvl=0
+          <idle>-0       [003] d.s2.    ` + ts + `10: tmigr_handle_remote_cpu: cpu=1 parent=00000000aaaa0000 wakeup=9223372036854775807
+`
+	}
+	for _, tc := range []struct {
+		name, at string
+		ok       bool
+	}{
+		// Out of the hierarchy in the partition, before the removal
+		// could have begun.
+		{"before the window", "11.5000", false},
+		// Between timer_migration=0 and the removal's time.
+		{"inside the window", "12.5000", true},
+		// Back, busy, the migrator of its group.
+		{"after the change", "13.5000", true},
+	} {
+		tr, err := replay.Read(strings.NewReader(machine + pull(tc.at)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		c, err := CheckPrediction(tr)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.OK != tc.ok {
+			t.Errorf("%s: ok %v, want %v:\n%s", tc.name, c.OK, tc.ok, c.Text())
+		}
+	}
+}
