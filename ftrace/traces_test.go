@@ -301,6 +301,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":               {6, 3, "6.12.118", "2-3,5", "", "QEMU TCG; fifo-sleepers=3; epoll=0-2; period=17.4ms absolute"},
 		"vm7-3node-nohzfull-6.19-timer-pending-without-start.txt":               {7, 3, "6.19.14", "", "2-3,5", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=4; timerfd=6; posix-timers=0; period=6.3ms"},
 		"vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt":                 {6, 4, "7.2.13", "2-3,5", "", "QEMU TCG; fifo-sleepers=1-2; posix-timers=0; epoll=5; tcp=4; storm=3; period=5.2ms absolute"},
+		"vm2-1node-isol-6.12-split-reads-old-event.txt":                         {2, 1, "6.12.118", "1", "", "QEMU TCG; fifo-sleepers=0; period=4.3ms; refused by the kernel: 460ms offline 1"},
 		"vm6-2node-isol-6.19-tick-bound-alone-pre-timer.txt":                    {6, 2, "6.19.14", "3-4", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=5; epoll=0-1; period=1.1ms"},
 		"vm5-4node-7.3-walk-stall-catches-up-within-skew.txt":                   {5, 4, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=3-4; period=1.4ms"},
 		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":     {8, 3, "7.3.4", "", "2-3,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; tcp=5-6; storm=3,7; period=7.6ms absolute"},

@@ -374,6 +374,12 @@ type split struct {
 	resume    chan struct{} // hands over to the split operation
 	yield     chan struct{} // hands back: it paused or ended
 	ended     bool
+	// oldEvent: what was known of the split deactivation's CPU event
+	// before its walk. __tmigr_cpu_deactivate un-ignores the CPU's event
+	// before the walk, with its old expiry, which only its event update
+	// replaces: the interrupted walk's update, which took the lock first,
+	// read that old event.
+	oldEvent reason
 }
 
 // rctx is what the replay keeps per running operation.
@@ -512,7 +518,7 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 // just after it, or, with beforeCAS, an activation just before it
 // (ignoredBefore).
 func (r *replayer) split(j int, o *op, g hier.GroupID, beforeCAS bool) {
-	sp := &split{o: r.ops[j], in: o, g: g, beforeCAS: beforeCAS, resume: make(chan struct{}), yield: make(chan struct{})}
+	sp := &split{o: r.ops[j], in: o, g: g, beforeCAS: beforeCAS, resume: make(chan struct{}), yield: make(chan struct{}), oldEvent: known}
 	r.pausing = sp
 	c := r.saveCtx()
 	go func() {
@@ -523,6 +529,9 @@ func (r *replayer) split(j int, o *op, g hier.GroupID, beforeCAS bool) {
 	<-sp.yield
 	r.pausing = nil
 	r.restoreCtx(c)
+	if p := r.ops[j]; p.kind == opDeactivate {
+		sp.oldEvent = r.evBefore[p.cpu] // set as its walk began
+	}
 	if !sp.ended {
 		r.splits = append(r.splits, sp)
 	}

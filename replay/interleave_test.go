@@ -436,6 +436,11 @@ func TestRecordedOrders(t *testing.T) {
 		// before CPU 1's update (line 1019), and CPU 1's walk keeps
 		// GRP0:0's bit in GRP1:0 (line 1020).
 		{"split resumes after walk ended", "vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt", 440},
+		// CPU 1's update (line 20) read CPU 0's event, un-ignored with
+		// its expiry from before the window, while CPU 0's split
+		// deactivation waited for its own update (line 21): CPU 1's
+		// wakeup (line 22) is undetermined, not a mismatch.
+		{"split reads old event", "vm2-1node-isol-6.12-split-reads-old-event.txt", 1800},
 		// CPU 4's deactivation cleared its bit in GRP0:3 (line 636) and
 		// stalled 274 us; meanwhile CPUs 3, 1, 2 and 0 went idle. CPU 0's
 		// transition of the top (line 668, active=8) and CPU 4's (line

@@ -15,7 +15,16 @@ type knowledge struct {
 	gk   map[hier.GroupID]reason // a group's state word
 	gev  map[hier.GroupID]reason // a group's event in its parent
 	ek   []reason                // a CPU's event
-	wk   []reason                // a CPU's wakeup
+	// evSet: the CPU's event expiry was set by a deactivation the replay
+	// ran. An active CPU's event is ignored, and so known whatever its
+	// expiry, until its next deactivation un-ignores it, with that old
+	// expiry, before its walk (__tmigr_cpu_deactivate); one from before
+	// the recording is unknown.
+	evSet []bool
+	// evBefore: what was known of the CPU's event when its deactivation
+	// in progress began, evSet counted.
+	evBefore []reason
+	wk       []reason // a CPU's wakeup
 	// qpos: the CPU's event sits in its groups' queues where the kernel
 	// put it before the recording (the model queued it when the trace
 	// first showed it, the kernel had not walked): its place among the

@@ -121,6 +121,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	}
 	n := s.CPUs
 	r.ek, r.wk, r.opaque, r.qpos = make([]reason, n), make([]reason, n), make([]bool, n), make([]bool, n)
+	r.evSet, r.evBefore = make([]bool, n), make([]reason, n)
 
 	if h := t.Header.Hierarchy; h != nil {
 		r.check(0, "boot line", known, h.String(), m.h.BootLine())

@@ -23,6 +23,12 @@ func (r *replayer) runWalk(o *op) {
 		r.ek[c] = known // see below: known once the CPU deactivates
 	}
 	wBefore := r.wk[c]
+	if o.kind == opDeactivate {
+		r.evBefore[c] = r.ek[c]
+		if !r.evSet[c] {
+			r.evBefore[c] = first(r.evBefore[c], reasonEvent)
+		}
+	}
 	var ret int64
 	r.walks = append(r.walks, &walkAt{o: o, depth: r.depth + 1})
 	ml := r.collect(func() {
@@ -34,6 +40,14 @@ func (r *replayer) runWalk(o *op) {
 	})
 	defer r.release(ml)
 	r.walks = r.walks[:len(r.walks)-1]
+	// The split deactivations waiting for this walk: their CPUs' old
+	// events were in the queues this walk's updates read.
+	splitWhy := known
+	for _, sp := range r.splits {
+		if sp.in == o {
+			splitWhy = first(splitWhy, sp.oldEvent)
+		}
+	}
 	r.resumeSplits(o)
 	// The stored wakeup tmigr_cpu_active prints.
 	if o.kind == opActivate {
@@ -58,12 +72,13 @@ func (r *replayer) runWalk(o *op) {
 	// counts), else KTIME_MAX.
 	why := lastWhy
 	if handback(o, r, mg, ml) {
-		why = first(why, r.qIdle(r.topo.Top))
+		why = first(why, r.qIdle(r.topo.Top), splitWhy)
 		if why == known && ret != o.wakeup && r.ignoreUnseen(o) {
 			why = reasonIgnoreLate
 		}
 	}
 	r.checkNS(r.ev[o.last()].Line, "tmigr_cpu_idle", why, o.wakeup, ret)
+	r.evSet[c] = true
 	r.wk[c] = known
 	if ret != o.wakeup {
 		r.wk[c] = first(why, reasonDiverged)
