@@ -88,6 +88,22 @@ var addTimerOnLocal = map[string]bool{
 	"clocksource_watchdog": true,
 }
 
+// addTimerOn widens want, the CPUs the rules allow for a non-pinned arm
+// on CPU a, where add_timer_on may have queued it. Before aae55e9fb8fc
+// (6.9) add_timer_on left no TIMER_PINNED: its caller's CPU prints like a
+// push the rules do not allow, or, where the caller named the arming CPU
+// itself, like a local arm the rules do not allow (a nohz_full CPU's timer
+// goes to a housekeeping CPU). A timer re-armed as its callback ends on
+// another CPU is no exception (a delayed work whose callback ran on one
+// CPU, re-queued with queue_delayed_work_on by a task on another).
+func (p *placer) addTimerOn(a int, d ftrace.TimerStart, want cpumask.Mask, why reason) (cpumask.Mask, reason) {
+	if !want.Test(d.CPU) && !p.km.Has(kernel.AddTimerOnPinned) && (d.CPU != a || addTimerOnLocal[d.Function]) {
+		want.Set(d.CPU)
+		why = reasonAddTimerOn
+	}
+	return want, why
+}
+
 // exitsWithin reports whether timer tm's timer_expire_exit follows event
 // i within d ns of trace time.
 func exitsWithin(evs []ftrace.Event, i int, tm uint64, d int64) bool {
@@ -254,6 +270,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 					why = first(why, reasonFinishing)
 					want.Set(base)
 				}
+				want, why = p.addTimerOn(a, d, want, why)
 			case ok && base != a && exitsWithin(t.Events, i, d.Timer, skewNS):
 				// Its callback's exit line, on the base's CPU, is
 				// stamped with this line's time: which came first the
@@ -262,22 +279,14 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 				want, why = p.wheelRule(a, ev, d)
 				want.Set(base)
 				why = first(why, reasonFinishing)
+				want, why = p.addTimerOn(a, d, want, why)
 			case ok:
 				want.Set(base)
 			case d.Flags&ftrace.TimerPinned != 0:
 				want.Set(a)
 			default:
 				want, why = p.wheel(a, ev)
-				if !want.Test(d.CPU) && !p.km.Has(kernel.AddTimerOnPinned) && (d.CPU != a || addTimerOnLocal[d.Function]) {
-					// Before aae55e9fb8fc (6.9) add_timer_on left
-					// no TIMER_PINNED: its caller's CPU prints like
-					// a push the rules do not allow, or, where the
-					// caller named the arming CPU itself, like a
-					// local arm the rules do not allow (a nohz_full
-					// CPU's timer goes to a housekeeping CPU).
-					want.Set(d.CPU)
-					why = reasonAddTimerOn
-				}
+				want, why = p.addTimerOn(a, d, want, why)
 			}
 			p.decide(&c, ev, "timer_start", d.CPU, want, why, lost[a])
 		case ftrace.HrtimerStart:

@@ -161,6 +161,25 @@ func TestPlacementAddTimerOnLocalBefore69(t *testing.T) {
 	}
 }
 
+// TestPlacementAddTimerOnAfterCallbackBefore69: a delayed work's timer
+// expired on CPU 0 (line 196) and, just after its callback returned, a
+// task on busy CPU 4 re-armed it on CPU 5 with no TIMER_PINNED (line 198;
+// a 6.1 guest of the lab campaign, seed 20261227, draw 100): the push rule
+// for a re-arm as the callback ends keeps it on CPU 4, add_timer_on (a
+// queue_delayed_work_on naming CPU 5) puts it on CPU 5 unmarked before
+// 6.9, so it is undetermined, as it is for any other arm. Under the 6.12
+// model the same line is a mismatch.
+func TestPlacementAddTimerOnAfterCallbackBefore69(t *testing.T) {
+	const file = "../testdata/traces/vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt"
+	c := placementOf(t, file, "", nil)
+	if len(c.Mismatches) != 0 || c.UndeterminedReasons[whyAddTimerOn] != 1 {
+		t.Errorf("6.1: mismatches %v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+	}
+	if c := placementOf(t, file, "6.12.118", nil); len(c.Mismatches) == 0 {
+		t.Errorf("6.12: no mismatch (%s)", c.Reasons())
+	}
+}
+
 // TestPlacementInitAnewLeavesRunningBase: schedule_timeout's on-stack
 // timer expired on CPU 4 woke its task, which moved to CPU 0 and set up a
 // new on-stack timer at the same address before CPU 4's expiry returned (a
