@@ -441,6 +441,10 @@ func TestRecordedOrders(t *testing.T) {
 		// deactivation waited for its own update (line 21): CPU 1's
 		// wakeup (line 22) is undetermined, not a mismatch.
 		{"split reads old event", "vm2-1node-isol-6.12-split-reads-old-event.txt", 1800},
+		// CPU 1's printed new-timer walk (line 725) ends CPU 0's remote
+		// expiry of it (line 713), which ended while CPU 1 was awake
+		// (after line 718): the model's handler does not walk for it.
+		{"new timer walk ends remote expiry", "vm2-2node-nohzfull-7.2-new-timer-walk-ends-remote-expiry.txt", 500},
 		// CPU 4's deactivation cleared its bit in GRP0:3 (line 636) and
 		// stalled 274 us; meanwhile CPUs 3, 1, 2 and 0 went idle. CPU 0's
 		// transition of the top (line 668, active=8) and CPU 4's (line

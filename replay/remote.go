@@ -638,6 +638,14 @@ func (r *replayer) expireRemote(handler, target int) {
 			end = r.endWhileAwake(rd, target, ti, end)
 			break
 		}
+		if _, ok := ev.Data.(ftrace.TmigrCPUNewTimer); ok && ev.CPU == target {
+			// The target walked for a new timer: tmigr_new_timer
+			// returns before printing while the target's remote flag
+			// is set (7.2 kernel/time/timer_migration.c), so the
+			// expiry had ended, as before another claim.
+			end = r.endWhileAwake(rd, target, ti, i)
+			break
+		}
 		if ev.CPU != handler {
 			continue
 		}
@@ -732,15 +740,33 @@ func (r *replayer) expireRemote(handler, target int) {
 // was active, and any of its active stretches in the window will do for
 // the model, which walks or not by the same rule.
 func (r *replayer) endWhileAwake(rd *round, target, ti, end int) int {
-	if _, printed := r.refetched(rd.o, rd.cur); printed || r.topo.CPUGroup[target] == r.topo.Top {
+	if _, printed := r.refetched(rd.o, rd.cur); printed {
 		return end
 	}
+	atTop := r.topo.CPUGroup[target] == r.topo.Top
 	for j := sort.Search(len(r.ops), func(j int) bool { return r.ops[j].key() >= end }) - 1; j > rd.idx && r.ops[j].key() > ti; j-- {
 		if p := r.ops[j]; p.cpu == target && p.kind == opActivate {
+			if atTop && !r.othersActive(p, target) {
+				// At an idle top the walk prints nothing either
+				// way.
+				return end
+			}
 			return p.key() + 1
 		}
 	}
 	return end
+}
+
+// othersActive reports whether activation p of target, at the top level
+// group, printed that group active with another child besides target:
+// a walk of the target's event there, had the handler found it idle,
+// would have printed its update, the top not being idle.
+func (r *replayer) othersActive(p *op, target int) bool {
+	if len(p.groups) == 0 {
+		return false
+	}
+	gl := r.groupLine(p.groups[0])
+	return gl.id == r.topo.Top && gl.after.active&^r.topo.CPUBit[target] != 0
 }
 
 // claimReadBefore reports whether the claim at line ti may have read its
