@@ -509,3 +509,35 @@ func TestSilentBusyGroupAtStart(t *testing.T) {
 		t.Errorf("tmigr %d/%d matched (%s), mismatches %+v", c.Matched, c.Checked, c.Reasons(), c.Mismatches)
 	}
 }
+
+// TestCASPrintedAfterEnd: the window's last transition (line 3013, CPU 1
+// going idle) prints GRP0:0 without CPU 2's bit, which CPU 2's last line
+// (line 3010) had set: CPU 2 went idle before CPU 1's compare-and-swap and
+// prints its transition after the recording's end. That is undetermined
+// (an operation cut by the recording); with a line of CPU 2 after it, CPU
+// 2's operation would have shown, and it is a mismatch.
+func TestCASPrintedAfterEnd(t *testing.T) {
+	const file = "vm3-1node-isol-6.12-cas-printed-after-end.txt"
+	c := replayWindow(t, file)
+	if c.UndeterminedReasons[whyPartial] == 0 {
+		t.Errorf("no decision undetermined for %q (%s)", whyPartial, c.Reasons())
+	}
+	lines, _ := recordingAt(t, file, "5.368982: tmigr_cpu_idle: cpu=1")
+	_, h := recordingAt(t, file, "# entries-in-buffer/")
+	lines[h] = strings.ReplaceAll(lines[h], "3001", "3002")
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	lines = append(lines, "     kworker/2:1-40      [002] .....     5.369500: timer_init: timer=00000000deadbeef", "")
+	tr, err := Read(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(tr, Options{Tmigr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tmigr.Mismatches) == 0 {
+		t.Errorf("with a line of CPU 2 after it: no mismatch (%s)", res.Tmigr.Reasons())
+	}
+}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
 )
@@ -112,6 +113,9 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 			if k >= len(o.groups) && o.cut {
 				why = first(why, reasonPartial) // the recording ended first
 			}
+		}
+		if kernel != model && why == known && k < len(o.groups) && k < len(mg) && kernel.id == model.id {
+			why = r.cutAtEnd(o.groups[k], kernel.id, kernel.s, model.s)
 		}
 		if same := kernel == model; why != known || same {
 			r.decide(line, kind.String(), why, same, "", "")
@@ -264,4 +268,52 @@ func (r *replayer) ignoreUnseen(o *op) bool {
 		}
 	}
 	return false
+}
+
+// cutAtEnd is why a transition of group g printed at event index i, whose
+// state differs from the model's only in the bits of children whose CPUs
+// print no line after it, may be right: another CPU's operation can have
+// changed g between the model's state and this compare-and-swap and print
+// its own transition only after the recording's end (a line is printed
+// after its compare-and-swap, a vCPU descheduled in between delays it).
+// reasonPartial then, else known.
+func (r *replayer) cutAtEnd(i int, g hier.GroupID, kernel, model gstate) reason {
+	n := r.topo.Info[g]
+	if n == nil {
+		return known
+	}
+	diff := kernel.active ^ model.active
+	if kernel.migrator != model.migrator {
+		for _, m := range []uint8{kernel.migrator, model.migrator} {
+			if m != hier.MigratorNone {
+				diff |= m
+			}
+		}
+	}
+	if diff == 0 {
+		return known
+	}
+	var cpus cpumask.Mask
+	var found uint8
+	for _, c := range n.CPUs {
+		if b := r.topo.CPUBit[c]; diff&b != 0 {
+			cpus.Set(c)
+			found |= b
+		}
+	}
+	for _, kid := range n.Kids {
+		if b := r.topo.Info[kid].Bit; diff&b != 0 {
+			cpus = cpus.Or(r.topo.Info[kid].Below)
+			found |= b
+		}
+	}
+	if found != diff {
+		return known
+	}
+	for k := i + 1; k < len(r.ev); k++ {
+		if c := r.ev[k].CPU; c >= 0 && cpus.Test(c) {
+			return known
+		}
+	}
+	return reasonPartial
 }
