@@ -476,15 +476,7 @@ func TestIgnoreWrittenLate(t *testing.T) {
 	}
 	lines, at := recordingAt(t, file, "7.345677: tmigr_cpu_idle: cpu=0 ")
 	lines[at] = strings.Replace(lines[at], "wakeup=7344000000", "wakeup=7348000000", 1)
-	tr, err := Read(strings.NewReader(strings.Join(lines, "\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(tr, Options{Tmigr: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ms := res.Tmigr.Mismatches; len(ms) != 1 || ms[0].Line != at+1 {
+	if ms := tmigrOfLines(t, lines).Mismatches; len(ms) != 1 || ms[0].Line != at+1 {
 		t.Errorf("with wakeup 7348000000: mismatches %+v, want one at line %d", ms, at+1)
 	}
 }
@@ -529,6 +521,14 @@ func TestCASPrintedAfterEnd(t *testing.T) {
 		lines = lines[:len(lines)-1]
 	}
 	lines = append(lines, "     kworker/2:1-40      [002] .....     5.369500: timer_init: timer=00000000deadbeef", "")
+	if c := tmigrOfLines(t, lines); len(c.Mismatches) == 0 {
+		t.Errorf("with a line of CPU 2 after it: no mismatch (%s)", c.Reasons())
+	}
+}
+
+// tmigrOfLines runs the tmigr check over a recording given as its lines.
+func tmigrOfLines(t *testing.T, lines []string) *Counts {
+	t.Helper()
 	tr, err := Read(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {
 		t.Fatal(err)
@@ -537,7 +537,5 @@ func TestCASPrintedAfterEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tmigr.Mismatches) == 0 {
-		t.Errorf("with a line of CPU 2 after it: no mismatch (%s)", res.Tmigr.Reasons())
-	}
+	return res.Tmigr
 }
