@@ -301,6 +301,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":               {6, 3, "6.12.118", "2-3,5", "", "QEMU TCG; fifo-sleepers=3; epoll=0-2; period=17.4ms absolute"},
 		"vm7-3node-nohzfull-6.19-timer-pending-without-start.txt":               {7, 3, "6.19.14", "", "2-3,5", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=4; timerfd=6; posix-timers=0; period=6.3ms"},
 		"vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt":                 {6, 4, "7.2.13", "2-3,5", "", "QEMU TCG; fifo-sleepers=1-2; posix-timers=0; epoll=5; tcp=4; storm=3; period=5.2ms absolute"},
+		"vm5-2node-7.2-clock-one-past-tick-before-start.txt":                    {5, 2, "7.2.13", "", "", "QEMU TCG; timerfd=1; tcp=3; storm=2,4; period=1.8ms absolute"},
 		"vm3-1node-isol-6.12-cas-printed-after-end.txt":                         {3, 1, "6.12.118", "2", "", "QEMU TCG; fifo-sleepers=0; posix-timers=1-2; period=1.3ms absolute"},
 		"vm2-2node-nohzfull-7.2-new-timer-walk-ends-remote-expiry.txt":          {2, 2, "7.2.13", "", "1", "QEMU TCG; period=7.4ms"},
 		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":           {8, 3, "6.1.192", "1,3,7", "", "QEMU TCG; fifo-sleepers=5-6; timerfd=0; posix-timers=7; tcp=2; storm=3; period=6ms absolute"},
@@ -327,6 +328,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":            1, // CPU 2, taken offline in the window
 		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":     1, // CPU 6, offline at the dump, after the window
 		"vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt":                 1, // CPU 5, taken offline before the window
+		"vm5-2node-7.2-clock-one-past-tick-before-start.txt":                    1, // CPU 3, taken offline before the window
 		"vm2-2node-nohzfull-7.2-new-timer-walk-ends-remote-expiry.txt":          1, // CPU 1, offline at the dump
 		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":           1, // CPU 6, offline at the dump, after the window
 	}

@@ -39,6 +39,7 @@ const (
 	reasonEarlyNext
 	reasonHeldBack
 	reasonEmptyPass
+	reasonRanBefore
 	reasonJiffiesMoved
 
 	// The nextevt check (nextevt.go).
@@ -94,6 +95,7 @@ var reasonTexts = [numReasons]string{
 	reasonEarlyNext:     whyEarlyNext,
 	reasonHeldBack:      whyHeldBack,
 	reasonEmptyPass:     whyEmptyPass,
+	reasonRanBefore:     whyRanBefore,
 	reasonJiffiesMoved:  whyJiffiesMoved,
 	reasonTimeBase:      whyTimeBase,
 	reasonPendingBeyond: whyPendingBeyond,

@@ -46,6 +46,10 @@ const whyEarlyNext = "base clock held back by the next_expiry of a cancelled tim
 const (
 	whyHeldBack  = "base clock held back by a timer armed before the recording"
 	whyEmptyPass = "base clock moved on by a timer softirq that expired nothing"
+	// whyRanBefore: __run_timers leaves the base clock one past the
+	// jiffy it ran, and a base's softirq of the recording's first jiffy
+	// may have run before the recording began.
+	whyRanBefore = "base clock one past a tick run before the recording"
 	// whyJiffiesMoved: timer_start prints the jiffies it reads after
 	// __mod_timer (or add_timer_on) forwarded the base clock with an
 	// earlier read; a vCPU stalled in between sees jiffies move on.
@@ -151,6 +155,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 	remote := NewRemoteExpiry(t.Events)
 	seen := newSeenJiffies()
 	strayCancels := 0 // cancels of timers of unknown base and bucket
+	startJ := firstJiffies(t)
 
 	for i := range t.Events {
 		ev := t.Events[i]
@@ -214,7 +219,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 			b := getBase(k)
 			floor, hasFloor := seen.before(ev)
 			elsewhere := len(getBase(anywhere).unknown) > 0 || b.cancels < strayCancels
-			be := checkStart(&c, ev, p, b, elsewhere, depth, floor, hasFloor)
+			be := checkStart(&c, ev, p, b, elsewhere, depth, floor, hasFloor, startJ)
 			if !p.NoBucketExpiry {
 				be = p.BucketExpiry
 			}
@@ -236,7 +241,10 @@ func CheckWheel(t *Trace, hz int) Counts {
 //
 // floor, when hasFloor, is the most jiffies known to have been read before
 // the start began (seenJiffies): the forward may have read as few.
-func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int, floor uint64, hasFloor bool) uint64 {
+//
+// startJ is the first jiffies the trace shows: the recording began at
+// that jiffy or before.
+func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int, floor uint64, hasFloor bool, startJ uint64) uint64 {
 	jiffies := p.Now()
 	clk := b.forwarded(jiffies)
 	lower := clk // the lowest clock the kernel could have had
@@ -270,6 +278,13 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 		// tick per pass over the empty buckets and prints nothing: the
 		// clock may have gone on up to jiffies+1.
 		c.undeterminedBy(reasonEmptyPass)
+		return be
+	}
+	if !b.ran && !wheel.After(jiffies, startJ) && explainable(p, clk, jiffies+1, depth) {
+		// The base's softirq of this jiffy may have run before the
+		// recording began, its lines unrecorded, leaving the clock at
+		// jiffies+1 (7.2 kernel/time/timer.c, __run_timers).
+		c.undeterminedBy(reasonRanBefore)
 		return be
 	}
 	if b.lost && explainable(p, 0, later(clk, jiffies), depth) {

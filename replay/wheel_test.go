@@ -3,6 +3,7 @@ package replay
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -368,6 +369,16 @@ func TestWheelClockMovedByEmptyPass(t *testing.T) {
 		var ev []ftrace.Event
 		if tc.due {
 			ev = append(ev, start(1, j-3, j-10, j-10), ftrace.Event{CPU: 0, Data: ftrace.TimerCancel{Timer: 1}})
+		} else {
+			// The recording began before jiffies j (another CPU's
+			// start shows j-10): CPU 0's softirq of j would have
+			// printed its lines.
+			other := start(3, j+10, j-10, j-10)
+			other.CPU = 1
+			d := other.Data.(ftrace.TimerStart)
+			d.CPU = 1
+			other.Data = d
+			ev = append(ev, other)
 		}
 		late := start(2, j+63, j, j+1)
 		if held, _ := wheel.Index(j+63, j, depth); held == late.Data.(ftrace.TimerStart).Idx {
@@ -454,5 +465,34 @@ func TestWheelJiffiesMovedDuringStart(t *testing.T) {
 	c := CheckWheel(tr, s.HZ)
 	if len(c.Mismatches) != 0 || c.UndeterminedReasons[whyJiffiesMoved] != 1 {
 		t.Errorf("recording: mismatches %+v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+	}
+}
+
+// TestWheelClockOnePastTickBeforeStart: a window's first start on CPU 4's
+// global base (line 22) read jiffies 4294893978, the first the window
+// shows, and the kernel bucketed it with the base clock one past them:
+// __run_timers leaves base->clk one past the jiffy it ran, and CPU 4's
+// softirq of that jiffy ran before the window began. Undetermined; with
+// an earlier jiffy shown first, the softirq would have printed its
+// lines, and it is a mismatch.
+func TestWheelClockOnePastTickBeforeStart(t *testing.T) {
+	const file = "vm5-2node-7.2-clock-one-past-tick-before-start.txt"
+	lines, at := recordingAt(t, file, "6.705913: timer_start: ")
+	tr, err := Read(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := CheckWheel(tr, 250); len(c.Mismatches) != 0 || c.UndeterminedReasons[whyRanBefore] != 1 {
+		t.Errorf("mismatches %v, undetermined %v", c.Mismatches, c.UndeterminedReasons)
+	}
+	_, h := recordingAt(t, file, "# entries-in-buffer/")
+	lines[h] = strings.ReplaceAll(lines[h], "1947", "1948")
+	earlier := "     tmigr-guest-999     [000] d..1.     6.700000: timer_start: timer=00000000abcdef01 function=process_timeout expires=4294894077 [timeout=100] bucket_expiry=4294894080 cpu=0 idx=64 flags="
+	lines = slices.Insert(lines, at, earlier)
+	if tr, err = Read(strings.NewReader(strings.Join(lines, "\n"))); err != nil {
+		t.Fatal(err)
+	}
+	if c := CheckWheel(tr, 250); len(c.Mismatches) != 1 || c.Mismatches[0].Line != 23 {
+		t.Errorf("with jiffies 4294893977 shown first: mismatches %v, want one at line 23", c.Mismatches)
 	}
 }
