@@ -123,6 +123,7 @@ func (r *replayer) remoteNear(cpu int, ts int64) bool {
 				r.spans[x] = append(r.spans[x], [2]int64{r.ev[ti].TS, end})
 			}
 		}
+		r.roundsFromBefore()
 	}
 	for _, sp := range r.spans[cpu] {
 		if ts >= sp[0]-skewNS && ts <= sp[1]+skewNS {
@@ -130,4 +131,50 @@ func (r *replayer) remoteNear(cpu int, ts int64) bool {
 		}
 	}
 	return false
+}
+
+// roundsFromBefore adds to r.spans the remote expiries in progress when
+// the recording began: a CPU whose first tmigr line is a claim
+// (tmigr_handle_remote_cpu) or, in its timer softirq, an event update
+// (the walk that follows an expiry) was in a round that began before the
+// recording, and timers it expired before that line were another CPU's,
+// which the trace does not name. Until that line any other CPU may have
+// been the target, its remote flag set (tmigr_new_timer then walks
+// nothing).
+func (r *replayer) roundsFromBefore() {
+	first := map[int]int{} // CPU -> index of its first tmigr line
+	for _, o := range r.ops {
+		if len(o.lines) == 0 {
+			continue
+		}
+		if f, ok := first[o.cpu]; !ok || o.lines[0] < f {
+			first[o.cpu] = o.lines[0]
+		}
+	}
+	for h, f := range first {
+		switch r.ev[f].Data.(type) {
+		case ftrace.TmigrHandleRemoteCPU:
+		case ftrace.TmigrUpdateEvents:
+			// The walk after the expiry of the target, in the
+			// softirq that runs the round.
+			if !r.ev[f].Flags.SoftIRQ() {
+				continue
+			}
+		default:
+			continue
+		}
+		expired := false
+		for i := 0; i < f && !expired; i++ {
+			_, expired = r.ev[i].Data.(ftrace.TimerExpireEntry)
+			expired = expired && r.ev[i].CPU == h
+		}
+		if !expired {
+			continue
+		}
+		for c := range r.topo.NCPUs {
+			if c != h {
+				r.spans[c] = append(r.spans[c], [2]int64{r.ev[0].TS, r.ev[f].TS})
+			}
+		}
+	}
 }
