@@ -160,6 +160,11 @@ func (c *PredictionCheck) follow(events []ftrace.Event, tl *migrators.Timeline, 
 			p = tl.Phases[phase].Prediction
 			clear(steady)
 		}
+		// The next configuration, where its change may have begun.
+		var next *migrators.Prediction
+		if phase+1 < len(tl.Phases) && ev.TS >= start+int64(begins[phase+1]) {
+			next = tl.Phases[phase+1].Prediction
+		}
 		var gs *ftrace.TmigrGroupAndCPU
 		switch d := ev.Data.(type) {
 		case ftrace.TmigrGroupSetCPUActive:
@@ -185,18 +190,13 @@ func (c *PredictionCheck) follow(events []ftrace.Event, tl *migrators.Timeline, 
 			if l >= 0 && l < len(path) {
 				g = path[l]
 			}
-			// The next configuration, where its change may have begun.
-			var next *migrators.Prediction
-			if phase+1 < len(tl.Phases) && ev.TS >= start+int64(begins[phase+1]) {
-				next = tl.Phases[phase+1].Prediction
-			}
-			if next != nil && allows(next, h, l) && !(p.Handlers.Test(h) && (g == nil || g.Candidates.Test(h))) {
-				continue
-			}
-			if p.Handlers.Test(h) && (g == nil || g.Candidates.Test(h)) {
+			if allows(p, h, l) {
 				if g != nil && g.Always {
 					steady[g.Name] = true // its migrator is an always-active child
 				}
+				continue
+			}
+			if next != nil && allows(next, h, l) {
 				continue
 			}
 			k := key{h: h, t: tg, l: l}
@@ -226,9 +226,9 @@ func (c *PredictionCheck) follow(events []ftrace.Event, tl *migrators.Timeline, 
 			continue
 		}
 		path := p.Path(ev.CPU)
-		if gs.Lvl >= len(path) && phase+1 < len(tl.Phases) && ev.TS >= start+int64(begins[phase+1]) {
+		if gs.Lvl >= len(path) && next != nil {
 			// A CPU its change brought back, in the change's window.
-			path = tl.Phases[phase+1].Prediction.Path(ev.CPU)
+			path = next.Path(ev.CPU)
 		}
 		if gs.Lvl < 0 || gs.Lvl >= len(path) {
 			unmapped("CPU %d changed a group of level %d, which the model does not have on its path", ev.CPU, gs.Lvl)
