@@ -451,6 +451,12 @@ func TestRecordedOrders(t *testing.T) {
 		// 670, 2 us later, active=0) are within skewNS: the states say
 		// CPU 0's came first.
 		{"walk stall catches up within skew", "vm5-4node-7.3-walk-stall-catches-up-within-skew.txt", 225},
+		// nohz_full CPU 4's round printed GRP0:1 (line 1427), idle with
+		// no migrator (line 1400), and stopped there: its check of the
+		// group came after CPU 7's activation made CPU 7 its migrator
+		// (line 1461), printed 2.5 ms later; CPU 4 printed nothing in
+		// between. Its wakeup stays KTIME_MAX (line 1505).
+		{"round stops after late activation", "vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt", 285},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

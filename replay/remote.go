@@ -1005,6 +1005,7 @@ func (r *replayer) onRemote() {
 	if k > 0 {
 		r.nestedInRound(rd, rd.o.levels()[k-1], li)
 	}
+	r.bridgeRoundStop(rd, k, li)
 	end := -1
 	for _, i := range rd.o.lines {
 		if i > li {
@@ -1026,6 +1027,45 @@ func (r *replayer) onRemote() {
 		}
 		if o.last() >= end {
 			break
+		}
+		rd.nested = true
+		r.exec(j)
+	}
+}
+
+// bridgeRoundStop replays, before round rd's check of its level k (line
+// li), the transition of another CPU that made that group's migrator
+// another child, where the kernel's round stopped there: in
+// tmigr_handle_remote_up a round prints a level's line and only then
+// checks that its child is the group's migrator (or that the group has
+// none); failing, it returns without a line more, and only that ends a
+// walk below the top with nothing claimed after the line. The
+// transition's CPU printed it after the round's line, but made it first:
+// the round's CPU printed nothing in between (a vCPU descheduled between
+// the round's line and its check).
+func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
+	o := rd.o
+	if o.cut || k != len(o.levels())-1 || o.last() != li {
+		return
+	}
+	h := o.cpu
+	g := r.topo.At(h, k)
+	if g == hier.NoGroup || r.topo.Info[g] == nil || r.topo.Info[g].Parent == hier.NoGroup || r.gk[g] != known {
+		return
+	}
+	child := r.topo.CPUBit[h]
+	if k > 0 {
+		child = r.topo.Info[r.topo.At(h, k-1)].Bit
+	}
+	enters := func(s gstate) bool { return s.migrator == child || s.migrator == hier.MigratorNone }
+	for tries := 0; tries < lookahead; tries++ {
+		cur := r.m.state(g)
+		if !enters(cur) {
+			return
+		}
+		j := r.bridge(o, g, cur, func(s gstate) bool { return !enters(s) }, false, -1)
+		if j < 0 || !r.silent(h, li, r.ops[j].first()) {
+			return
 		}
 		rd.nested = true
 		r.exec(j)
