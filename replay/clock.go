@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
 )
 
 // Time.
@@ -88,6 +89,16 @@ func tickNS(hz int) int64 { return (1_000_000_000 + int64(hz)/2) / int64(hz) }
 
 // ns converts a jiffies value.
 func (c *clock) ns(j uint64) int64 { return int64(j)*c.tick + c.off }
+
+// jiffyOf returns the jiffies whose ns is v, if the offset is known and v
+// lies on its grid. Where off is the ticks' bound from above (upper), the
+// true jiffies may be higher: the value is a lower bound.
+func (c *clock) jiffyOf(v int64) (uint64, bool) {
+	if !c.known || v == hier.KtimeMax || v < c.off || (v-c.off)%c.tick != 0 {
+		return 0, false
+	}
+	return uint64((v - c.off) / c.tick), true
+}
 
 func newClock(t *Trace, hz int) *clock {
 	c := &clock{tick: tickNS(hz), events: t.Events, perCPU: map[int][]jobs{}}

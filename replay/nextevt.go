@@ -137,6 +137,13 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 	for k := range before {
 		before[k] = -1
 	}
+	// published is, per CPU, the next event it last handed the hierarchy
+	// (tmigr_cpu_idle, tmigr_cpu_new_timer_idle): a claim of it says the
+	// round's now had reached it.
+	published := make([]int64, s.CPUs)
+	for k := range published {
+		published[k] = hier.KtimeMax
+	}
 	for i, ev := range t.Events {
 		if ev.CPU >= 0 && ev.CPU < s.CPUs {
 			switch ev.Data.(type) {
@@ -188,7 +195,14 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			// marked pending with no timer (wheel.Base.MigrateTo) goes
 			// with them, printing nothing.
 			if p.CPU >= 0 && p.CPU < s.CPUs && m.cpus[p.CPU].IsOnline() {
+				// tmigr_handle_remote_cpu claims only a CPU whose event
+				// is due at the round's now, and __run_timer_base reads
+				// jiffies after that snapshot: jiffies had reached the
+				// target's event, a bucket the trace may not bound.
 				j := lowest()
+				if b, ok := clk.jiffyOf(published[p.CPU]); ok && wheel.Before(j, b) {
+					j = b
+				}
 				pass := m.set.RunBase(p.CPU, cpu.BaseGlobal, cpu.Snapshot{J: j, M: clk.ns(j)})
 				for tm := pass.Next(); tm != nil; tm = pass.Next() {
 					remoteRun[tm] = true
@@ -248,6 +262,9 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			} else {
 				q := p.(ftrace.TmigrCPUNewTimerIdle)
 				kind, c0, printed = hier.EvCPUNewTimerIdle, q.CPU, q.NextEvt
+			}
+			if c0 >= 0 && c0 < s.CPUs {
+				published[c0] = printed
 			}
 			// The snapshot's jiffies: nextevt does not depend on it once
 			// the next event is more than a jiffy away, which the kernel

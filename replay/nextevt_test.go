@@ -335,6 +335,20 @@ func TestNextevtPhantomRunByRemoteExpiry(t *testing.T) {
 	}
 }
 
+// TestNextevtPhantomClaimedAtItsJiffy: nohz_full CPU 1 went offline and
+// came back with process_timeout's bucket (index 38) still marked, and
+// published that empty bucket's next turn, 4980000000 (line 712 on). CPU
+// 0's round claimed CPU 1 (line 1010) with a now the trace's lines bound
+// only below that jiffy: the claim itself says jiffies had reached CPU 1's
+// event, and timer_expire_remote collected the bucket, printing nothing;
+// CPU 1 then published its next timer (line 1015).
+func TestNextevtPhantomClaimedAtItsJiffy(t *testing.T) {
+	c := nextevtWindow(t, "vm2-1node-nohzfull-7.0-phantom-bucket-claimed-at-its-jiffy.txt")
+	if c.Matched < 55 || len(c.Mismatches) != 0 {
+		t.Errorf("%d nextevt values matched, mismatches %+v (%s)", c.Matched, c.Mismatches, c.Reasons())
+	}
+}
+
 // TestNextevtBucketOffWheelBeforeCancel: a window of a 5-CPU 7.3
 // PREEMPT_RT guest where CPU 3's timer thread claimed nohz_full CPU 2
 // (line 980) and detached the first of two delack timers of one bucket
