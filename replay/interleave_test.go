@@ -457,6 +457,13 @@ func TestRecordedOrders(t *testing.T) {
 		// (line 1461), printed 2.5 ms later; CPU 4 printed nothing in
 		// between. Its wakeup stays KTIME_MAX (line 1505).
 		{"round stops after late activation", "vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt", 285},
+		// CPU 0's activation (line 679) and CPU 1's round (line 680)
+		// share a stamp. CPU 1's wakeup was KTIME_MAX (the claim at line
+		// 667 reset it): only before CPU 0's compare-and-swap could the
+		// round enter. Its check of the group came after it, and CPU 1
+		// woke with no wakeup (line 683) into a group CPU 0 held (line
+		// 684).
+		{"round entered before tied activation", "vm2-2node-7.3-round-entered-before-tied-activation.txt", 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replayWindow(t, tc.file)

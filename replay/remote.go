@@ -1042,7 +1042,8 @@ func (r *replayer) onRemote() {
 // walk below the top with nothing claimed after the line. The
 // transition's CPU printed it after the round's line, but made it first:
 // the round's CPU printed nothing in between (a vCPU descheduled between
-// the round's line and its check).
+// the round's line and its check). An activation the round was replayed
+// before (roundBeforeTiedActivation) runs there in the same way.
 func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 	o := rd.o
 	if o.cut || k != len(o.levels())-1 || o.last() != li {
@@ -1050,7 +1051,22 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 	}
 	h := o.cpu
 	g := r.topo.At(h, k)
-	if g == hier.NoGroup || r.topo.Info[g] == nil || r.topo.Info[g].Parent == hier.NoGroup || r.gk[g] != known {
+	if g == hier.NoGroup || r.topo.Info[g] == nil {
+		return
+	}
+	top := r.topo.Info[g].Parent == hier.NoGroup
+	if a, ok := r.tiedBefore[rd.idx]; ok && k == 0 {
+		// The tied activation's compare-and-swap came before this
+		// check where the round stopped here: below the top by its
+		// lines, at the top by the wakeup it left (KTIME_MAX, nothing
+		// handled, unless its CPU's next activation prints another).
+		if !r.done[a] && (!top || !r.roundLeftWakeup(o)) {
+			rd.nested = true
+			r.exec(a)
+		}
+		return
+	}
+	if top || r.gk[g] != known {
 		return
 	}
 	child := r.topo.CPUBit[h]
@@ -1070,6 +1086,47 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 		rd.nested = true
 		r.exec(j)
 	}
+}
+
+// roundBeforeTiedActivation returns the round to replay before activation
+// i, or -1: the next pending operation, another CPU's round, printed its
+// first line within skewNS after i's transition of that CPU's group, and
+// only from the state before that transition could it enter (the CPU not
+// the migrator after it, its wakeup KTIME_MAX): tmigr_handle_remote's
+// first check read the group before the activation's compare-and-swap.
+// The activation then runs inside the round, before its check of the
+// group, where the round stopped there (bridgeRoundStop), else after it.
+func (r *replayer) roundBeforeTiedActivation(i int) int {
+	a := r.ops[i]
+	if a.kind != opActivate || len(a.groups) == 0 {
+		return -1
+	}
+	k := i + 1
+	for k < len(r.ops) && r.done[k] {
+		k++
+	}
+	if k == len(r.ops) {
+		return -1
+	}
+	o := r.ops[k]
+	if o.kind != opRemote || o.cpu == a.cpu || len(o.levels()) == 0 || r.ev[o.first()].TS-r.ev[a.key()].TS > skewNS {
+		return -1
+	}
+	h := o.cpu
+	g, bit := r.topo.CPUGroup[h], r.topo.CPUBit[h]
+	if r.gk[g] != known || r.wk[h] != known || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
+		return -1
+	}
+	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }
+	for _, x := range a.groups {
+		if gl := r.groupLine(x); gl.id == g {
+			if enters(r.m.state(g)) && !enters(gl.after) {
+				return k
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // nestedInRound replays the operations of the round's own CPU printed

@@ -48,6 +48,9 @@ type remoteRounds struct {
 	// later: rounds replayed after the round whose expiry window they lie
 	// in, with the wakeup they would have left in it and the kernel's.
 	later map[int][2]int64
+	// tiedBefore: rounds replayed before an activation printed just
+	// ahead of them (roundBeforeTiedActivation), with that activation.
+	tiedBefore map[int]int
 	// wheel: targets' next global timers where the timer lines tell
 	// (wheelNext).
 	wheel map[int]uint64

@@ -10,9 +10,17 @@ import (
 
 func (r *replayer) run() {
 	for i := range r.ops {
-		if !r.done[i] {
-			r.exec(i)
+		if r.done[i] {
+			continue
 		}
+		if k := r.roundBeforeTiedActivation(i); k >= 0 {
+			r.tiedBefore[k] = i
+			r.exec(k)
+			if r.done[i] {
+				continue
+			}
+		}
+		r.exec(i)
 	}
 	if len(r.ev) > 0 && (r.gm == nil || r.gm.err == nil) {
 		r.closeChanges(maxNS, r.ev[len(r.ev)-1].Line)

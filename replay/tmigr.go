@@ -112,7 +112,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.rec.onRemote = r.onRemote
 	r.rec.onPoint = r.onPoint
 	r.waiting = map[int]bool{}
-	r.later, r.lastRound = map[int][2]int64{}, map[int]roundWrite{}
+	r.later, r.lastRound, r.tiedBefore = map[int][2]int64{}, map[int]roundWrite{}, map[int]int{}
 	r.rec.onRemoteCPU = func(cpu int) reason {
 		// The target's wakeup is reset to KTIME_MAX: known from now on.
 		why := r.wk[cpu]
