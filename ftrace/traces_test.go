@@ -311,6 +311,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":     {8, 3, "7.3.4", "", "2-3,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; tcp=5-6; storm=3,7; period=7.6ms absolute"},
 		"vm2-1node-nohzfull-7.0-phantom-bucket-claimed-at-its-jiffy.txt":        {2, 1, "7.0.13", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; epoll=0; period=4.8ms absolute"},
 		"vm2-2node-7.3-round-entered-before-tied-activation.txt":                {2, 2, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=1; period=10ms"},
+		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":                 {6, 4, "6.12.118", "1-3", "", "QEMU TCG; PREEMPT_RT; epoll=3; storm=1; period=18.6ms absolute"},
 		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":       {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
@@ -346,6 +347,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":       "2-3,5",
 		"vm3-1node-isol-6.12-cas-printed-after-end.txt":                 "2",
 		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":   "1,3,7",
+		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":         "1-3",
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

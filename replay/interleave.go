@@ -104,8 +104,10 @@ func (r *replayer) onCAS() {
 			return
 		}
 		if r.updatesAfter(r.ops[j], g, u) {
+			// It waits after its compare-and-swap; others of the
+			// chain may still come before the update.
 			r.split(j, o, g, false)
-			return
+			continue
 		}
 		if pg, ok := r.parentUpdateAfter(r.ops[j], g, u); ok {
 			// Its update of g's parent, which reads g's queue under

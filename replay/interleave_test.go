@@ -463,6 +463,13 @@ func TestRecordedOrders(t *testing.T) {
 		// round enter. Its check of the group came after it, and CPU 1
 		// woke with no wakeup (line 683) into a group CPU 0 held (line
 		// 684).
+		// CPUs 5, 4, 0 and 3 cleared their bits in the top in that order
+		// (lines 1337-1349). CPU 4's update (line 1356) read it idle:
+		// CPU 0's and CPU 3's compare-and-swaps both came first; CPU
+		// 0's update, printed after CPU 4's (line 1358), waited for it,
+		// and CPU 3's (line 1352) did not. CPU 4 went idle with the
+		// top's first event as its wakeup (line 1357).
+		{"update reads two later compare-and-swaps", "vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt", 95},
 		{"round entered before tied activation", "vm2-2node-7.3-round-entered-before-tied-activation.txt", 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
