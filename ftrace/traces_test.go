@@ -312,6 +312,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm2-1node-nohzfull-7.0-phantom-bucket-claimed-at-its-jiffy.txt":        {2, 1, "7.0.13", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; epoll=0; period=4.8ms absolute"},
 		"vm2-2node-7.3-round-entered-before-tied-activation.txt":                {2, 2, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=1; period=10ms"},
 		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":                 {6, 4, "6.12.118", "1-3", "", "QEMU TCG; PREEMPT_RT; epoll=3; storm=1; period=18.6ms absolute"},
+		"vm5-4node-nohzfull-6.12-cas-printed-after-two-walks.txt":               {5, 4, "6.12.118", "", "3", "QEMU TCG; fifo-sleepers=4; posix-timers=2; epoll=3; period=1.9ms"},
 		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":       {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.

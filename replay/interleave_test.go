@@ -470,6 +470,12 @@ func TestRecordedOrders(t *testing.T) {
 		// and CPU 3's (line 1352) did not. CPU 4 went idle with the
 		// top's first event as its wakeup (line 1357).
 		{"update reads two later compare-and-swaps", "vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt", 95},
+		// CPU 2 cleared its bit in GRP0:1 (line 163, active=1) before
+		// CPU 1 did (line 154, active=0), but printed it after CPU 1's
+		// and CPU 4's whole walks; CPU 4's transition of the top (line
+		// 160, active=1) read CPU 1's (line 156), which needs CPU 2's
+		// first.
+		{"cas printed after two walks", "vm5-4node-nohzfull-6.12-cas-printed-after-two-walks.txt", 105},
 		{"round entered before tied activation", "vm2-2node-7.3-round-entered-before-tied-activation.txt", 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

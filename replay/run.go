@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/tmigr/tmigr/hier"
 )
@@ -291,7 +292,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		until = max(ts, r.ev[seen].TS)
 	}
 	type cand struct {
-		j     int
+		j     int // the operation to replay first: this one, or its prerequisite
 		cpu   int
 		seq   int // its place among its CPU's candidates
 		from  prior
@@ -307,17 +308,27 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		waitingBefore = from
 	}
 	blocked := r.busyCPUs(o.cpu, waitingBefore) // CPUs with an earlier pending operation
+	firstOf := maps.Clone(blocked)                // CPUs whose first pending operation was passed
+	pendingAt := func(j int) bool { return !r.done[j] || inWalk && r.waiting[j] && !r.walked[j] }
 	for j := from; j < len(r.ops) && j <= at+lookahead; j++ {
 		p := r.ops[j]
-		pending := !r.done[j] || inWalk && r.waiting[j] && !r.walked[j]
-		if j == at || !pending || blocked[p.cpu] {
+		if j == at || !pendingAt(j) || blocked[p.cpu] {
 			continue
 		}
 		blocked[p.cpu] = true
-		if inWalk && (p.kind != opActivate && p.kind != opDeactivate || !r.fits(p, g, states) || r.changeDue(r.ev[p.key()].TS)) {
+		run := j
+		if (p.kind == opActivate || p.kind == opDeactivate) && !r.fits(p, g, states) {
+			// Another CPU's operation printed after it may lead the
+			// group it does not fit to the state it read (prereq).
+			run = r.prereq(o, p, g, states, from, at, until, firstOf, pendingAt, inWalk)
+			if run < 0 {
+				continue
+			}
+		}
+		if inWalk && (p.kind != opActivate && p.kind != opDeactivate || r.changeDue(r.ev[p.key()].TS)) {
 			continue
 		}
-		if !inWalk && p.kind != opHotplug && !r.fits(p, g, states) {
+		if !inWalk && p.kind != opHotplug && !r.fits(p, g, states) && run == j {
 			// Its first transitions must start where the model is:
 			// another CPU's operation printed before it comes first.
 			continue
@@ -340,7 +351,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		}
 		for _, i := range p.groups {
 			if gl := r.groupLine(i); gl.id == g {
-				cands = append(cands, cand{j, p.cpu, seq[p.cpu], priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
+				cands = append(cands, cand{run, p.cpu, seq[p.cpu], priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
 				seq[p.cpu]++
 				// Its CPU's next operation may follow it in the chain
 				// (a CPU that went busy and idle again meanwhile).
@@ -379,6 +390,64 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		used[c.cpu]--
 		if ok {
 			return c.j
+		}
+	}
+	return -1
+}
+
+// prereq returns, for candidate p of bridge (walk or operation o, group
+// g) that does not fit the model's states in one other group g2, the
+// pending operation of another CPU that must run before it there, or -1:
+// the first pending operation of its CPU (firstOf: none passed yet), it
+// fits the model's states, its transition of g2 leads to the state p's
+// transition of g2 read, and it is as close in time as a candidate. A CPU
+// may print its compare-and-swap long after it, past other CPUs' whole
+// walks that read its result (a vCPU descheduled in between).
+func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gstate, from, at int, until int64,
+	firstOf map[int]bool, pendingAt func(int) bool, inWalk bool) int {
+	g2, need := hier.NoGroup, prior{}
+	for _, i := range p.groups {
+		gl := r.groupLine(i)
+		if gl.id == hier.NoGroup || gl.id == g {
+			continue
+		}
+		pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
+		if pr.bad {
+			return -1
+		}
+		if !pr.admits(states[gl.id]) {
+			if g2 != hier.NoGroup {
+				return -1 // two groups out of step: not one prerequisite
+			}
+			g2, need = gl.id, pr
+		}
+	}
+	if g2 == hier.NoGroup {
+		return -1
+	}
+	passed := maps.Clone(firstOf)
+	for k := from; k < len(r.ops) && k <= at+lookahead; k++ {
+		q := r.ops[k]
+		if k == at || !pendingAt(k) || passed[q.cpu] {
+			continue
+		}
+		passed[q.cpu] = true
+		if q.cpu == p.cpu || q.kind != opActivate && q.kind != opDeactivate || !r.fits(q, g2, states) {
+			continue
+		}
+		if inWalk && r.changeDue(r.ev[q.key()].TS) {
+			continue
+		}
+		if r.ev[q.key()].TS-until > bridgeNS && !r.silent(q.cpu, o.key(), q.first()) {
+			continue
+		}
+		for _, i := range q.groups {
+			if gl := r.groupLine(i); gl.id == g2 {
+				if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !pr.bad && pr.admits(states[g2]) && need.admits(gl.after) {
+					return k
+				}
+				break
+			}
 		}
 	}
 	return -1
