@@ -313,6 +313,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm2-2node-7.3-round-entered-before-tied-activation.txt":                {2, 2, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=1; period=10ms"},
 		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":                 {6, 4, "6.12.118", "1-3", "", "QEMU TCG; PREEMPT_RT; epoll=3; storm=1; period=18.6ms absolute"},
 		"vm5-4node-nohzfull-6.12-cas-printed-after-two-walks.txt":               {5, 4, "6.12.118", "", "3", "QEMU TCG; fifo-sleepers=4; posix-timers=2; epoll=3; period=1.9ms"},
+		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt":         {7, 3, "7.2.13", "3-4", "3-4", "QEMU TCG; timerfd=2; posix-timers=4; period=2.7ms absolute"},
 		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":       {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
@@ -339,6 +340,7 @@ func TestRealTracesHeaders(t *testing.T) {
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{
+		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt": "3-4",
 		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":     "1",
 		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt": "3",
 		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":               "3,5-8,12-14",

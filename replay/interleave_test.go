@@ -476,6 +476,11 @@ func TestRecordedOrders(t *testing.T) {
 		// 160, active=1) read CPU 1's (line 156), which needs CPU 2's
 		// first.
 		{"cas printed after two walks", "vm5-4node-nohzfull-6.12-cas-printed-after-two-walks.txt", 105},
+		// CPU 0's round printed GRP1:0 (line 145) 4 us before CPU 5's
+		// update of it (line 147), which queued GRP0:2's event, CPU 6's,
+		// and claimed CPU 6 (line 149): the update held the group's
+		// lock first, the round read the queue after it.
+		{"round reads after walk update", "vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt", 150},
 		{"round entered before tied activation", "vm2-2node-7.3-round-entered-before-tied-activation.txt", 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

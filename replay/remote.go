@@ -1006,6 +1006,7 @@ func (r *replayer) onRemote() {
 		r.nestedInRound(rd, rd.o.levels()[k-1], li)
 	}
 	r.bridgeRoundStop(rd, k, li)
+	r.updateBeforeRead(rd, k, li)
 	end := -1
 	for _, i := range rd.o.lines {
 		if i > li {
@@ -1127,6 +1128,56 @@ func (r *replayer) roundBeforeTiedActivation(i int) int {
 		}
 	}
 	return -1
+}
+
+// updateBeforeRead replays, before round rd's read of its level k's queue
+// (line li), the walk of another CPU whose event update of that group,
+// printed after li and before the round's next line, queued the event of
+// the CPU the round claims next: tmigr_handle_remote_up prints a level's
+// line before it takes the group's lock, and the update held it first
+// (7.2 kernel/time/timer_migration.c).
+func (r *replayer) updateBeforeRead(rd *round, k, li int) {
+	o := rd.o
+	end := -1
+	for _, i := range o.lines {
+		if i > li {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return
+	}
+	claim, ok := r.ev[end].Data.(ftrace.TmigrHandleRemoteCPU)
+	if !ok || claim.CPU == o.cpu {
+		return
+	}
+	g := r.topo.At(o.cpu, k)
+	if g == hier.NoGroup {
+		return
+	}
+	busy := r.busyCPUs(o.cpu, len(r.ops))
+	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
+		p := r.ops[j]
+		if r.done[j] || busy[p.cpu] {
+			continue
+		}
+		busy[p.cpu] = true // only a CPU's next operation
+		if p.kind != opDeactivate && p.kind != opNewTimer || p.last() >= end {
+			continue
+		}
+		for _, u := range p.lines {
+			up, ok := r.ev[u].Data.(ftrace.TmigrUpdateEvents)
+			if !ok || u < li || up.ChildEvtCPU != claim.CPU || up.Child == 0 {
+				continue
+			}
+			if id, ok := r.gm.id(up.Group); ok && id == g {
+				rd.nested = true
+				r.exec(j)
+				return
+			}
+		}
+	}
 }
 
 // nestedInRound replays the operations of the round's own CPU printed
