@@ -314,10 +314,14 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":                 {6, 4, "6.12.118", "1-3", "", "QEMU TCG; PREEMPT_RT; epoll=3; storm=1; period=18.6ms absolute"},
 		"vm5-4node-nohzfull-6.12-cas-printed-after-two-walks.txt":               {5, 4, "6.12.118", "", "3", "QEMU TCG; fifo-sleepers=4; posix-timers=2; epoll=3; period=1.9ms"},
 		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt":         {7, 3, "7.2.13", "3-4", "3-4", "QEMU TCG; timerfd=2; posix-timers=4; period=2.7ms absolute"},
+		"vm16-2node-6.12-timer-due-not-run-through-end.txt":                     {16, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":         {8, 2, "7.0.13", "1-2", "3-4", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=5; posix-timers=2; epoll=0; tcp=3; storm=6; period=9.2ms"},
+		"vm7-3node-7.3-timer-due-not-run-through-end.txt":                       {7, 3, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=3; timerfd=0; posix-timers=4; epoll=5; storm=1; period=1.7ms absolute"},
 		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":       {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
+		"vm7-3node-7.3-timer-due-not-run-through-end.txt":                       1, // CPU 4, offline at 955 ms
 		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":             2, // CPUs 3 and 4, offline at the dump
 		"vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt":        2, // CPUs 1 and 5, offline at the dump, after the window
 		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":         1, // CPU 3, offline at the dump
@@ -340,6 +344,7 @@ func TestRealTracesHeaders(t *testing.T) {
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{
+		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt": "1-2",
 		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt": "3-4",
 		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":     "1",
 		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt": "3",

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/tmigr/tmigr/cpu"
 	"github.com/tmigr/tmigr/cpumask"
@@ -112,6 +113,7 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 	}
 	set := m.set
 	pre := preexisting(t, clk)
+	runs := baseRunsOf(t, s.CPUs)
 	end := lastJiffies(t)
 	timers := map[uint64]*wheel.Timer{}
 	// remoteRun holds the timers a remote expiry ran in the model until
@@ -282,7 +284,7 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			}
 			late := markedDue{tickK: tickK, timers: timers}
 			_, late.hi, _, late.hasHi = clk.bounds(i, ev.CPU)
-			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, late, c0 >= 0 && c0 < len(lost) && lost[c0])
+			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, runs, late, c0 >= 0 && c0 < len(lost) && lost[c0])
 		}
 	}
 	return c, m, nil
@@ -428,7 +430,7 @@ func (m *idleMachine) handed(c int, kind hier.EventKind, basej uint64, now int64
 // checkNextevt checks one printed nextevt of CPU c against our tick and
 // timer code.
 func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c int, printed int64,
-	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, late markedDue, lost bool) {
+	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, runs *baseRuns, late markedDue, lost bool) {
 	if c < 0 || c >= len(m.cpus) {
 		cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String(), Kernel: fmt.Sprintf("cpu=%d", c), Model: "no such CPU"})
 		return
@@ -521,6 +523,12 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 			return
 		}
 	}
+	if printed != cpu.KtimeMax && (model == cpu.KtimeMax || model > printed) && runs.pendingThrough(c, i, printed, clk) {
+		// Due within the recording, but no run of c's bases from here
+		// on would have expired it: it may be pending through the end.
+		cnt.undeterminedBy(reasonPendingBeyond)
+		return
+	}
 	if idle && clk.upper && lowerOffExplains(printed, model, clk, end, i, c, pre) {
 		// The offset is the ticks' upper bound alone: one a few
 		// jiffies lower, which the recording allows, explains it.
@@ -537,6 +545,104 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		}
 	}
 	cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String() + " nextevt", Kernel: fmtNS(printed), Model: got})
+}
+
+// baseRuns is what the trace shows of each CPU's timer bases after a
+// point: a timer armed before the recording that no line ever shows (no
+// expiry, no cancel) may be pending through its end, due or not, unless
+// the CPU later hands over a later first event (the timer would still
+// come first), or a run of its bases at or past its jiffy would have
+// expired it, printing its expiry. A timer softirq runs every base of its
+// CPU (run_timer_softirq, 6.9+ kernel/time/timer.c), so an expiry line of
+// that CPU with a later jiffies says its global base ran then; a remote
+// round's claim of it (tmigr_handle_remote_cpu, whose now had reached the
+// event the CPU last handed over) ran its global base too.
+type baseRuns struct {
+	// expiries: per CPU, its timer_expire_entry lines in order, and
+	// the greatest jiffies printed from each on (suffix maximum).
+	expiries [][]int
+	maxNow   [][]uint64
+	// claims: per CPU, the claims of it in order, with the event it
+	// had last handed over before each.
+	claims  [][]int
+	claimed [][]int64
+	// handed: per CPU, its tmigr_cpu_idle and tmigr_cpu_new_timer_idle
+	// lines in order, with the event each handed over.
+	handed    [][]int
+	handedEvt [][]int64
+}
+
+func baseRunsOf(t *Trace, cpus int) *baseRuns {
+	b := &baseRuns{expiries: make([][]int, cpus), maxNow: make([][]uint64, cpus), claims: make([][]int, cpus), claimed: make([][]int64, cpus),
+		handed: make([][]int, cpus), handedEvt: make([][]int64, cpus)}
+	published := make([]int64, cpus)
+	for k := range published {
+		published[k] = hier.KtimeMax
+	}
+	for i, ev := range t.Events {
+		switch p := ev.Data.(type) {
+		case ftrace.TimerExpireEntry:
+			if ev.CPU >= 0 && ev.CPU < cpus {
+				b.expiries[ev.CPU] = append(b.expiries[ev.CPU], i)
+				b.maxNow[ev.CPU] = append(b.maxNow[ev.CPU], p.Now)
+			}
+		case ftrace.TmigrCPUIdle:
+			b.hand(i, p.CPU, p.NextEvt, published)
+		case ftrace.TmigrCPUNewTimerIdle:
+			b.hand(i, p.CPU, p.NextEvt, published)
+		case ftrace.TmigrHandleRemoteCPU:
+			if p.CPU >= 0 && p.CPU < cpus {
+				b.claims[p.CPU] = append(b.claims[p.CPU], i)
+				b.claimed[p.CPU] = append(b.claimed[p.CPU], published[p.CPU])
+			}
+		}
+	}
+	for _, m := range b.maxNow {
+		for k := len(m) - 2; k >= 0; k-- {
+			if wheel.After(m[k+1], m[k]) {
+				m[k] = m[k+1]
+			}
+		}
+	}
+	return b
+}
+
+func (b *baseRuns) hand(i, c int, v int64, published []int64) {
+	if c >= 0 && c < len(published) {
+		published[c] = v
+		b.handed[c] = append(b.handed[c], i)
+		b.handedEvt[c] = append(b.handedEvt[c], v)
+	}
+}
+
+// pendingThrough reports whether a timer of CPU c due at v (ns), which no
+// line shows, may be pending from event index i through the end: c never
+// hands over a later first event after i, no expiry line of c prints
+// jiffies past v's (one at v's own jiffy may be a remote expiry c ran for
+// another CPU after its own bases), and no claim of c comes when the
+// event it had handed over was v or later.
+func (b *baseRuns) pendingThrough(c, i int, v int64, clk *clock) bool {
+	j, ok := clk.jiffyOf(v)
+	if !ok || c < 0 || c >= len(b.expiries) {
+		return false
+	}
+	h := b.handed[c]
+	for k := sort.SearchInts(h, i+1); k < len(h); k++ {
+		if b.handedEvt[c][k] > v {
+			return false // KtimeMax too
+		}
+	}
+	e := b.expiries[c]
+	if k := sort.SearchInts(e, i+1); k < len(e) && wheel.After(b.maxNow[c][k], j) {
+		return false
+	}
+	cl := b.claims[c]
+	for k := sort.SearchInts(cl, i+1); k < len(cl); k++ {
+		if b.claimed[c][k] != hier.KtimeMax && b.claimed[c][k] >= v {
+			return false
+		}
+	}
+	return true
 }
 
 // lowerOffExplains reports whether the kernel's printed nextevt is the

@@ -349,6 +349,29 @@ func TestNextevtPhantomClaimedAtItsJiffy(t *testing.T) {
 	}
 }
 
+// TestNextevtTimerDueNotRunThroughEnd: a window of vm16-2node-busy-sleepers
+// in which idle CPU 8 publishes 22712000000 (line 484 on), a global timer
+// armed before the window and due within it, that the window never shows:
+// in the whole recording it expires 151 jiffies late, after the window's
+// end, when CPU 8 next ran its softirq. No run of CPU 8's bases in the
+// window reached that jiffy, so the timer may be pending through the end:
+// undetermined. An expiry line of CPU 8 at a later jiffy (its softirq ran
+// every base then) makes it a mismatch.
+func TestNextevtTimerDueNotRunThroughEnd(t *testing.T) {
+	const file = "vm16-2node-6.12-timer-due-not-run-through-end.txt"
+	c := nextevtWindow(t, file)
+	if c.UndeterminedReasons[whyPendingBeyond] == 0 {
+		t.Errorf("no value undetermined as pending through the end (%s)", c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "21.332585: tmigr_cpu_new_timer_idle: cpu=8 ")
+	lines[4] = strings.Replace(lines[4], "1500/1500", "1501/1501", 1)
+	lines = append(lines[:len(lines)-1], "          <idle>-0       [008] ..s1.    23.329500: timer_expire_entry: timer=00000000deadbeef function=process_timeout now=4294897921 baseclk=4294897921", "")
+	c = nextevtOf(t, lines)
+	if len(c.Mismatches) == 0 || c.Mismatches[0].Line != at+1 {
+		t.Errorf("with CPU 8's softirq past the jiffy: mismatches %+v, want the first at line %d", c.Mismatches, at+1)
+	}
+}
+
 // TestNextevtBucketOffWheelBeforeCancel: a window of a 5-CPU 7.3
 // PREEMPT_RT guest where CPU 3's timer thread claimed nohz_full CPU 2
 // (line 980) and detached the first of two delack timers of one bucket

@@ -308,7 +308,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		waitingBefore = from
 	}
 	blocked := r.busyCPUs(o.cpu, waitingBefore) // CPUs with an earlier pending operation
-	firstOf := maps.Clone(blocked)                // CPUs whose first pending operation was passed
+	firstOf := maps.Clone(blocked)              // CPUs whose first pending operation was passed
 	pendingAt := func(j int) bool { return !r.done[j] || inWalk && r.waiting[j] && !r.walked[j] }
 	for j := from; j < len(r.ops) && j <= at+lookahead; j++ {
 		p := r.ops[j]
