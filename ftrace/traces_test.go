@@ -317,6 +317,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm16-2node-6.12-timer-due-not-run-through-end.txt":                     {16, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
 		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":         {8, 2, "7.0.13", "1-2", "3-4", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=5; posix-timers=2; epoll=0; tcp=3; storm=6; period=9.2ms"},
 		"vm7-3node-7.3-timer-due-not-run-through-end.txt":                       {7, 3, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=3; timerfd=0; posix-timers=4; epoll=5; storm=1; period=1.7ms absolute"},
+		"vm4-1node-nohzfull-7.0-expiry-ends-before-target-idles.txt":            {4, 1, "7.0.13", "", "1-3", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1-2; period=8.8ms absolute"},
 		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":       {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.

@@ -481,6 +481,13 @@ func TestRecordedOrders(t *testing.T) {
 		// and claimed CPU 6 (line 149): the update held the group's
 		// lock first, the round read the queue after it.
 		{"round reads after walk update", "vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt", 150},
+		// Busy CPU 0 claimed CPU 3 (line 25) and ran its process_timeout
+		// for 31 ms (lines 27-135); CPU 3 woke inside it (line 121) and
+		// went idle again (line 141) before CPU 0's next line (162). CPU
+		// 0 printed no walk for CPU 3: the expiry ended while CPU 3 was
+		// awake, before line 141, and CPU 3's new timers (lines 159, 163)
+		// walk nothing.
+		{"expiry ends before target idles", "vm4-1node-nohzfull-7.0-expiry-ends-before-target-idles.txt", 90},
 		{"round entered before tied activation", "vm2-2node-7.3-round-entered-before-tied-activation.txt", 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -635,7 +635,6 @@ func (r *replayer) expireRemote(handler, target int) {
 		ev := r.ev[i]
 		if c, ok := ev.Data.(ftrace.TmigrHandleRemoteCPU); ok && c.CPU == target {
 			end = r.roundStart(ev.CPU, i)
-			end = r.endWhileAwake(rd, target, ti, end)
 			break
 		}
 		if _, ok := ev.Data.(ftrace.TmigrCPUNewTimer); ok && ev.CPU == target {
@@ -643,7 +642,7 @@ func (r *replayer) expireRemote(handler, target int) {
 			// returns before printing while the target's remote flag
 			// is set (7.2 kernel/time/timer_migration.c), so the
 			// expiry had ended, as before another claim.
-			end = r.endWhileAwake(rd, target, ti, i)
+			end = i
 			break
 		}
 		if ev.CPU != handler {
@@ -671,6 +670,7 @@ func (r *replayer) expireRemote(handler, target int) {
 			break
 		}
 	}
+	end = r.endWhileAwake(rd, target, ti, end)
 	// Operations of other CPUs that began since the round started and
 	// before its next line ran, as far as the trace can tell, while the
 	// handler was between its dequeue and its walk: replay them here.
@@ -732,13 +732,14 @@ func (r *replayer) expireRemote(handler, target int) {
 }
 
 // endWhileAwake moves the end of the k-th remote expiry of round rd, to
-// target, whose line is ti, to just after the target's last activation
-// before end when the walk after it printed nothing although it would
-// have printed at the target's level-0 group (not the top): the handler
-// found the target awake when it relocked it (tmigr_handle_remote_cpu
-// walks only for an idle target), so the expiry ended while the target
-// was active, and any of its active stretches in the window will do for
-// the model, which walks or not by the same rule.
+// target, whose line is ti, into the target's last active stretch before
+// end (to its next deactivation, if that comes before end) when the walk
+// after it printed nothing although it would have printed at the target's
+// level-0 group (not the top): the handler found the target awake when it
+// relocked it (tmigr_handle_remote_cpu walks only for an idle target), so
+// the expiry ended while the target was active, and its last active
+// stretch in the window will do for the model, which walks or not by the
+// same rule.
 func (r *replayer) endWhileAwake(rd *round, target, ti, end int) int {
 	if _, printed := r.refetched(rd.o, rd.cur); printed {
 		return end
@@ -751,7 +752,12 @@ func (r *replayer) endWhileAwake(rd *round, target, ti, end int) int {
 				// way.
 				return end
 			}
-			return p.key() + 1
+			for k := j + 1; k < len(r.ops) && r.ops[k].key() < end; k++ {
+				if q := r.ops[k]; q.cpu == target && q.kind == opDeactivate {
+					return q.key()
+				}
+			}
+			return end
 		}
 	}
 	return end
