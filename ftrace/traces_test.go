@@ -230,118 +230,120 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm40-1node-isol-busy-7.3.txt":                            {40, 1, "7.3.4", "1-9,11-39", "", "QEMU TCG"},
 		"vm9-1node-mixed-6.1.txt":                                 {9, 1, "6.1.192", "", "", "QEMU TCG; period=3ms"},
 		// A window of a recording the replay got wrong (testdata/traces/README.md).
-		"vm4-1node-isol-busy-sleeper-7.3-update-reads-later-cas.txt":            {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
-		"kvm2-6.18-remote-target-woke-cut.txt":                                  {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
-		"vm4-1node-isol-busy-sleeper-7.3-round-before-claim.txt":                {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
-		"vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt":                 {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
-		"kvm2-6.18-round-beside-unprinted-walk.txt":                             {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
-		"kvm2-6.18-update-beside-activation-ignore.txt":                         {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"kvm2-6.18-idle-walk-beside-activation-ignore.txt":                      {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"kvm2-6.18-round-entry-before-printed-cas.txt":                          {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"kvm2-6.18-claim-printed-just-after-round.txt":                          {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"kvm2-6.18-round-reads-wakeup-before-claim-reset.txt":                   {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
-		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":                    {7, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1; period=2.6ms"},
-		"vm11-1node-rt-6.19-activation-finds-bit-set.txt":                       {11, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=3-6; posix-timers=0,9; epoll=7; tcp=2; period=7.9ms"},
-		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":                   {10, 2, "6.19.14", "2-3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=7; epoll=1; period=8.4ms absolute"},
-		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":              {3, 2, "6.19.14", "2", "2", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=19.8ms absolute"},
-		"vm3-1node-nohzfull-rt-7.0-tick-jiffy-bound.txt":                        {3, 1, "7.0.13", "", "1-2", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; timerfd=0; epoll=1; period=2.2ms absolute"},
-		"vm3-2node-nohzfull-6.12-local-first-beyond-end.txt":                    {3, 2, "6.12.118", "", "1", "QEMU TCG"},
-		"vm3-2node-6.12-parent-update-after-walk-update.txt":                    {3, 2, "6.12.118", "", "", "QEMU TCG; tcp=0; period=2.4ms absolute"},
-		"vm9-2node-rt-7.3-frozen-trace-clock.txt":                               {9, 2, "7.3.4", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; timerfd=8; epoll=6; tcp=5; period=3.1ms absolute"},
-		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":                       {15, 2, "6.19.14", "3,5-8,12-14", "3,5-8,12-14", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; timerfd=5,12; posix-timers=3,7; epoll=0,10; tcp=6,13-14; storm=4; period=4.6ms"},
-		"vm4-3node-6.19-walk-stalls-between-levels.txt":                         {4, 3, "6.19.14", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=3; epoll=0; tcp=1; period=5.7ms"},
-		"vm3-2node-7.3-expiry-after-another-softirq-round.txt":                  {3, 2, "7.3.4", "", "", "QEMU TCG; period=7.8ms"},
-		"vm3-2node-7.3-round-skips-due-claimed-event.txt":                       {3, 2, "7.3.4", "", "", "QEMU TCG; period=7.8ms"},
-		"vm7-2node-rt-7.2-handler-idles-inside-callback.txt":                    {7, 2, "7.2.13", "4", "4-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2; posix-timers=5; tcp=6; period=1.7ms absolute"},
-		"vm4-2node-7.2-activation-above-stalled-deactivation.txt":               {4, 2, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=0; timerfd=2; posix-timers=1; period=4.7ms"},
-		"vm3-3node-isol-rt-6.12-cpu-busy-and-idle-during-stall.txt":             {3, 3, "6.12.118", "1-2", "", "QEMU TCG; PREEMPT_RT; posix-timers=0; period=5.3ms"},
-		"vm7-4node-6.19-cas-printed-after-silence.txt":                          {7, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=5; epoll=1-2; period=6.8ms absolute"},
-		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt":         {4, 1, "7.3.4", "3", "3", "QEMU TCG; fifo-sleepers=3; tcp=2; period=1.3ms absolute"},
-		"vm7-4node-7.2-bridge-skips-op-that-does-not-fit.txt":                   {7, 4, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=3,5; posix-timers=4,6; period=7.3ms"},
-		"vm14-1node-rt-6.19-tie-order-not-printed.txt":                          {14, 1, "6.19.14", "", "9-11", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=5,9,13; posix-timers=7; tcp=12; storm=1,4,11; period=3.4ms absolute"},
-		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":                   {16, 2, "7.0.13", "", "1,3,6-7,10,12,14", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=7,11,13; timerfd=0,9,12; posix-timers=6; epoll=8; tcp=4,14; storm=3; period=1ms"},
-		"vm7-3node-6.12-update-reads-late-activations.txt":                      {7, 3, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=0,6; posix-timers=1; period=2.9ms"},
-		"vm5-4node-rt-6.12-group-ignore-before-parent-cas.txt":                  {5, 4, "6.12.118", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=1; tcp=3; period=11ms"},
-		"vm3-3node-nohzfull-6.12-phantom-bucket-after-hotplug.txt":              {3, 3, "6.12.118", "", "1-2", "QEMU TCG; storm=2; period=15.5ms absolute"},
-		"vm5-4node-isol-7.3-update-reads-child-reactivated.txt":                 {5, 4, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=4; epoll=2; period=1.1ms absolute"},
-		"vm6-4node-nohzfull-6.1-hrtimer-rearm-at-callback-exit.txt":             {6, 4, "6.1.192", "", "1-2", "QEMU TCG; timerfd=2; epoll=0; tcp=5; storm=1; period=8.4ms absolute"},
-		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":                       {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
-		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
-		"vm4-1node-7.3-resumed-update-reads-later-activations.txt":              {4, 1, "7.3.4", "", "", "QEMU TCG; posix-timers=2-3; period=2.3ms"},
-		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":             {6, 4, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; posix-timers=1; storm=2; period=4ms"},
-		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":             {5, 4, "7.2.13", "", "1-4", "QEMU TCG; fifo-sleepers=0-1; posix-timers=4; tcp=2; period=1.5ms"},
-		"vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt":        {8, 1, "7.2.13", "", "1,4,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2; epoll=6; period=19ms absolute"},
-		"vm2-2node-7.3-claim-reads-wakeup-before-round-write.txt":               {2, 2, "7.3.4", "", "", "QEMU TCG; tcp=1; period=4.3ms absolute"},
-		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":         {4, 2, "6.19.14", "3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=0; tcp=1; period=12.7ms"},
-		"vm5-4node-nohzfull-6.12-equal-expiry-queued-before-recording.txt":      {5, 4, "6.12.118", "", "1-2", "QEMU TCG; fifo-sleepers=0; timerfd=3; posix-timers=4; epoll=1; period=6.8ms absolute"},
-		"vm4-1node-7.0-round-entry-shown-by-wakeup.txt":                         {4, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; period=12.9ms absolute"},
-		"kvm2-6.18-pipe-late-event-keeps-tie-order.txt":                         {2, 1, "6.18.44-fc-v1300", "", "", "tmigr record"},
-		"vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt":       {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
-		"vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt":              {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
-		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
-		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":      {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
-		"vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt":                {5, 1, "6.12.118", "", "1-2,4", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; storm=0; period=2.3ms absolute"},
-		"vm8-3node-nohzfull-rt-7.0-phantom-bucket-run-by-remote-expiry.txt":     {8, 3, "7.0.13", "", "1,3,6", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=4-5; posix-timers=1; tcp=0,3,6; period=3.6ms absolute"},
-		"vm5-3node-nohzfull-6.1-wheel-rearm-while-callback-finishing.txt":       {5, 3, "6.1.192", "", "3", "QEMU TCG; posix-timers=4; epoll=2; tcp=3; period=3.8ms"},
-		"vm5-2node-nohzfull-rt-7.3-bucket-off-wheel-before-cancel.txt":          {5, 2, "7.3.4", "", "1-2,4", "QEMU TCG; PREEMPT_RT; tcp=2; period=3ms"},
-		"vm4-1node-isol-7.2-idle-snapshot-before-stall.txt":                     {4, 1, "7.2.13", "3", "", "QEMU TCG; tcp=2; storm=3; period=1.5ms"},
-		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":            {4, 1, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=2; epoll=1; tcp=3; period=13.7ms absolute"},
-		"vm4-4node-isol-nohzfull-rt-7.3-ops-after-tied-claim-wait.txt":          {4, 4, "7.3.4", "3", "1-3", "QEMU TCG; PREEMPT_RT; period=1.3ms"},
-		"vm4-3node-7.0-caught-up-walk-gives-unknown-prior.txt":                  {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=0,2; period=6.2ms absolute"},
-		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":                    {2, 1, "6.12.118", "1", "", "QEMU TCG; epoll=0-1; period=5.3ms absolute"},
-		"vm3-2node-isol-rt-6.12-interrupt-between-cancel-and-expiry.txt":        {3, 2, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; tcp=0,2; period=5.7ms"},
-		"vm3-2node-isol-rt-6.12-tick-bound-above-published-expiries.txt":        {3, 2, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; tcp=0,2; period=5.7ms"},
-		"vm5-2node-isol-7.3-ignore-written-late.txt":                            {5, 2, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=0,3; period=3.8ms"},
-		"vm7-1node-6.12-first-transition-after-earlier-cas.txt":                 {7, 1, "6.12.118", "", "", "QEMU TCG; timerfd=2; posix-timers=5; tcp=3; period=17.7ms"},
-		"vm6-3node-rt-7.2-walk-cut-at-start.txt":                                {6, 3, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; timerfd=3; period=1ms"},
-		"vm5-4node-6.19-busy-cpu-in-by-group-bit.txt":                           {5, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; epoll=1; storm=3; period=7.6ms absolute"},
-		"vm5-3node-isol-6.19-busy-cpu-in-by-group-bit.txt":                      {5, 3, "6.19.14", "2-4", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=0; posix-timers=2; period=1.5ms"},
-		"vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt":             {7, 3, "7.2.13", "4-6", "1-3,5", "QEMU TCG; PREEMPT_RT; timerfd=5; epoll=3; storm=4; period=3.2ms absolute"},
-		"vm8-1node-7.2-claim-before-activation-inside-walk.txt":                 {8, 1, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=3; posix-timers=2; epoll=5; period=4.9ms absolute"},
-		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":               {6, 3, "6.12.118", "2-3,5", "", "QEMU TCG; fifo-sleepers=3; epoll=0-2; period=17.4ms absolute"},
-		"vm7-3node-nohzfull-6.19-timer-pending-without-start.txt":               {7, 3, "6.19.14", "", "2-3,5", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=4; timerfd=6; posix-timers=0; period=6.3ms"},
-		"vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt":                 {6, 4, "7.2.13", "2-3,5", "", "QEMU TCG; fifo-sleepers=1-2; posix-timers=0; epoll=5; tcp=4; storm=3; period=5.2ms absolute"},
-		"vm5-2node-7.2-clock-one-past-tick-before-start.txt":                    {5, 2, "7.2.13", "", "", "QEMU TCG; timerfd=1; tcp=3; storm=2,4; period=1.8ms absolute"},
-		"vm3-1node-isol-6.12-cas-printed-after-end.txt":                         {3, 1, "6.12.118", "2", "", "QEMU TCG; fifo-sleepers=0; posix-timers=1-2; period=1.3ms absolute"},
-		"vm2-2node-nohzfull-7.2-new-timer-walk-ends-remote-expiry.txt":          {2, 2, "7.2.13", "", "1", "QEMU TCG; period=7.4ms"},
-		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":           {8, 3, "6.1.192", "1,3,7", "", "QEMU TCG; fifo-sleepers=5-6; timerfd=0; posix-timers=7; tcp=2; storm=3; period=6ms absolute"},
-		"vm2-1node-isol-6.12-split-reads-old-event.txt":                         {2, 1, "6.12.118", "1", "", "QEMU TCG; fifo-sleepers=0; period=4.3ms; refused by the kernel: 460ms offline 1"},
-		"vm6-2node-isol-6.19-tick-bound-alone-pre-timer.txt":                    {6, 2, "6.19.14", "3-4", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=5; epoll=0-1; period=1.1ms"},
-		"vm5-4node-7.3-walk-stall-catches-up-within-skew.txt":                   {5, 4, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=3-4; period=1.4ms"},
-		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":     {8, 3, "7.3.4", "", "2-3,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; tcp=5-6; storm=3,7; period=7.6ms absolute"},
-		"vm2-1node-nohzfull-7.0-phantom-bucket-claimed-at-its-jiffy.txt":        {2, 1, "7.0.13", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; epoll=0; period=4.8ms absolute"},
-		"vm2-2node-7.3-round-entered-before-tied-activation.txt":                {2, 2, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=1; period=10ms"},
-		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":                 {6, 4, "6.12.118", "1-3", "", "QEMU TCG; PREEMPT_RT; epoll=3; storm=1; period=18.6ms absolute"},
-		"vm5-4node-nohzfull-6.12-cas-printed-after-two-walks.txt":               {5, 4, "6.12.118", "", "3", "QEMU TCG; fifo-sleepers=4; posix-timers=2; epoll=3; period=1.9ms"},
-		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt":         {7, 3, "7.2.13", "3-4", "3-4", "QEMU TCG; timerfd=2; posix-timers=4; period=2.7ms absolute"},
-		"vm16-2node-6.12-timer-due-not-run-through-end.txt":                     {16, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
-		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":         {8, 2, "7.0.13", "1-2", "3-4", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=5; posix-timers=2; epoll=0; tcp=3; storm=6; period=9.2ms"},
-		"vm7-3node-7.3-timer-due-not-run-through-end.txt":                       {7, 3, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=3; timerfd=0; posix-timers=4; epoll=5; storm=1; period=1.7ms absolute"},
-		"vm4-1node-nohzfull-7.0-expiry-ends-before-target-idles.txt":            {4, 1, "7.0.13", "", "1-3", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1-2; period=8.8ms absolute"},
-		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":       {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
+		"vm4-1node-isol-busy-sleeper-7.3-update-reads-later-cas.txt":               {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"kvm2-6.18-remote-target-woke-cut.txt":                                     {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
+		"vm4-1node-isol-busy-sleeper-7.3-round-before-claim.txt":                   {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt":                    {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
+		"kvm2-6.18-round-beside-unprinted-walk.txt":                                {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
+		"kvm2-6.18-update-beside-activation-ignore.txt":                            {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-idle-walk-beside-activation-ignore.txt":                         {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-round-entry-before-printed-cas.txt":                             {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-claim-printed-just-after-round.txt":                             {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-round-reads-wakeup-before-claim-reset.txt":                      {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":                       {7, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1; period=2.6ms"},
+		"vm11-1node-rt-6.19-activation-finds-bit-set.txt":                          {11, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=3-6; posix-timers=0,9; epoll=7; tcp=2; period=7.9ms"},
+		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":                      {10, 2, "6.19.14", "2-3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=7; epoll=1; period=8.4ms absolute"},
+		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":                 {3, 2, "6.19.14", "2", "2", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; period=19.8ms absolute"},
+		"vm3-1node-nohzfull-rt-7.0-tick-jiffy-bound.txt":                           {3, 1, "7.0.13", "", "1-2", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; timerfd=0; epoll=1; period=2.2ms absolute"},
+		"vm3-2node-nohzfull-6.12-local-first-beyond-end.txt":                       {3, 2, "6.12.118", "", "1", "QEMU TCG"},
+		"vm3-2node-6.12-parent-update-after-walk-update.txt":                       {3, 2, "6.12.118", "", "", "QEMU TCG; tcp=0; period=2.4ms absolute"},
+		"vm9-2node-rt-7.3-frozen-trace-clock.txt":                                  {9, 2, "7.3.4", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; timerfd=8; epoll=6; tcp=5; period=3.1ms absolute"},
+		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":                          {15, 2, "6.19.14", "3,5-8,12-14", "3,5-8,12-14", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; timerfd=5,12; posix-timers=3,7; epoll=0,10; tcp=6,13-14; storm=4; period=4.6ms"},
+		"vm4-3node-6.19-walk-stalls-between-levels.txt":                            {4, 3, "6.19.14", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=3; epoll=0; tcp=1; period=5.7ms"},
+		"vm3-2node-7.3-expiry-after-another-softirq-round.txt":                     {3, 2, "7.3.4", "", "", "QEMU TCG; period=7.8ms"},
+		"vm3-2node-7.3-round-skips-due-claimed-event.txt":                          {3, 2, "7.3.4", "", "", "QEMU TCG; period=7.8ms"},
+		"vm7-2node-rt-7.2-handler-idles-inside-callback.txt":                       {7, 2, "7.2.13", "4", "4-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2; posix-timers=5; tcp=6; period=1.7ms absolute"},
+		"vm4-2node-7.2-activation-above-stalled-deactivation.txt":                  {4, 2, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=0; timerfd=2; posix-timers=1; period=4.7ms"},
+		"vm3-3node-isol-rt-6.12-cpu-busy-and-idle-during-stall.txt":                {3, 3, "6.12.118", "1-2", "", "QEMU TCG; PREEMPT_RT; posix-timers=0; period=5.3ms"},
+		"vm7-4node-6.19-cas-printed-after-silence.txt":                             {7, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=5; epoll=1-2; period=6.8ms absolute"},
+		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt":            {4, 1, "7.3.4", "3", "3", "QEMU TCG; fifo-sleepers=3; tcp=2; period=1.3ms absolute"},
+		"vm7-4node-7.2-bridge-skips-op-that-does-not-fit.txt":                      {7, 4, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=3,5; posix-timers=4,6; period=7.3ms"},
+		"vm14-1node-rt-6.19-tie-order-not-printed.txt":                             {14, 1, "6.19.14", "", "9-11", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=5,9,13; posix-timers=7; tcp=12; storm=1,4,11; period=3.4ms absolute"},
+		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":                      {16, 2, "7.0.13", "", "1,3,6-7,10,12,14", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=7,11,13; timerfd=0,9,12; posix-timers=6; epoll=8; tcp=4,14; storm=3; period=1ms"},
+		"vm7-3node-6.12-update-reads-late-activations.txt":                         {7, 3, "6.12.118", "", "", "QEMU TCG; fifo-sleepers=0,6; posix-timers=1; period=2.9ms"},
+		"vm5-4node-rt-6.12-group-ignore-before-parent-cas.txt":                     {5, 4, "6.12.118", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=1; tcp=3; period=11ms"},
+		"vm3-3node-nohzfull-6.12-phantom-bucket-after-hotplug.txt":                 {3, 3, "6.12.118", "", "1-2", "QEMU TCG; storm=2; period=15.5ms absolute"},
+		"vm5-4node-isol-7.3-update-reads-child-reactivated.txt":                    {5, 4, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=4; epoll=2; period=1.1ms absolute"},
+		"vm6-4node-nohzfull-6.1-hrtimer-rearm-at-callback-exit.txt":                {6, 4, "6.1.192", "", "1-2", "QEMU TCG; timerfd=2; epoll=0; tcp=5; storm=1; period=8.4ms absolute"},
+		"vm4-4node-rt-6.19-jiffies-move-during-start.txt":                          {4, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=2-3; timerfd=0; period=2.1ms"},
+		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":                {5, 1, "6.1.192", "4", "", "QEMU TCG; timerfd=2-3; period=19.6ms"},
+		"vm4-1node-7.3-resumed-update-reads-later-activations.txt":                 {4, 1, "7.3.4", "", "", "QEMU TCG; posix-timers=2-3; period=2.3ms"},
+		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":                {6, 4, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; posix-timers=1; storm=2; period=4ms"},
+		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":                {5, 4, "7.2.13", "", "1-4", "QEMU TCG; fifo-sleepers=0-1; posix-timers=4; tcp=2; period=1.5ms"},
+		"vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt":           {8, 1, "7.2.13", "", "1,4,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2; epoll=6; period=19ms absolute"},
+		"vm2-2node-7.3-claim-reads-wakeup-before-round-write.txt":                  {2, 2, "7.3.4", "", "", "QEMU TCG; tcp=1; period=4.3ms absolute"},
+		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":            {4, 2, "6.19.14", "3", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=0; tcp=1; period=12.7ms"},
+		"vm5-4node-nohzfull-6.12-equal-expiry-queued-before-recording.txt":         {5, 4, "6.12.118", "", "1-2", "QEMU TCG; fifo-sleepers=0; timerfd=3; posix-timers=4; epoll=1; period=6.8ms absolute"},
+		"vm4-1node-7.0-round-entry-shown-by-wakeup.txt":                            {4, 1, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; period=12.9ms absolute"},
+		"kvm2-6.18-pipe-late-event-keeps-tie-order.txt":                            {2, 1, "6.18.44-fc-v1300", "", "", "tmigr record"},
+		"vm4-3node-7.0-inactive-reads-child-reactivated-after-update.txt":          {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
+		"vm4-3node-7.0-higher-level-prior-bridged-inside-walk.txt":                 {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; posix-timers=1; tcp=0,2; period=10.8ms absolute"},
+		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt":    {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
+		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":         {7, 3, "7.3.4", "", "1-5", "QEMU TCG; PREEMPT_RT; timerfd=5; tcp=4; period=1ms"},
+		"vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt":                   {5, 1, "6.12.118", "", "1-2,4", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; storm=0; period=2.3ms absolute"},
+		"vm8-3node-nohzfull-rt-7.0-phantom-bucket-run-by-remote-expiry.txt":        {8, 3, "7.0.13", "", "1,3,6", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=4-5; posix-timers=1; tcp=0,3,6; period=3.6ms absolute"},
+		"vm5-3node-nohzfull-6.1-wheel-rearm-while-callback-finishing.txt":          {5, 3, "6.1.192", "", "3", "QEMU TCG; posix-timers=4; epoll=2; tcp=3; period=3.8ms"},
+		"vm5-2node-nohzfull-rt-7.3-bucket-off-wheel-before-cancel.txt":             {5, 2, "7.3.4", "", "1-2,4", "QEMU TCG; PREEMPT_RT; tcp=2; period=3ms"},
+		"vm4-1node-isol-7.2-idle-snapshot-before-stall.txt":                        {4, 1, "7.2.13", "3", "", "QEMU TCG; tcp=2; storm=3; period=1.5ms"},
+		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":               {4, 1, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; posix-timers=2; epoll=1; tcp=3; period=13.7ms absolute"},
+		"vm4-4node-isol-nohzfull-rt-7.3-ops-after-tied-claim-wait.txt":             {4, 4, "7.3.4", "3", "1-3", "QEMU TCG; PREEMPT_RT; period=1.3ms"},
+		"vm4-3node-7.0-caught-up-walk-gives-unknown-prior.txt":                     {4, 3, "7.0.13", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=0,2; period=6.2ms absolute"},
+		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":                       {2, 1, "6.12.118", "1", "", "QEMU TCG; epoll=0-1; period=5.3ms absolute"},
+		"vm3-2node-isol-rt-6.12-interrupt-between-cancel-and-expiry.txt":           {3, 2, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; tcp=0,2; period=5.7ms"},
+		"vm3-2node-isol-rt-6.12-tick-bound-above-published-expiries.txt":           {3, 2, "6.12.118", "1", "", "QEMU TCG; PREEMPT_RT; tcp=0,2; period=5.7ms"},
+		"vm5-2node-isol-7.3-ignore-written-late.txt":                               {5, 2, "7.3.4", "2-4", "", "QEMU TCG; fifo-sleepers=0,3; period=3.8ms"},
+		"vm7-1node-6.12-first-transition-after-earlier-cas.txt":                    {7, 1, "6.12.118", "", "", "QEMU TCG; timerfd=2; posix-timers=5; tcp=3; period=17.7ms"},
+		"vm6-3node-rt-7.2-walk-cut-at-start.txt":                                   {6, 3, "7.2.13", "", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; timerfd=3; period=1ms"},
+		"vm5-4node-6.19-busy-cpu-in-by-group-bit.txt":                              {5, 4, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; epoll=1; storm=3; period=7.6ms absolute"},
+		"vm5-3node-isol-6.19-busy-cpu-in-by-group-bit.txt":                         {5, 3, "6.19.14", "2-4", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=0; posix-timers=2; period=1.5ms"},
+		"vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt":                {7, 3, "7.2.13", "4-6", "1-3,5", "QEMU TCG; PREEMPT_RT; timerfd=5; epoll=3; storm=4; period=3.2ms absolute"},
+		"vm8-1node-7.2-claim-before-activation-inside-walk.txt":                    {8, 1, "7.2.13", "", "", "QEMU TCG; fifo-sleepers=3; posix-timers=2; epoll=5; period=4.9ms absolute"},
+		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":                  {6, 3, "6.12.118", "2-3,5", "", "QEMU TCG; fifo-sleepers=3; epoll=0-2; period=17.4ms absolute"},
+		"vm7-3node-nohzfull-6.19-timer-pending-without-start.txt":                  {7, 3, "6.19.14", "", "2-3,5", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=4; timerfd=6; posix-timers=0; period=6.3ms"},
+		"vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt":                    {6, 4, "7.2.13", "2-3,5", "", "QEMU TCG; fifo-sleepers=1-2; posix-timers=0; epoll=5; tcp=4; storm=3; period=5.2ms absolute"},
+		"vm5-2node-7.2-clock-one-past-tick-before-start.txt":                       {5, 2, "7.2.13", "", "", "QEMU TCG; timerfd=1; tcp=3; storm=2,4; period=1.8ms absolute"},
+		"vm3-1node-isol-6.12-cas-printed-after-end.txt":                            {3, 1, "6.12.118", "2", "", "QEMU TCG; fifo-sleepers=0; posix-timers=1-2; period=1.3ms absolute"},
+		"vm2-2node-nohzfull-7.2-new-timer-walk-ends-remote-expiry.txt":             {2, 2, "7.2.13", "", "1", "QEMU TCG; period=7.4ms"},
+		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":              {8, 3, "6.1.192", "1,3,7", "", "QEMU TCG; fifo-sleepers=5-6; timerfd=0; posix-timers=7; tcp=2; storm=3; period=6ms absolute"},
+		"vm2-1node-isol-6.12-split-reads-old-event.txt":                            {2, 1, "6.12.118", "1", "", "QEMU TCG; fifo-sleepers=0; period=4.3ms; refused by the kernel: 460ms offline 1"},
+		"vm6-2node-isol-6.19-tick-bound-alone-pre-timer.txt":                       {6, 2, "6.19.14", "3-4", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; fifo-sleepers=5; epoll=0-1; period=1.1ms"},
+		"vm5-4node-7.3-walk-stall-catches-up-within-skew.txt":                      {5, 4, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=3-4; period=1.4ms"},
+		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":        {8, 3, "7.3.4", "", "2-3,6-7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; tcp=5-6; storm=3,7; period=7.6ms absolute"},
+		"vm2-1node-nohzfull-7.0-phantom-bucket-claimed-at-its-jiffy.txt":           {2, 1, "7.0.13", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; epoll=0; period=4.8ms absolute"},
+		"vm2-2node-7.3-round-entered-before-tied-activation.txt":                   {2, 2, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=1; period=10ms"},
+		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":                    {6, 4, "6.12.118", "1-3", "", "QEMU TCG; PREEMPT_RT; epoll=3; storm=1; period=18.6ms absolute"},
+		"vm5-4node-nohzfull-6.12-cas-printed-after-two-walks.txt":                  {5, 4, "6.12.118", "", "3", "QEMU TCG; fifo-sleepers=4; posix-timers=2; epoll=3; period=1.9ms"},
+		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt":            {7, 3, "7.2.13", "3-4", "3-4", "QEMU TCG; timerfd=2; posix-timers=4; period=2.7ms absolute"},
+		"vm16-2node-6.12-timer-due-not-run-through-end.txt":                        {16, 2, "6.12.118", "", "", "QEMU TCG; period=3ms"},
+		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":            {8, 2, "7.0.13", "1-2", "3-4", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=5; posix-timers=2; epoll=0; tcp=3; storm=6; period=9.2ms"},
+		"vm7-3node-7.3-timer-due-not-run-through-end.txt":                          {7, 3, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=3; timerfd=0; posix-timers=4; epoll=5; storm=1; period=1.7ms absolute"},
+		"vm4-1node-nohzfull-7.0-expiry-ends-before-target-idles.txt":               {4, 1, "7.0.13", "", "1-3", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1-2; period=8.8ms absolute"},
+		"vm5-1node-nohzfull-rt-6.12-window-moved-sleeper-first-seen-elsewhere.txt": {5, 1, "6.12.118", "", "1-2,4", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; storm=0; period=2.3ms absolute"},
+		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":          {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
-		"vm7-3node-7.3-timer-due-not-run-through-end.txt":                       1, // CPU 4, offline at 955 ms
-		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":             2, // CPUs 3 and 4, offline at the dump
-		"vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt":        2, // CPUs 1 and 5, offline at the dump, after the window
-		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":         1, // CPU 3, offline at the dump
-		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":                    1, // CPU 1, taken offline before the window
-		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":                   1, // CPU 9, the same
-		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":              1, // CPU 2, offline at the dump
-		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":                   1, // CPU 7, offline at the dump, after the window
-		"vm4-3node-6.19-walk-stalls-between-levels.txt":                         1, // CPU 3, offline at the dump, after the window
-		"vm7-4node-6.19-cas-printed-after-silence.txt":                          1, // CPU 6, offline at the dump, after the window
-		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":             1, // CPU 2, offline at the dump
-		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt": 1, // CPU 3, offline at the dump, after the window
-		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":      1, // CPU 3, taken offline before the window
-		"vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt":                2, // CPU 4 (in the window) and CPU 3 (after it)
-		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":            1, // CPU 2, taken offline in the window
-		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":     1, // CPU 6, offline at the dump, after the window
-		"vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt":                 1, // CPU 5, taken offline before the window
-		"vm5-2node-7.2-clock-one-past-tick-before-start.txt":                    1, // CPU 3, taken offline before the window
-		"vm2-2node-nohzfull-7.2-new-timer-walk-ends-remote-expiry.txt":          1, // CPU 1, offline at the dump
-		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":           1, // CPU 6, offline at the dump, after the window
+		"vm5-1node-nohzfull-rt-6.12-window-moved-sleeper-first-seen-elsewhere.txt": 2, // CPU 4 (in the window) and CPU 3 (after it)
+		"vm7-3node-7.3-timer-due-not-run-through-end.txt":                          1, // CPU 4, offline at 955 ms
+		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":                2, // CPUs 3 and 4, offline at the dump
+		"vm8-1node-nohzfull-rt-7.2-start-already-due-at-older-clock.txt":           2, // CPUs 1 and 5, offline at the dump, after the window
+		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":            1, // CPU 3, offline at the dump
+		"vm7-1node-mixed-7.0-deferrable-after-round-cut.txt":                       1, // CPU 1, taken offline before the window
+		"vm10-2node-isol-6.19-inactive-sees-child-active.txt":                      1, // CPU 9, the same
+		"vm3-2node-isol-nohzfull-6.19-round-reads-across-walk.txt":                 1, // CPU 2, offline at the dump
+		"vm16-2node-nohzfull-7.0-remote-bucket-off-wheel.txt":                      1, // CPU 7, offline at the dump, after the window
+		"vm4-3node-6.19-walk-stalls-between-levels.txt":                            1, // CPU 3, offline at the dump, after the window
+		"vm7-4node-6.19-cas-printed-after-silence.txt":                             1, // CPU 6, offline at the dump, after the window
+		"vm5-1node-isol-6.1-hrtimer-rearm-before-base-relocked.txt":                1, // CPU 2, offline at the dump
+		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt":    1, // CPU 3, offline at the dump, after the window
+		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":         1, // CPU 3, taken offline before the window
+		"vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt":                   2, // CPU 4 (in the window) and CPU 3 (after it)
+		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":               1, // CPU 2, taken offline in the window
+		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":        1, // CPU 6, offline at the dump, after the window
+		"vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt":                    1, // CPU 5, taken offline before the window
+		"vm5-2node-7.2-clock-one-past-tick-before-start.txt":                       1, // CPU 3, taken offline before the window
+		"vm2-2node-nohzfull-7.2-new-timer-walk-ends-remote-expiry.txt":             1, // CPU 1, offline at the dump
+		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":              1, // CPU 6, offline at the dump, after the window
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{

@@ -290,7 +290,14 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 			// The policies the task may have: the one the load tells, or
 			// any when it does not.
 			policies := []hrtimer.Policy{hrtimer.SchedOther, hrtimer.SchedFIFO}
-			if p, known := l.Policy(ev); known {
+			p, known := l.Policy(ev)
+			if _, seen := cpuOf[ev.PID]; !seen && !known && ev.Task == sleeperComm {
+				// A sleeper's thread first seen where the load tells
+				// no policy has moved there (a CPU taken offline):
+				// seen later on a sleeper CPU, it is not that CPU's.
+				cpuOf[ev.PID] = ev.CPU
+			}
+			if known {
 				if prev, moved := cpuOf[ev.PID]; moved && prev != ev.CPU {
 					dec.why = reasonTwoCPUs
 					c.undeterminedBy(dec.why)

@@ -387,3 +387,24 @@ func TestHrtimerSleeperMovedByOffline(t *testing.T) {
 		t.Errorf("without the offline: mismatches %+v, want one (%s)", c.Mismatches, c.Reasons())
 	}
 }
+
+// TestHrtimerMovedSleeperFirstSeenElsewhere: a window that begins after a
+// SCHED_FIFO sleeper's CPU began going offline shows its thread first on
+// CPU 0, which has no sleeper (no policy the load tells), then on CPU 1,
+// a SCHED_OTHER sleeper's CPU, starting HARD: it is the moved sleeper,
+// not CPU 1's, whatever the machine line's time of the offline says.
+// Without the sighting on CPU 0, the start breaks CPU 1's rule.
+func TestHrtimerMovedSleeperFirstSeenElsewhere(t *testing.T) {
+	const machine = "# machine: cpus=3 nodes=1 node-cpus=0-2 kernel=6.12.118 hz=250 cmdline=\"\" busy= sleepers=1-2 at=\"900ms offline 2\" (QEMU TCG; PREEMPT_RT; fifo-sleepers=2; period=2ms absolute)\n"
+	const start = "     tmigr-guest-150     [001] .....     1.000000: tracing_mark_write: tmigr-lab: start\n"
+	const elsewhere = "   tmigr-sleeper-200     [000] d..1.     1.050000: hrtimer_start: hrtimer=00000000000000a1 function=hrtimer_wakeup expires=1052000000 softexpires=1052000000 mode=ABS|HARD\n"
+	const moved = "   tmigr-sleeper-200     [001] d..1.     1.100000: hrtimer_start: hrtimer=00000000000000a2 function=hrtimer_wakeup expires=1102000000 softexpires=1102000000 mode=ABS|HARD\n"
+	c := checkHrtimerText(t, machine+start+elsewhere+moved)
+	if len(c.Mismatches) > 0 || c.UndeterminedReasons[whyTwoCPUs] != 1 {
+		t.Errorf("%d/%d matched (%s), mismatches %+v; want the start on CPU 1 undetermined", c.Matched, c.Checked, c.Reasons(), c.Mismatches)
+	}
+	c = checkHrtimerText(t, machine+start+moved)
+	if len(c.Mismatches) != 1 {
+		t.Errorf("without the sighting on CPU 0: mismatches %+v, want one (%s)", c.Mismatches, c.Reasons())
+	}
+}
