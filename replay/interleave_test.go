@@ -488,6 +488,11 @@ func TestRecordedOrders(t *testing.T) {
 		// awake, before line 141, and CPU 3's new timers (lines 159, 163)
 		// walk nothing.
 		{"expiry ends before target idles", "vm4-1node-nohzfull-7.0-expiry-ends-before-target-idles.txt", 90},
+		// CPU 0's round printed GRP0:0 (line 185) and then GRP1:0 (line
+		// 190); in between, CPU 4's whole deactivation (lines 186-189)
+		// queued GRP0:1's event, CPU 3's, in GRP1:0 (line 188), and the
+		// round claimed CPU 3 (line 191).
+		{"round reads after walk between levels", "vm5-2node-7.2-round-reads-after-walk-between-levels.txt", 160},
 		{"round entered before tied activation", "vm2-2node-7.3-round-entered-before-tied-activation.txt", 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

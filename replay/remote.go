@@ -1138,10 +1138,12 @@ func (r *replayer) roundBeforeTiedActivation(i int) int {
 
 // updateBeforeRead replays, before round rd's read of its level k's queue
 // (line li), the walk of another CPU whose event update of that group,
-// printed after li and before the round's next line, queued the event of
-// the CPU the round claims next: tmigr_handle_remote_up prints a level's
-// line before it takes the group's lock, and the update held it first
-// (7.2 kernel/time/timer_migration.c).
+// printed after the round's line for the level below (after li at level
+// 0) and before its next line after li, queued the event of the CPU the
+// round claims next: tmigr_handle_remote_up prints a level's line before
+// it takes the group's lock, and the update held it first (7.2
+// kernel/time/timer_migration.c). Replayed whole at its place in the
+// trace, the round would have read every level before that walk.
 func (r *replayer) updateBeforeRead(rd *round, k, li int) {
 	o := rd.o
 	end := -1
@@ -1162,6 +1164,10 @@ func (r *replayer) updateBeforeRead(rd *round, k, li int) {
 	if g == hier.NoGroup {
 		return
 	}
+	from := li
+	if k > 0 {
+		from = o.levels()[k-1]
+	}
 	busy := r.busyCPUs(o.cpu, len(r.ops))
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
 		p := r.ops[j]
@@ -1174,7 +1180,7 @@ func (r *replayer) updateBeforeRead(rd *round, k, li int) {
 		}
 		for _, u := range p.lines {
 			up, ok := r.ev[u].Data.(ftrace.TmigrUpdateEvents)
-			if !ok || u < li || up.ChildEvtCPU != claim.CPU || up.Child == 0 {
+			if !ok || u < from || up.ChildEvtCPU != claim.CPU || up.Child == 0 {
 				continue
 			}
 			if id, ok := r.gm.id(up.Group); ok && id == g {
