@@ -320,10 +320,12 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-1node-nohzfull-7.0-expiry-ends-before-target-idles.txt":               {4, 1, "7.0.13", "", "1-3", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; fifo-sleepers=1-2; period=8.8ms absolute"},
 		"vm5-1node-nohzfull-rt-6.12-window-moved-sleeper-first-seen-elsewhere.txt": {5, 1, "6.12.118", "", "1-2,4", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; storm=0; period=2.3ms absolute"},
 		"vm5-2node-7.2-round-reads-after-walk-between-levels.txt":                  {5, 2, "7.2.13", "", "", "QEMU TCG; posix-timers=4; period=2.4ms"},
+		"vm6-2node-nohzfull-rt-7.0-cas-printed-after-child-activation.txt":         {6, 2, "7.0.13", "", "4-5", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=0,5; timerfd=3; period=1.9ms"},
 		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":          {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
+		"vm6-2node-nohzfull-rt-7.0-cas-printed-after-child-activation.txt":         1, // CPU 2, offline at 837 ms
 		"vm5-1node-nohzfull-rt-6.12-window-moved-sleeper-first-seen-elsewhere.txt": 2, // CPU 4 (in the window) and CPU 3 (after it)
 		"vm7-3node-7.3-timer-due-not-run-through-end.txt":                          1, // CPU 4, offline at 955 ms
 		"vm5-4node-nohzfull-7.2-interrupt-inside-remote-expiry.txt":                2, // CPUs 3 and 4, offline at the dump

@@ -466,8 +466,10 @@ func (r *replayer) childKeptActive(cpu int, g hier.GroupID) {
 // walking CPU stalled between two levels of its walk (a vCPU descheduled),
 // and they ran meanwhile, each CPU's in its order. The transition's line is
 // printed right after its compare-and-swap, so its place among the other
-// CPUs' lines is the compare-and-swap's. Only operations whose transitions
-// start from the model's states are replayed so.
+// CPUs' lines is the compare-and-swap's, unless its state says otherwise:
+// a child's activation its deactivation did not see came after it (the
+// line printed late). Only operations whose transitions start from the
+// model's states are replayed so.
 func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 	if len(r.walks) == 0 {
 		return
@@ -477,10 +479,10 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 	if w.depth != r.depth || o.cpu != cpu || r.splitOf(o) != nil {
 		return
 	}
-	at := -1
+	at, child := -1, hier.NoGroup
 	for k, i := range o.groups {
 		if k > 0 && r.groupLine(i).id == g {
-			at = i
+			at, child = i, r.groupLine(o.groups[k-1]).id
 			break
 		}
 	}
@@ -488,6 +490,12 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 		return
 	}
 	ts := r.ev[at].TS
+	// A deactivation's transition that cleared its child's bit read the
+	// child idle (tmigr_inactive_up reads it again before its
+	// compare-and-swap): an activation of the child printed before it
+	// came after that read, its line however clearly earlier.
+	gl := r.groupLine(at)
+	readIdle := !gl.activate && gl.after.active&gl.childmask == 0
 	blocked := r.busyCPUs(cpu, len(r.ops))
 	for j := o.idx + 1; j < len(r.ops) && r.ops[j].key() < at; j++ {
 		p := r.ops[j]
@@ -495,7 +503,8 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 			continue
 		}
 		if p.kind != opActivate && p.kind != opDeactivate || r.ev[p.key()].TS >= ts-skewNS ||
-			r.changeDue(r.ev[p.key()].TS) || !r.fits(p, hier.NoGroup, r.m.current()) {
+			r.changeDue(r.ev[p.key()].TS) || !r.fits(p, hier.NoGroup, r.m.current()) ||
+			readIdle && r.activates(p, child) {
 			blocked[p.cpu] = true
 			continue
 		}
@@ -505,7 +514,6 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 	// where the state the transition read is still not the model's, the
 	// states say which of them came first: an operation whose
 	// transitions lead there ran before it (bridge).
-	gl := r.groupLine(at)
 	p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 	for tries := 0; tries < lookahead && !p.bad && !p.admits(r.m.state(g)); tries++ {
 		j := r.bridge(o, g, r.m.state(g), p.admits, true, at)
@@ -514,6 +522,16 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 		}
 		r.nest(j)
 	}
+}
+
+// activates reports whether operation p's transitions leave group g active.
+func (r *replayer) activates(p *op, g hier.GroupID) bool {
+	for _, i := range p.groups {
+		if gl := r.groupLine(i); gl.id == g && gl.activate {
+			return true
+		}
+	}
+	return false
 }
 
 // split replays operation j inside walk o up to its compare-and-swap of g:

@@ -493,6 +493,11 @@ func TestRecordedOrders(t *testing.T) {
 		// queued GRP0:1's event, CPU 3's, in GRP1:0 (line 188), and the
 		// round claimed CPU 3 (line 191).
 		{"round reads after walk between levels", "vm5-2node-7.2-round-reads-after-walk-between-levels.txt", 160},
+		// CPU 3's transition of GRP1:0 (line 1080, active=1) cleared
+		// GRP0:1's bit: it read GRP0:1 idle, before CPU 1's activation
+		// of it (line 1075), printed 41 us earlier, and CPU 1's
+		// transition of GRP1:0 (line 1076, active=3) came after it.
+		{"cas printed after child activation", "vm6-2node-nohzfull-rt-7.0-cas-printed-after-child-activation.txt", 190},
 		{"round entered before tied activation", "vm2-2node-7.3-round-entered-before-tied-activation.txt", 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
