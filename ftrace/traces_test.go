@@ -321,6 +321,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm5-1node-nohzfull-rt-6.12-window-moved-sleeper-first-seen-elsewhere.txt": {5, 1, "6.12.118", "", "1-2,4", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; storm=0; period=2.3ms absolute"},
 		"vm5-2node-7.2-round-reads-after-walk-between-levels.txt":                  {5, 2, "7.2.13", "", "", "QEMU TCG; posix-timers=4; period=2.4ms"},
 		"vm6-2node-nohzfull-rt-7.0-cas-printed-after-child-activation.txt":         {6, 2, "7.0.13", "", "4-5", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=0,5; timerfd=3; period=1.9ms"},
+		"vm6-4node-isol-nohzfull-6.19-claim-before-target-timer-runs.txt":          {6, 4, "6.19.14", "3-4", "4-5", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; timerfd=1; tcp=2,4; storm=3; period=3.3ms absolute"},
 		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":          {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
@@ -350,18 +351,19 @@ func TestRealTracesHeaders(t *testing.T) {
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{
-		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt": "1-2",
-		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt": "3-4",
-		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":     "1",
-		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt": "3",
-		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":               "3,5-8,12-14",
-		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt": "3",
-		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":            "1",
-		"vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt":     "4-6",
-		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":       "2-3,5",
-		"vm3-1node-isol-6.12-cas-printed-after-end.txt":                 "2",
-		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":   "1,3,7",
-		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":         "1-3",
+		"vm6-4node-isol-nohzfull-6.19-claim-before-target-timer-runs.txt": "3-4",
+		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":   "1-2",
+		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt":   "3-4",
+		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":       "1",
+		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":   "3",
+		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":                 "3,5-8,12-14",
+		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt":   "3",
+		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":              "1",
+		"vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt":       "4-6",
+		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":         "2-3,5",
+		"vm3-1node-isol-6.12-cas-printed-after-end.txt":                   "2",
+		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":     "1,3,7",
+		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":           "1-3",
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

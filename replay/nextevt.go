@@ -197,17 +197,24 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			// marked pending with no timer (wheel.Base.MigrateTo) goes
 			// with them, printing nothing.
 			if p.CPU >= 0 && p.CPU < s.CPUs && m.cpus[p.CPU].IsOnline() {
-				// tmigr_handle_remote_cpu claims only a CPU whose event
-				// is due at the round's now, and __run_timer_base reads
-				// jiffies after that snapshot: jiffies had reached the
-				// target's event, a bucket the trace may not bound.
 				j := lowest()
-				if b, ok := clk.jiffyOf(published[p.CPU]); ok && wheel.Before(j, b) {
-					j = b
-				}
 				pass := m.set.RunBase(p.CPU, cpu.BaseGlobal, cpu.Snapshot{J: j, M: clk.ns(j)})
 				for tm := pass.Next(); tm != nil; tm = pass.Next() {
 					remoteRun[tm] = true
+				}
+				// tmigr_handle_remote_cpu claims only a CPU whose event
+				// is due at the round's now, and __run_timer_base reads
+				// jiffies after that snapshot: jiffies had reached the
+				// target's event, a bucket the trace may not bound. Its
+				// run there collects the empty buckets up to it; a timer
+				// due by then leaves with its own lines, which may come
+				// after the target's next ones (the handler runs the base
+				// after the claim's line).
+				if b, ok := clk.jiffyOf(published[p.CPU]); ok && wheel.Before(j, b) && !dueBy(timers, p.CPU, b) {
+					pass := m.set.RunBase(p.CPU, cpu.BaseGlobal, cpu.Snapshot{J: b, M: clk.ns(b)})
+					for tm := pass.Next(); tm != nil; tm = pass.Next() {
+						remoteRun[tm] = true
+					}
 				}
 			}
 		case ftrace.Lost, ftrace.BufferStarted:
@@ -288,6 +295,17 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 		}
 	}
 	return c, m, nil
+}
+
+// dueBy reports whether a pending timer of CPU c's global base expires by
+// jiffy b.
+func dueBy(timers map[uint64]*wheel.Timer, c int, b uint64) bool {
+	for _, tm := range timers {
+		if tm.Pending() && tm.CPU() == c && tm.Flags()&(cpu.Pinned|cpu.Deferrable) == 0 && !wheel.After(tm.Expires(), b) {
+			return true
+		}
+	}
+	return false
 }
 
 // migrating reports whether the cancel at event i is migrate_timer_list's

@@ -372,6 +372,18 @@ func TestNextevtTimerDueNotRunThroughEnd(t *testing.T) {
 	}
 }
 
+// TestNextevtClaimBeforeTargetTimerRuns: CPU 0 claimed nohz_full CPU 5
+// (line 598), whose process_timeout was due at the event CPU 5 had handed
+// over (line 514); CPU 5 printed its next event again (line 604) before
+// CPU 0 ran the timer (line 607): the claim's line comes before the base
+// runs, and a timer due by the claimed jiffy leaves with its own lines.
+func TestNextevtClaimBeforeTargetTimerRuns(t *testing.T) {
+	c := nextevtWindow(t, "vm6-4node-isol-nohzfull-6.19-claim-before-target-timer-runs.txt")
+	if c.Matched < 50 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+}
+
 // TestNextevtBucketOffWheelBeforeCancel: a window of a 5-CPU 7.3
 // PREEMPT_RT guest where CPU 3's timer thread claimed nohz_full CPU 2
 // (line 980) and detached the first of two delack timers of one bucket
