@@ -87,7 +87,18 @@ func (o *op) roundOf() *roundLines {
 }
 
 func (o *op) first() int { return o.lines[0] }
-func (o *op) last() int  { return o.lines[len(o.lines)-1] }
+
+// lineAfter returns o's first line after event index i, or -1.
+func (o *op) lineAfter(i int) int {
+	for _, x := range o.lines {
+		if x > i {
+			return x
+		}
+	}
+	return -1
+}
+
+func (o *op) last() int { return o.lines[len(o.lines)-1] }
 
 // key is where the operation takes effect for the other CPUs: an
 // activation at its first group transition (tmigr_cpu_active is printed

@@ -594,12 +594,9 @@ func (r *replayer) expireRemote(handler, target int) {
 	}
 	// The window: up to the round's next line, or to the handler's next
 	// operation.
-	end := len(r.ev)
-	for _, i := range rd.o.lines {
-		if i > ti {
-			end = i
-			break
-		}
+	end := rd.o.lineAfter(ti)
+	if end < 0 {
+		end = len(r.ev)
 	}
 	own := map[int]bool{} // the handler's operations inside a callback
 	if end == len(r.ev) {
@@ -1013,13 +1010,7 @@ func (r *replayer) onRemote() {
 	}
 	r.bridgeRoundStop(rd, k, li)
 	r.updateBeforeRead(rd, k, li)
-	end := -1
-	for _, i := range rd.o.lines {
-		if i > li {
-			end = i
-			break
-		}
-	}
+	end := rd.o.lineAfter(li)
 	if end < 0 {
 		return
 	}
@@ -1146,13 +1137,7 @@ func (r *replayer) roundBeforeTiedActivation(i int) int {
 // trace, the round would have read every level before that walk.
 func (r *replayer) updateBeforeRead(rd *round, k, li int) {
 	o := rd.o
-	end := -1
-	for _, i := range o.lines {
-		if i > li {
-			end = i
-			break
-		}
-	}
+	end := o.lineAfter(li)
 	if end < 0 {
 		return
 	}
