@@ -534,6 +534,17 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		if !p.revealed {
 			earliest = clk.ns(p.atJ - 1)
 		}
+		if len(p.marked) > 0 {
+			// An empty bucket: it explains its own expiry, where it
+			// comes first.
+			for _, b := range p.marked {
+				if printed == clk.ns(b) && (model == cpu.KtimeMax || model > printed) {
+					cnt.undeterminedBy(p.why())
+					return
+				}
+			}
+			continue
+		}
 		switch {
 		case printed == cpu.KtimeMax && (model == cpu.KtimeMax || earliest <= model),
 			printed != cpu.KtimeMax && (p.revealed && printed == earliest || !p.revealed && printed >= earliest):
@@ -750,11 +761,43 @@ type preTimer struct {
 	bucket      uint64 // its bucket's expiry, if revealed (it expired)
 	revealed    bool
 	atJ         uint64 // not revealed: the jiffies when it was cancelled, at least
+	// marked: the bucket a hotplug migration of it left marked on the
+	// dead CPU, one of these (its level there is the arm's, unknown).
+	marked []uint64
+}
+
+// migratedUnseen returns, for the cancel at event i of a timer the trace
+// never showed started, the bucket it left marked where the cancel is
+// migrate_timer_list's (timers_dead_cpu: a CPU has left the hierarchy and
+// the cancelling CPU's next line starts the timer on its own base; only
+// global timers, neither pinned nor deferrable, are handed over as the
+// dead CPU's first event). detach_timer keeps the bucket's bit, and
+// timers_prepare_cpu keeps the bitmap (kernel/time/timer.c): back online,
+// the dead CPU may hand over that empty bucket's expiry, at whichever level
+// the timer had been queued when it was armed (calc_index).
+func migratedUnseen(evs []ftrace.Event, i int, tm uint64, left map[int]bool) (preTimer, bool) {
+	st, ok := nextOnCPU(evs, i).(ftrace.TimerStart)
+	if !ok || st.Timer != tm || st.CPU != evs[i].CPU || len(left) == 0 ||
+		st.FlagsUnknown || st.Flags&(ftrace.TimerPinned|ftrace.TimerDeferrable) != 0 {
+		return preTimer{}, false
+	}
+	dead := -1
+	if len(left) == 1 {
+		for c := range left {
+			dead = c
+		}
+	}
+	pt := preTimer{from: i, until: len(evs), cpu: dead}
+	for lvl := 0; lvl < wheel.DepthForHZ(1000); lvl++ {
+		s := wheel.LvlShift(lvl)
+		pt.marked = append(pt.marked, ((st.Expires>>s)+1)<<s)
+	}
+	return pt, true
 }
 
 // why is the reason of a decision the timer may explain.
 func (p *preTimer) why() reason {
-	if p.from >= 0 {
+	if p.from >= 0 && len(p.marked) == 0 {
 		return reasonStartMissing
 	}
 	return reasonArmedBefore
@@ -776,6 +819,7 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 	flagsOf := map[uint64][]int{} // timer -> its entries in out still waiting for a start's flags
 	detaching := map[uint64]int{} // timer -> index in out (-1: a started one), cancelled for the expiry that follows
 	var out []preTimer
+	left := map[int]bool{} // CPUs that left the hierarchy and have not come back
 	remote := NewRemoteExpiry(t.Events)
 	// unseen records a timer found pending with no start shown, at its
 	// line i; from is where it may have been started since.
@@ -794,6 +838,14 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 	for i, ev := range t.Events {
 		owner, _ := remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
+		case ftrace.TmigrCPUOffline:
+			left[p.CPU] = true
+		case ftrace.TmigrCPUUnavailable:
+			left[p.CPU] = true
+		case ftrace.TmigrCPUOnline:
+			delete(left, p.CPU)
+		case ftrace.TmigrCPUAvailable:
+			delete(left, p.CPU)
 		case ftrace.TimerStart:
 			if !p.FlagsUnknown {
 				// (A misread report's flags say nothing: it stays
@@ -823,6 +875,9 @@ func preexisting(t *Trace, clk *clock) []preTimer {
 						j = lo
 					}
 					unseen(p.Timer, i, preTimer{from: from, cpu: -1, atJ: j})
+					if m, ok := migratedUnseen(t.Events, i, p.Timer, left); ok {
+						out = append(out, m)
+					}
 				}
 			}
 			started[p.Timer] = false

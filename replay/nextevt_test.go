@@ -384,6 +384,27 @@ func TestNextevtClaimBeforeTargetTimerRuns(t *testing.T) {
 	}
 }
 
+// TestNextevtBucketOfUnseenTimerLeftByHotplug: CPU 3 went offline with a
+// delayed work armed before the recording; CPU 1 moved it (lines 196-197,
+// timers_dead_cpu), which left its bucket on CPU 3 marked, at level 1
+// (4294893832, from expires 4294893829). Back online, CPU 3 hands over that
+// empty bucket's expiry, 6140000000 (lines 805, 832 on): undetermined, the level
+// it was armed at not being in the recording. Pinned, the timer would not
+// have been handed over as a global event: its bucket explains nothing.
+func TestNextevtBucketOfUnseenTimerLeftByHotplug(t *testing.T) {
+	const file = "vm4-2node-isol-7.0-bucket-of-unseen-timer-left-by-hotplug.txt"
+	c := nextevtWindow(t, file)
+	if c.Matched < 40 {
+		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "5.872678: timer_start: timer=00000000fad7f8c2 ")
+	lines[at] = strings.Replace(lines[at], "flags=I", "flags=P|I", 1)
+	c = nextevtOf(t, lines)
+	if len(c.Mismatches) == 0 {
+		t.Errorf("with the moved timer pinned: no mismatch (%s)", c.Reasons())
+	}
+}
+
 // TestNextevtBucketOffWheelBeforeCancel: a window of a 5-CPU 7.3
 // PREEMPT_RT guest where CPU 3's timer thread claimed nohz_full CPU 2
 // (line 980) and detached the first of two delack timers of one bucket
