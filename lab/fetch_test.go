@@ -250,6 +250,25 @@ func TestDefaultTimeout(t *testing.T) {
 	}
 }
 
+// TestDumpTime: the dump's allowance grows with the buffers, and a spec's
+// default limit includes it, within the bound on one run.
+func TestDumpTime(t *testing.T) {
+	if got := DumpTime(4, 2048); got != 128*time.Second {
+		t.Errorf("DumpTime(4, 2048) = %v, want 2m8s", got)
+	}
+	if DumpTime(8, 2048) <= DumpTime(4, 2048) || DumpTime(4, 4096) <= DumpTime(4, 2048) {
+		t.Error("more vCPUs or larger buffers do not lengthen the dump's allowance")
+	}
+	s := Spec{CPUs: 4, Duration: 2 * time.Second}.withDefaults()
+	if s.Timeout < DumpTime(4, s.BufferKB)+time.Minute || s.Timeout > maxTimeout {
+		t.Errorf("default limit %v: want the dump's %v and a minute at least, %v at most", s.Timeout, DumpTime(4, s.BufferKB), maxTimeout)
+	}
+	e := &TimeoutError{Timeout: time.Minute, Stage: "dumping", Console: "c.log"}
+	if !strings.Contains(e.Error(), "dump") {
+		t.Errorf("a timeout while dumping says %q", e.Error())
+	}
+}
+
 func TestNaturalLess(t *testing.T) {
 	for _, tc := range []struct {
 		a, b string

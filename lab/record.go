@@ -28,8 +28,12 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("the guest did not finish within %v (last stage: %s); a guest of many vCPUs boots slowly under TCG on few host cores: raise the timeout. Console log: %s",
-		e.Timeout, e.Stage, e.Console)
+	why := "a guest of many vCPUs boots slowly under TCG on few host cores"
+	if e.Stage == "dumping" {
+		why = "a guest's dump of a full trace through its console is slow under TCG on a loaded host"
+	}
+	return fmt.Sprintf("the guest did not finish within %v (last stage: %s); %s: raise the timeout. Console log: %s",
+		e.Timeout, e.Stage, why, e.Console)
 }
 
 // Record boots a guest of the spec's shape under QEMU, records its timer

@@ -183,7 +183,7 @@ func (s Spec) withDefaults() Spec {
 		if s.ToolsDir != "" {
 			d += toolsDuration * time.Second
 		}
-		s.Timeout = DefaultTimeout(s.CPUs, d, hostNow())
+		s.Timeout = min(DefaultTimeout(s.CPUs, d, hostNow())+DumpTime(s.CPUs, s.BufferKB), maxTimeout)
 	}
 	switch {
 	case s.Retries == 0:
@@ -236,8 +236,25 @@ func DefaultTimeout(cpus int, d time.Duration, h HostLoad) time.Duration {
 	free := max(hostCPUs-h.Load/2, hostCPUs/4)
 	share := max(float64(cpus)/free, 1)
 	t := time.Minute + 2*d + time.Duration(float64(cpus)*share*float64(time.Second))
-	return min(t, 45*time.Minute).Round(time.Second)
+	return min(t, maxTimeout).Round(time.Second)
 }
+
+// maxTimeout bounds the limit on one QEMU run.
+const maxTimeout = 45 * time.Minute
+
+// DumpTime is what the limit on a QEMU run allows, beside DefaultTimeout,
+// for the guest to dump its trace: the whole of its buffers (cpus ×
+// bufKB KiB, their most) through the console at dumpRate, after the
+// kernel formats it and gzip packs it on one vCPU. A guest of 4 vCPUs
+// under a timer storm, PREEMPT_RT, took more than 70 s to dump on the
+// loaded 2-core VM (campaign 20261229, draw 36).
+func DumpTime(cpus, bufKB int) time.Duration {
+	return time.Duration(cpus*bufKB/dumpRate) * time.Second
+}
+
+// dumpRate is the KiB of trace buffer a guest dumps per second, at the
+// least, on a loaded 2-core host: erring long.
+const dumpRate = 64
 
 func defaultMemoryMB(cpus, bufKB, nodes int) int {
 	mb := max(256+cpus*8+cpus*2*bufKB/1024, 512)
