@@ -139,13 +139,6 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 	for k := range before {
 		before[k] = -1
 	}
-	// published is, per CPU, the next event it last handed the hierarchy
-	// (tmigr_cpu_idle, tmigr_cpu_new_timer_idle): a claim of it says the
-	// round's now had reached it.
-	published := make([]int64, s.CPUs)
-	for k := range published {
-		published[k] = hier.KtimeMax
-	}
 	for i, ev := range t.Events {
 		if ev.CPU >= 0 && ev.CPU < s.CPUs {
 			switch ev.Data.(type) {
@@ -210,7 +203,7 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 				// due by then leaves with its own lines, which may come
 				// after the target's next ones (the handler runs the base
 				// after the claim's line).
-				if b, ok := clk.jiffyOf(published[p.CPU]); ok && wheel.Before(j, b) && !dueBy(timers, p.CPU, b) {
+				if b, ok := clk.jiffyOf(runs.handedBefore(p.CPU, i)); ok && wheel.Before(j, b) && !dueBy(timers, p.CPU, b) {
 					pass := m.set.RunBase(p.CPU, cpu.BaseGlobal, cpu.Snapshot{J: b, M: clk.ns(b)})
 					for tm := pass.Next(); tm != nil; tm = pass.Next() {
 						remoteRun[tm] = true
@@ -271,9 +264,6 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 			} else {
 				q := p.(ftrace.TmigrCPUNewTimerIdle)
 				kind, c0, printed = hier.EvCPUNewTimerIdle, q.CPU, q.NextEvt
-			}
-			if c0 >= 0 && c0 < s.CPUs {
-				published[c0] = printed
 			}
 			// The snapshot's jiffies: nextevt does not depend on it once
 			// the next event is more than a jiffy away, which the kernel
@@ -634,6 +624,19 @@ func baseRunsOf(t *Trace, cpus int) *baseRuns {
 		}
 	}
 	return b
+}
+
+// handedBefore returns the event CPU c last handed over before event
+// index i (KtimeMax if none): a claim of it says the round's now had
+// reached it.
+func (b *baseRuns) handedBefore(c, i int) int64 {
+	if c < 0 || c >= len(b.handed) {
+		return hier.KtimeMax
+	}
+	if k := sort.SearchInts(b.handed[c], i); k > 0 {
+		return b.handedEvt[c][k-1]
+	}
+	return hier.KtimeMax
 }
 
 func (b *baseRuns) hand(i, c int, v int64, published []int64) {
