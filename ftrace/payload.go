@@ -120,6 +120,10 @@ type dec struct {
 	// syms, when set, gives the functions (%ps) decoded copies of their
 	// own, shared, rather than slices of the payload (see ReadAll).
 	syms *interner
+	// last is the tracepoint of the last event decoded: a recording's
+	// events come in runs of one name, and comparing the name with the
+	// table's own copy of it costs less than the table's map.
+	last *tracepoint
 }
 
 func (d *dec) reset(event, payload string) {
@@ -200,7 +204,7 @@ func (d *dec) at(key string) (val string, end int, ok bool) {
 	if bracket {
 		i++
 	}
-	if !strings.HasPrefix(p[i:], key) || i+len(key) >= len(p) || p[i+len(key)] != '=' {
+	if e := i + len(key); e >= len(p) || p[e] != '=' || p[i:e] != key {
 		return "", 0, false
 	}
 	vs := i + len(key) + 1

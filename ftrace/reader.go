@@ -336,8 +336,11 @@ func controlChar(b string) int {
 	)
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
-		w := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+		// One bounds check for the eight bytes, which the compiler then
+		// loads as one word.
+		c := b[i : i+8]
+		w := uint64(c[0]) | uint64(c[1])<<8 | uint64(c[2])<<16 | uint64(c[3])<<24 |
+			uint64(c[4])<<32 | uint64(c[5])<<40 | uint64(c[6])<<48 | uint64(c[7])<<56
 		// A byte below 0x20, or a byte equal to 0x7f (a zero byte of
 		// w^0x7f7f...); exact for bytes below 0x80, and bytes at or
 		// above 0x80 never match.

@@ -151,9 +151,12 @@ func decode(d *dec, name, payload string) (p Payload, known bool) {
 		// The marker's text is free: it is taken as it is.
 		return TracingMark{Text: payload}, true
 	}
-	t := byName[name]
-	if t == nil {
-		return nil, false
+	t := d.last
+	if t == nil || t.name != name {
+		if t = byName[name]; t == nil {
+			return nil, false
+		}
+		d.last = t
 	}
 	d.reset(name, payload)
 	p = t.fromText(t, d)
