@@ -38,8 +38,13 @@ func (b *Binding) Bind(ptr uint64, id hier.GroupID) *Conflict {
 	if b.toID == nil {
 		b.toID, b.toPtr = map[uint64]hier.GroupID{}, map[hier.GroupID]uint64{}
 	}
-	if old, ok := b.toID[ptr]; ok && old != id {
-		return &Conflict{Ptr: ptr, ID: id, Was: old}
+	if old, ok := b.toID[ptr]; ok {
+		if old != id {
+			return &Conflict{Ptr: ptr, ID: id, Was: old}
+		}
+		// Bound already: the two maps are only ever set together, so
+		// id names ptr too (a replay binds every line's pointers).
+		return nil
 	}
 	if old, ok := b.toPtr[id]; ok && old != ptr {
 		return &Conflict{Ptr: ptr, ID: id, Was: hier.NoGroup, WasPtr: old}

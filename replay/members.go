@@ -59,8 +59,14 @@ func (r *replayer) findMembers() []membership {
 		}
 		return false
 	}
-	// below caches the CPUs below each group.
-	below := map[hier.GroupID][]int{}
+	// below caches, for each group, the CPUs below it and the only one of
+	// them available in the model (-1 if none or several): the model does
+	// not change during the pass.
+	type kid struct {
+		cpus []int
+		only int
+	}
+	below := map[hier.GroupID]kid{}
 	for i, ev := range r.ev {
 		switch p := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
@@ -98,28 +104,27 @@ func (r *replayer) findMembers() []membership {
 			// model's kernel lets in (isolated CPUs are out from 6.19),
 			// is in.
 			for _, k := range n.Kids {
-				cs, ok := below[k]
+				kd, ok := below[k]
 				if !ok {
-					cs = r.topo.CPUsBelow(k)
-					below[k] = cs
-				}
-				if gl.after.active&r.topo.Info[k].Bit != 0 {
-					only := -1
-					for _, c := range cs {
+					kd = kid{cpus: r.topo.CPUsBelow(k), only: -1}
+					for _, c := range kd.cpus {
 						if r.m.h.CPU(c).Available {
-							if only >= 0 {
-								only = -1
+							if kd.only >= 0 {
+								kd.only = -1
 								break
 							}
-							only = c
+							kd.only = c
 						}
 					}
-					if only >= 0 && in(only, i) {
-						ms[only].inWhat = fmt.Sprintf("its group's bit in %s", fmtGroup(gl.id, gl.after))
+					below[k] = kd
+				}
+				if gl.after.active&r.topo.Info[k].Bit != 0 {
+					if kd.only >= 0 && in(kd.only, i) {
+						ms[kd.only].inWhat = fmt.Sprintf("its group's bit in %s", fmtGroup(gl.id, gl.after))
 					}
 					continue
 				}
-				for _, c := range cs {
+				for _, c := range kd.cpus {
 					if !stop[c] && ms[c].out < 0 {
 						ms[c].out = i
 					}
