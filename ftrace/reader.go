@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"strings"
+	"unsafe"
 
 	"github.com/tmigr/tmigr/cpumask"
 )
@@ -27,7 +28,6 @@ const MaxLineLen = 64 << 10
 // of the buffer they were read in, which stays alive as long as they do.
 type Reader struct {
 	src  io.Reader
-	buf  []byte // scratch for reading, reused
 	text string // the text read and not yet returned is text[pos:]
 	pos  int
 	eof  bool  // src is exhausted
@@ -215,10 +215,10 @@ const fillSize = 64 << 10
 // complete.
 func (r *Reader) fill() {
 	rest := r.text[r.pos:]
-	if need := len(rest) + fillSize; cap(r.buf) < need {
-		r.buf = make([]byte, 0, need)
-	}
-	b := append(r.buf[:0], rest...)
+	// A new buffer each time, never written once it is the text: the
+	// text is its bytes, not a copy of them (the lines, and what the
+	// events keep of them, are slices of it).
+	b := append(make([]byte, 0, len(rest)+fillSize), rest...)
 	start := len(b)
 	for empty := 0; len(b) < cap(b) && !r.eof && r.rerr == nil; {
 		n, err := r.src.Read(b[len(b):cap(b)])
@@ -246,9 +246,8 @@ func (r *Reader) fill() {
 		}
 	}
 	if len(b) > start || r.pos > 0 {
-		r.text, r.pos = string(b), 0
+		r.text, r.pos = unsafe.String(unsafe.SliceData(b), len(b)), 0
 	}
-	r.buf = b
 }
 
 // atEOF checks the file as a whole at its end.
