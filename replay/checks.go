@@ -30,6 +30,17 @@ type Input struct {
 	// Invariants runs the hierarchy's invariant checker in the tmigr
 	// check (TmigrOptions.Invariants).
 	Invariants bool
+
+	facts *facts // what the checks read alike, found once (factsOf)
+}
+
+// factsOf returns the facts of the trace in holds, found once for all the
+// checks run on in.
+func (in *Input) factsOf() *facts {
+	if in.facts == nil || in.facts.t != in.Trace {
+		in.facts = newFacts(in.Trace)
+	}
+	return in.facts
 }
 
 // CheckResult is the outcome of one check.
@@ -72,17 +83,22 @@ func (hrtimerCheck) Name() string   { return "hrtimer" }
 func (placementCheck) Name() string { return "placement" }
 
 func (wheelCheck) Run(in *Input) (*Counts, error) {
-	c := CheckWheel(in.Trace, in.Shape.HZ)
+	c := checkWheel(in.factsOf(), in.Shape.HZ)
 	return &c, nil
 }
 
 func (tmigrCheck) Run(in *Input) (*Counts, error) {
-	return onMachine(in, func(t *Trace, s Shape) (Counts, error) {
-		return CheckTmigrWith(t, s, TmigrOptions{Invariants: in.Invariants})
+	return onMachine(in, func(f *facts, s Shape) (Counts, error) {
+		return checkTmigr(f, s, TmigrOptions{Invariants: in.Invariants})
 	})
 }
 
-func (nextevtCheck) Run(in *Input) (*Counts, error) { return onMachine(in, CheckNextevt) }
+func (nextevtCheck) Run(in *Input) (*Counts, error) {
+	return onMachine(in, func(f *facts, s Shape) (Counts, error) {
+		c, _, err := runNextevt(f, s)
+		return c, err
+	})
+}
 
 func (hrtimerCheck) Run(in *Input) (*Counts, error) {
 	var l Load
@@ -95,15 +111,15 @@ func (hrtimerCheck) Run(in *Input) (*Counts, error) {
 	return CheckHrtimer(in.Trace, l)
 }
 
-func (placementCheck) Run(in *Input) (*Counts, error) { return onMachine(in, CheckPlacement) }
+func (placementCheck) Run(in *Input) (*Counts, error) { return onMachine(in, checkPlacement) }
 
 // onMachine runs a check of the machine the trace was recorded on, which
 // fails where the trace and Options do not tell the machine.
-func onMachine(in *Input, check func(*Trace, Shape) (Counts, error)) (*Counts, error) {
+func onMachine(in *Input, check func(*facts, Shape) (Counts, error)) (*Counts, error) {
 	if in.ShapeErr != nil {
 		return nil, in.ShapeErr
 	}
-	c, err := check(in.Trace, in.Shape)
+	c, err := check(in.factsOf(), in.Shape)
 	return &c, err
 }
 

@@ -100,10 +100,13 @@ func (c *clock) jiffyOf(v int64) (uint64, bool) {
 	return uint64((v - c.off) / c.tick), true
 }
 
-func newClock(t *Trace, hz int) *clock {
+func newClock(t *Trace, hz int) *clock { return buildClock(t, hz, NewRemoteExpiry(t.Events)) }
+
+// buildClock is newClock, reading whose timers each expiry runs with
+// remote, fresh.
+func buildClock(t *Trace, hz int, remote *RemoteExpiry) *clock {
 	c := &clock{tick: tickNS(hz), events: t.Events, perCPU: map[int][]jobs{}}
 	wq := newQueue() // the timers pending, and their buckets
-	remote := NewRemoteExpiry(t.Events)
 	// votes counts, for each value of off, the distinct observations that
 	// give it: a CPU that publishes the same expiry with the same first
 	// timer again and again proves no more than it did once.

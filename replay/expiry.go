@@ -58,7 +58,19 @@ type remoteCtx struct {
 // NewRemoteExpiry returns a RemoteExpiry for the trace events, which
 // Observe is then given one by one, by address.
 func NewRemoteExpiry(events []ftrace.Event) *RemoteExpiry {
-	r := &RemoteExpiry{ctx: map[int]remoteCtx{}, where: map[uint64]int{}, local: map[*ftrace.Event]bool{}}
+	return newRemoteExpiry(localExpiries(events))
+}
+
+// newRemoteExpiry returns a RemoteExpiry whose rule 3 takes the expiries
+// local holds as local; it only reads local.
+func newRemoteExpiry(local map[*ftrace.Event]bool) *RemoteExpiry {
+	return &RemoteExpiry{ctx: map[int]remoteCtx{}, where: map[uint64]int{}, local: local}
+}
+
+// localExpiries finds the expiries of rule 3, whose timer's next start
+// shows it pinned or deferrable, by the address of their event.
+func localExpiries(events []ftrace.Event) map[*ftrace.Event]bool {
+	local := map[*ftrace.Event]bool{}
 	next := map[uint64]ftrace.TimerFlags{} // timer -> the flags of its next start
 	for i := len(events) - 1; i >= 0; i-- {
 		switch d := events[i].Data.(type) {
@@ -68,11 +80,11 @@ func NewRemoteExpiry(events []ftrace.Event) *RemoteExpiry {
 			next[d.Timer] = d.Flags
 		case ftrace.TimerExpireEntry:
 			if f, ok := next[d.Timer]; ok && f&(ftrace.TimerPinned|ftrace.TimerDeferrable) != 0 {
-				r.local[&events[i]] = true
+				local[&events[i]] = true
 			}
 		}
 	}
-	return r
+	return local
 }
 
 // Observe takes the trace's next event (events in trace order). For a

@@ -92,12 +92,13 @@ const (
 
 // CheckNextevt runs the nextevt check over a trace of the machine s.
 func CheckNextevt(t *Trace, s Shape) (Counts, error) {
-	c, _, err := runNextevt(t, s)
+	c, _, err := runNextevt(newFacts(t), s)
 	return c, err
 }
 
 // runNextevt is CheckNextevt, returning the machine it drove as well.
-func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
+func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
+	t := f.t
 	var c Counts
 	if s.CPUs <= 0 {
 		return c, nil, fmt.Errorf("the trace does not say how many CPUs the machine has; give it with --cpus")
@@ -105,14 +106,14 @@ func runNextevt(t *Trace, s Shape) (Counts, *idleMachine, error) {
 	if s.CPUs >= cpumask.MaxCPUs {
 		return c, nil, fmt.Errorf("the nextevt check models at most %d CPUs, not %d", cpumask.MaxCPUs-1, s.CPUs)
 	}
-	clk := newClock(t, s.HZ)
+	clk := f.clock(s.HZ)
 	start := firstJiffies(t)
 	m, err := newIdleMachine(s, clk, start)
 	if err != nil {
 		return c, nil, err
 	}
 	set := m.set
-	pre := preexisting(t, clk)
+	pre := f.preexisting(clk)
 	runs := baseRunsOf(t, s.CPUs)
 	end := lastJiffies(t)
 	timers := map[uint64]*wheel.Timer{}
@@ -817,13 +818,18 @@ func (p *preTimer) mayHold(i, cpu int) bool {
 // it sat on; the next start of the same timer tells whether it is
 // deferrable (the flags stay with the timer).
 func preexisting(t *Trace, clk *clock) []preTimer {
+	return preexistingWith(t, clk, NewRemoteExpiry(t.Events))
+}
+
+// preexistingWith is preexisting, reading whose timers each expiry runs
+// with remote, fresh.
+func preexistingWith(t *Trace, clk *clock, remote *RemoteExpiry) []preTimer {
 	started := map[uint64]bool{}  // on the wheel by a start the trace shows
 	ended := map[uint64]int{}     // timer -> the line that took it off the wheel; no start since
 	flagsOf := map[uint64][]int{} // timer -> its entries in out still waiting for a start's flags
 	detaching := map[uint64]int{} // timer -> index in out (-1: a started one), cancelled for the expiry that follows
 	var out []preTimer
 	left := map[int]bool{} // CPUs that left the hierarchy and have not come back
-	remote := NewRemoteExpiry(t.Events)
 	// unseen records a timer found pending with no start shown, at its
 	// line i; from is where it may have been started since.
 	unseen := func(tm uint64, i int, pt preTimer) int {

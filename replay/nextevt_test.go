@@ -16,7 +16,7 @@ func TestNextevtRecordings(t *testing.T) {
 	matched := 0
 	for _, f := range traceFiles(t) {
 		tr, s := readTrace(t, f)
-		c, im, err := runNextevt(tr, s)
+		c, im, err := runNextevt(newFacts(tr), s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -160,7 +160,10 @@ func (p *placer) wheelRule(a int, ev ftrace.Event, d ftrace.TimerStart) (cpumask
 }
 
 // CheckPlacement runs the placement check over a trace of machine s.
-func CheckPlacement(t *Trace, s Shape) (Counts, error) {
+func CheckPlacement(t *Trace, s Shape) (Counts, error) { return checkPlacement(newFacts(t), s) }
+
+func checkPlacement(f *facts, s Shape) (Counts, error) {
+	t := f.t
 	var c Counts
 	km, err := s.model()
 	if err != nil {
@@ -180,7 +183,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) {
 	}
 	lost := map[int]bool{}
 	// The wheel: which timer runs its callback where, and on whose base.
-	remote := NewRemoteExpiry(t.Events)
+	remote := f.remoteExpiry()
 	running := map[uint64]int{}
 	// hrtimers: the start waiting for its expiry, and the ones running.
 	type hstart struct {

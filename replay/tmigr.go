@@ -49,6 +49,11 @@ type TmigrOptions struct {
 
 // CheckTmigrWith is CheckTmigr with options.
 func CheckTmigrWith(t *Trace, s Shape, o TmigrOptions) (Counts, error) {
+	return checkTmigr(newFacts(t), s, o)
+}
+
+func checkTmigr(f *facts, s Shape, o TmigrOptions) (Counts, error) {
+	t := f.t
 	km, err := s.model()
 	if err != nil {
 		return Counts{}, err
@@ -60,7 +65,7 @@ func CheckTmigrWith(t *Trace, s Shape, o TmigrOptions) (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
-	r, err := newReplayer(t, s, opts)
+	r, err := newReplayer(f, s, opts)
 	if err != nil {
 		return Counts{}, err
 	}
@@ -87,7 +92,8 @@ func noHierarchy(t *Trace) Counts {
 	return c
 }
 
-func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
+func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
+	t := f.t
 	r := &replayer{ev: t.Events, rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy},
 		knowledge: knowledge{gk: map[hier.GroupID]reason{}, gev: map[hier.GroupID]reason{}, seen: map[hier.GroupID]bool{}}}
 	km, err := s.model()
@@ -132,7 +138,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	r.ops = splitOps(t.Events)
 	r.done = make([]bool, len(r.ops))
 	r.walked = make([]bool, len(r.ops))
-	r.clk = newClock(t, s.HZ)
+	r.clk = f.clock(s.HZ)
 	r.gm = mapGroups(t, r.topo, r.ops)
 	if r.gm.err != nil {
 		r.c.mismatch(*r.gm.err)
@@ -153,7 +159,7 @@ func newReplayer(t *Trace, s Shape, opts hier.Options) (*replayer, error) {
 	}
 	r.findOpaque()
 	r.findLost()
-	r.wheel = wheelNext(t.Events, r.ops, preexisting(t, r.clk), r.clk, r.boot, lastJiffies(t))
+	r.wheel = wheelNext(t.Events, r.ops, f.preexisting(r.clk), r.clk, r.boot, lastJiffies(t))
 	if r.boot {
 		// Everything is known: no group is active, no CPU has an event or
 		// a wakeup, and the groups' first transitions start from that.

@@ -143,7 +143,7 @@ func TestTmigrUntracedCPU(t *testing.T) {
 		}
 		s, _ := shapeOf(tr, Options{})
 		opts, _ := s.hierOptions()
-		r, err := newReplayer(tr, s, opts)
+		r, err := newReplayer(newFacts(tr), s, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -129,7 +129,10 @@ type timerInfo struct {
 }
 
 // CheckWheel runs the wheel check over a trace recorded at hz.
-func CheckWheel(t *Trace, hz int) Counts {
+func CheckWheel(t *Trace, hz int) Counts { return checkWheel(newFacts(t), hz) }
+
+func checkWheel(f *facts, hz int) Counts {
+	t := f.t
 	depth := wheel.DepthForHZ(hz)
 	var c Counts
 	bases := map[baseKey]*wheelBase{}
@@ -152,7 +155,7 @@ func CheckWheel(t *Trace, hz int) Counts {
 	// remote[cpu] the CPU whose global timers it is expiring remotely.
 	running := map[int]baseKey{}
 	runningTimer := map[int]uint64{}
-	remote := NewRemoteExpiry(t.Events)
+	remote := f.remoteExpiry()
 	seen := newSeenJiffies()
 	strayCancels := 0 // cancels of timers of unknown base and bucket
 	startJ := firstJiffies(t)

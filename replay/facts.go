@@ -1,0 +1,54 @@
+package replay
+
+import "github.com/tmigr/tmigr/ftrace"
+
+// facts are what several checks of one trace read alike, each a pass over
+// the whole recording: the expiries RemoteExpiry's rule 3 makes local (the
+// clock, the preexisting timers, the wheel and placement checks), the
+// jiffies clock (the tmigr and nextevt checks) and the timers pending
+// before the recording. Run finds each once for all its checks
+// (Input.facts); a check called alone finds its own. A fact, once found,
+// is only read.
+type facts struct {
+	t      *Trace
+	local  map[*ftrace.Event]bool // nil until asked for
+	clocks map[int]*clock         // by HZ
+	pre    map[*clock][]preTimer
+}
+
+func newFacts(t *Trace) *facts { return &facts{t: t} }
+
+// remoteExpiry returns a RemoteExpiry for the trace's events.
+func (f *facts) remoteExpiry() *RemoteExpiry {
+	if f.local == nil {
+		f.local = localExpiries(f.t.Events)
+	}
+	return newRemoteExpiry(f.local)
+}
+
+// clock returns the trace's jiffies clock at hz.
+func (f *facts) clock(hz int) *clock {
+	c := f.clocks[hz]
+	if c == nil {
+		c = buildClock(f.t, hz, f.remoteExpiry())
+		if f.clocks == nil {
+			f.clocks = map[int]*clock{}
+		}
+		f.clocks[hz] = c
+	}
+	return c
+}
+
+// preexisting returns the timers pending before the recording, as clk
+// reads them (see preexisting).
+func (f *facts) preexisting(clk *clock) []preTimer {
+	p, ok := f.pre[clk]
+	if !ok {
+		p = preexistingWith(f.t, clk, f.remoteExpiry())
+		if f.pre == nil {
+			f.pre = map[*clock][]preTimer{}
+		}
+		f.pre[clk] = p
+	}
+	return p
+}
