@@ -134,6 +134,9 @@ func Run(t *Trace, o Options) (*Result, error) {
 		// An event of a CPU the machine does not have would be dropped
 		// by the checks without a word.
 		for _, ev := range t.Events {
+			if ev.CPU < 0 {
+				return nil, fmt.Errorf("line %d: an event of CPU %d", ev.Line, ev.CPU)
+			}
 			if ev.CPU >= in.Shape.CPUs {
 				return nil, fmt.Errorf("line %d: an event of CPU %d, beyond the machine's CPUs 0-%d: give its possible CPUs with --cpus", ev.Line, ev.CPU, in.Shape.CPUs-1)
 			}

@@ -28,6 +28,13 @@ type groupMap struct {
 	topo *groups.Tree
 	b    groups.Binding
 	err  *Mismatch // the first contradiction
+	// hot holds pointers id found bound, by a hash of the pointer: the
+	// replay looks a group's pointer up for nearly every line it reads,
+	// and a pointer once bound stays bound to its group.
+	hot [64]struct {
+		ptr uint64
+		id  hier.GroupID
+	}
 }
 
 func (m *groupMap) bind(line int, ptr uint64, id hier.GroupID, what string) {
@@ -67,7 +74,15 @@ func (m *groupMap) id(ptr uint64) (hier.GroupID, bool) {
 	if ptr == 0 {
 		return hier.NoGroup, true
 	}
-	return m.b.ID(ptr)
+	h := &m.hot[(ptr^ptr>>6^ptr>>12)%uint64(len(m.hot))]
+	if h.ptr == ptr {
+		return h.id, true
+	}
+	id, ok := m.b.ID(ptr)
+	if ok {
+		h.ptr, h.id = ptr, id
+	}
+	return id, ok
 }
 
 // mapGroups binds every group pointer of the trace's operations.

@@ -132,16 +132,20 @@ func (r *replayer) volatile() {
 // the events were lost after its previous one. Until its next line the
 // CPU may have done anything at any moment, as an untraced CPU.
 func (r *replayer) findLost() {
-	last := map[int]int{}
+	// last is each CPU's last line, 0 before its first (a slice: it is
+	// written for every line).
+	last := make([]int, r.topo.NCPUs)
 	var pending []struct{ cpu, from int }
 	for i, ev := range r.ev {
+		if ev.CPU < 0 {
+			continue // no reader makes one (Run refuses it)
+		}
+		if ev.CPU >= len(last) {
+			last = append(last, make([]int, ev.CPU+1-len(last))...)
+		}
 		switch ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
-			from := 0
-			if l, ok := last[ev.CPU]; ok {
-				from = l
-			}
-			pending = append(pending, struct{ cpu, from int }{ev.CPU, from})
+			pending = append(pending, struct{ cpu, from int }{ev.CPU, last[ev.CPU]})
 			continue
 		}
 		for k := 0; k < len(pending); k++ {
