@@ -108,7 +108,7 @@ func (hrtimerCheck) Run(in *Input) (*Counts, error) {
 			return nil, err
 		}
 	}
-	return CheckHrtimer(in.Trace, l)
+	return checkHrtimer(in.factsOf(), l)
 }
 
 func (placementCheck) Run(in *Input) (*Counts, error) { return onMachine(in, checkPlacement) }

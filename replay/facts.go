@@ -5,15 +5,36 @@ import "github.com/tmigr/tmigr/ftrace"
 // facts are what several checks of one trace read alike, each a pass over
 // the whole recording: the expiries RemoteExpiry's rule 3 makes local (the
 // clock, the preexisting timers, the wheel and placement checks), the
-// jiffies clock (the tmigr and nextevt checks) and the timers pending
-// before the recording. Run finds each once for all its checks
-// (Input.facts); a check called alone finds its own. A fact, once found,
-// is only read.
+// jiffies clock and the last jiffies (the tmigr and nextevt checks), the
+// timers pending before the recording, and when the machine's changes
+// start (the hrtimer and placement checks). Run finds each once for all
+// its checks (Input.facts); a check called alone finds its own. A fact,
+// once found, is only read.
 type facts struct {
 	t      *Trace
 	local  map[*ftrace.Event]bool // nil until asked for
 	clocks map[int]*clock         // by HZ
 	pre    map[*clock][]preTimer
+
+	lastJ               uint64 // lastJiffies
+	changes             int64  // ChangesStart
+	hasLastJ, hasChange bool
+}
+
+// lastJiffies returns lastJiffies(f.t).
+func (f *facts) lastJiffies() uint64 {
+	if !f.hasLastJ {
+		f.lastJ, f.hasLastJ = lastJiffies(f.t), true
+	}
+	return f.lastJ
+}
+
+// changesStart returns ChangesStart(f.t.Events).
+func (f *facts) changesStart() int64 {
+	if !f.hasChange {
+		f.changes, f.hasChange = ChangesStart(f.t.Events), true
+	}
+	return f.changes
 }
 
 func newFacts(t *Trace) *facts { return &facts{t: t} }

@@ -214,7 +214,10 @@ func (l *Load) movedHere(cpu int, p hrtimer.Policy, ts, base int64, firstSeen in
 // against package hrtimer's sleeper rule (hrtimer.SleepersByPolicy) for the
 // kernel the trace is of; see the comment at the top of this file. It
 // returns nil when the trace holds no sleeper start.
-func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
+func CheckHrtimer(t *Trace, l Load) (*Counts, error) { return checkHrtimer(newFacts(t), l) }
+
+func checkHrtimer(f *facts, l Load) (*Counts, error) {
+	t := f.t
 	rt := l.preemptRT(t)
 	sleptOn := map[int]int{} // a CPU's first guest thread that slept there
 	for i := range t.Events {
@@ -254,7 +257,7 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) {
 	pending := map[uint64]*sleeperDecision{}
 	cpuOf := map[int]int{}       // a sleeper task's CPU, by pid
 	firstSeen := map[int]int64{} // when a sleeper task first slept, by pid
-	changesAt := ChangesStart(t.Events)
+	changesAt := f.changesStart()
 	lost := map[int]bool{} // CPUs whose buffer lost events
 	for i := range t.Events {
 		ev := &t.Events[i]

@@ -115,7 +115,7 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 	set := m.set
 	pre := f.preexisting(clk)
 	runs := baseRunsOf(t, s.CPUs)
-	end := lastJiffies(t)
+	end := f.lastJiffies()
 	timers := map[uint64]*wheel.Timer{}
 	// remoteRun holds the timers a remote expiry ran in the model until
 	// their expiry lines come: one re-armed before is one the kernel's

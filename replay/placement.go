@@ -175,7 +175,7 @@ func checkPlacement(f *facts, s Shape) (Counts, error) {
 	}
 	all := cpumask.Range(0, s.CPUs-1)
 	hk := all.AndNot(iso.NohzFull) // HK_TYPE_TIMER
-	p := placer{km: km, hk: hk, domains: all.AndNot(iso.Domain), start: ChangesStart(t.Events)}
+	p := placer{km: km, hk: hk, domains: all.AndNot(iso.Domain), start: f.changesStart()}
 	for _, ch := range s.At {
 		if ch.Kind == ftrace.ChangeTimerMigration {
 			p.sysctl = append(p.sysctl, ch)

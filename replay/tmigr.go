@@ -159,7 +159,7 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 	}
 	r.findOpaque()
 	r.findLost()
-	r.wheel = wheelNext(t.Events, r.ops, f.preexisting(r.clk), r.clk, r.boot, lastJiffies(t))
+	r.wheel = wheelNext(t.Events, r.ops, f.preexisting(r.clk), r.clk, r.boot, f.lastJiffies())
 	if r.boot {
 		// Everything is known: no group is active, no CPU has an event or
 		// a wakeup, and the groups' first transitions start from that.
