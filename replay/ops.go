@@ -114,26 +114,55 @@ func (o *op) key() int {
 
 // splitOps groups the tmigr lines of a trace into operations, ordered by
 // their key.
+//
+// It makes two passes: the first finds which operation each line joins
+// and in which of its lists, counting their lengths; the second fills the
+// lists, each made at its exact size in one array for all (a recording
+// holds an operation for every few lines, all kept to the end, and lists
+// grown a line at a time would leave their copies behind).
 func splitOps(events []ftrace.Event) []*op {
-	var ops []*op
-	cur := map[int]*op{} // per CPU, the operation its lines go to
-	// The operations are allocated in blocks (a recording holds one for
-	// every few lines, all kept to the end).
+	var ops []*op // in the order they start
+	var sizes opSizesTab
+	owner := make([]int32, len(events)) // the operation a line joins, by its place in ops, +1; 0: none
+	roles := make([]lineRole, len(events))
+	var cur, round []*op // per CPU: the operation its lines go to; its last round (below)
+	at := func(l []*op, cpu int) *op {
+		if cpu < 0 || cpu >= len(l) {
+			return nil
+		}
+		return l[cpu]
+	}
+	set := func(l *[]*op, cpu int, o *op) {
+		if cpu < 0 {
+			return // no reader makes one (Run refuses it)
+		}
+		for cpu >= len(*l) {
+			*l = append(*l, nil)
+		}
+		(*l)[cpu] = o
+	}
+	// The operations are allocated in blocks.
 	var block []op
-	start := func(kind opKind, cpu, i int) *op {
+	add := func(o *op, i int, role lineRole) {
+		owner[i], roles[i] = int32(o.idx+1), role
+		sizes.at(o.idx).add(role, i)
+	}
+	start := func(kind opKind, cpu, i int, role lineRole) *op {
 		if len(block) == cap(block) {
 			block = make([]op, 0, opBlock)
 		}
-		block = append(block, op{kind: kind, cpu: cpu, lines: []int{i}})
+		block = append(block, op{kind: kind, cpu: cpu, idx: len(ops)})
 		o := &block[len(block)-1]
 		ops = append(ops, o)
-		cur[cpu] = o
+		sizes.grow()
+		add(o, i, role)
+		set(&cur, cpu, o)
 		return o
 	}
 	// open reports whether cpu's current operation is of kind and still
 	// takes lines.
 	open := func(cpu int, kinds ...opKind) *op {
-		o := cur[cpu]
+		o := at(cur, cpu)
 		if o == nil || o.closed {
 			return nil
 		}
@@ -144,13 +173,13 @@ func splitOps(events []ftrace.Event) []*op {
 		}
 		return nil
 	}
-	// join adds line i to o, or starts an operation of kind with it when
-	// there is no o to join.
-	join := func(o *op, kind opKind, cpu, i int) *op {
+	// join adds line i to o in role, or starts an operation of kind with
+	// it when there is no o to join.
+	join := func(o *op, kind opKind, cpu, i int, role lineRole) *op {
 		if o == nil {
-			return start(kind, cpu, i)
+			return start(kind, cpu, i, role)
 		}
-		o.lines = append(o.lines, i)
+		add(o, i, role)
 		return o
 	}
 	// round is, per CPU, its last round while only activations and
@@ -159,76 +188,69 @@ func splitOps(events []ftrace.Event) []*op {
 	// interrupt's exit inside the round may stop or restart the tick, and
 	// so deactivate or activate the CPU, before the round goes on a level
 	// up (tick_irq_exit, kernel/softirq.c).
-	round := map[int]*op{}
 	for i, ev := range events {
 		cpu := ev.CPU
 		switch ev.Data.(type) {
 		case ftrace.TmigrCPUNewTimer, ftrace.TmigrCPUNewTimerIdle, ftrace.TmigrHandleRemoteCPU,
 			ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOffline,
 			ftrace.Lost, ftrace.BufferStarted:
-			if cur[cpu] != round[cpu] {
-				delete(round, cpu) // the round is over
+			if at(cur, cpu) != at(round, cpu) {
+				set(&round, cpu, nil) // the round is over
 			}
 		}
 		switch p := ev.Data.(type) {
 		case ftrace.TmigrCPUActive:
-			o := start(opActivate, cpu, i)
+			o := start(opActivate, cpu, i, roleLine)
 			o.oldWakeup = p.Wakeup
 		case ftrace.TmigrGroupSetCPUActive:
-			o := join(open(cpu, opActivate, opPartial), opPartial, cpu, i)
-			o.groups = append(o.groups, i)
+			join(open(cpu, opActivate, opPartial), opPartial, cpu, i, roleGroup)
 		case ftrace.TmigrGroupSetCPUInactive:
-			o := join(open(cpu, opDeactivate), opDeactivate, cpu, i)
-			o.groups = append(o.groups, i)
+			join(open(cpu, opDeactivate), opDeactivate, cpu, i, roleGroup)
 		case ftrace.TmigrUpdateEvents:
 			o := open(cpu, opDeactivate, opNewTimer, opRemote, opPartial)
 			if o != nil && o.kind == opNewTimer && !o.walked {
 				o = nil
 			}
-			o = join(o, opPartial, cpu, i)
-			o.updates = append(o.updates, i)
+			join(o, opPartial, cpu, i, roleUpdate)
 		case ftrace.TmigrCPUIdle:
-			o := join(open(cpu, opDeactivate), opPartial, cpu, i)
+			o := join(open(cpu, opDeactivate), opPartial, cpu, i, roleLine)
 			o.nextevt, o.wakeup, o.closed = p.NextEvt, p.Wakeup, true
 		case ftrace.TmigrCPUNewTimer:
-			o := start(opNewTimer, cpu, i)
+			o := start(opNewTimer, cpu, i, roleLine)
 			o.walked, o.oldWakeup = true, p.Wakeup
 		case ftrace.TmigrCPUNewTimerIdle:
 			o := open(cpu, opNewTimer)
 			if o != nil && !o.walked {
 				o = nil
 			}
-			o = join(o, opNewTimer, cpu, i)
+			o = join(o, opNewTimer, cpu, i, roleLine)
 			o.nextevt, o.wakeup, o.closed = p.NextEvt, p.Wakeup, true
 		case ftrace.TmigrHandleRemote:
 			// A round starts at level 0; a higher level without one is
 			// the rest of a round the recording cut.
 			o, kind := open(cpu, opRemote), opPartial
-			if r := round[cpu]; o == nil && r != nil && p.Lvl > 0 && nested(events, r, cur[cpu]) &&
-				events[r.levels()[len(r.levels())-1]].Data.(ftrace.TmigrHandleRemote).Lvl == p.Lvl-1 {
+			if r := at(round, cpu); o == nil && r != nil && p.Lvl > 0 && nested(r, at(cur, cpu), &sizes) &&
+				events[sizes.at(r.idx).lastLevel].Data.(ftrace.TmigrHandleRemote).Lvl == p.Lvl-1 {
 				// The round goes on a level up after its CPU's
 				// operations that ran inside it (runRemote replays
 				// them there).
-				o, cur[cpu] = r, r
+				o = r
+				set(&cur, cpu, r)
 			}
 			if p.Lvl == 0 {
 				o, kind = nil, opRemote
 			}
-			o = join(o, kind, cpu, i)
-			rl := o.roundOf()
-			rl.levels = append(rl.levels, i)
+			o = join(o, kind, cpu, i, roleLevel)
 			if o.kind == opRemote {
-				round[cpu] = o
+				set(&round, cpu, o)
 			}
 		case ftrace.TmigrHandleRemoteCPU:
-			o := join(open(cpu, opRemote, opPartial), opPartial, cpu, i)
-			rl := o.roundOf()
-			rl.targets = append(rl.targets, i)
+			join(open(cpu, opRemote, opPartial), opPartial, cpu, i, roleTarget)
 		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOffline:
-			o := join(open(cpu, opDeactivate), opHotplug, cpu, i)
+			o := join(open(cpu, opDeactivate), opHotplug, cpu, i, roleLine)
 			o.kind, o.closed = opHotplug, true
 		case ftrace.Lost, ftrace.BufferStarted:
-			o := start(opLost, cpu, i)
+			o := start(opLost, cpu, i, roleLine)
 			o.closed = true
 		}
 	}
@@ -236,20 +258,21 @@ func splitOps(events []ftrace.Event) []*op {
 	// activation without a transition, lost their ends: replay them as
 	// partial. The last operation of a CPU, or one before lost events, may
 	// have lost lines at its end.
-	last := map[int]*op{}
+	var last []*op
 	for _, o := range ops {
 		if o.kind == opLost {
-			if p := last[o.cpu]; p != nil {
+			if p := at(last, o.cpu); p != nil {
 				p.cut = true
 			}
 		}
-		last[o.cpu] = o
+		set(&last, o.cpu, o)
+		groups := sizes.at(o.idx).n[roleGroup]
 		switch {
 		case o.kind == opDeactivate && !o.closed,
 			o.kind == opNewTimer && !o.closed,
-			o.kind == opActivate && len(o.groups) == 0:
+			o.kind == opActivate && groups == 0:
 			o.kind = opPartial
-		case o.kind == opDeactivate && events[o.groups[0]].Data.(ftrace.TmigrGroupSetCPUInactive).Lvl > 0:
+		case o.kind == opDeactivate && events[sizes.at(o.idx).firstGroup].Data.(ftrace.TmigrGroupSetCPUInactive).Lvl > 0:
 			// A deactivation's walk starts at level 0: one whose first
 			// line is above was cut at the start (a recording that
 			// begins in its middle).
@@ -257,12 +280,11 @@ func splitOps(events []ftrace.Event) []*op {
 		}
 	}
 	for _, o := range last {
-		o.cut = true
+		if o != nil {
+			o.cut = true
+		}
 	}
-	var lines []int
-	for _, o := range ops {
-		lines = o.compact(lines)
-	}
+	fillLines(ops, &sizes, owner, roles)
 	sort.SliceStable(ops, func(a, b int) bool { return ops[a].key() < ops[b].key() })
 	for i, o := range ops {
 		o.idx = i
@@ -270,49 +292,121 @@ func splitOps(events []ftrace.Event) []*op {
 	return ops
 }
 
+// lineRole is the list of its operation a line goes to, beside lines.
+type lineRole uint8
+
+const (
+	roleLine   lineRole = iota // lines only
+	roleGroup                  // groups
+	roleUpdate                 // updates
+	roleLevel                  // the round's levels
+	roleTarget                 // the round's targets
+	nRoles
+)
+
+// opSizes counts, while splitOps finds them, an operation's lines of each
+// role, with what the split reads of its lists before they are made.
+type opSizes struct {
+	all        int32         // every line (the lines list)
+	n          [nRoles]int32 // lines of each role (n[roleLine] unused)
+	firstGroup int32         // its first group transition, -1
+	lastLevel  int32         // its last tmigr_handle_remote line, -1
+}
+
+func (s *opSizes) add(role lineRole, i int) {
+	if role == roleLine {
+		s.all++
+		return
+	}
+	s.n[role]++
+	switch {
+	case role == roleGroup && s.firstGroup < 0:
+		s.firstGroup = int32(i)
+	case role == roleLevel:
+		s.lastLevel = int32(i)
+	}
+}
+
+// opSizesTab holds the sizes of the operations, by their place in the
+// order they start, in blocks: they are as many as the operations, and a
+// slice grown one at a time would leave its copies behind.
+type opSizesTab struct{ blocks [][]opSizes }
+
+// grow adds the sizes of the next operation.
+func (t *opSizesTab) grow() {
+	n := len(t.blocks)
+	if n == 0 || len(t.blocks[n-1]) == opBlock {
+		t.blocks = append(t.blocks, make([]opSizes, 0, opBlock))
+		n++
+	}
+	t.blocks[n-1] = append(t.blocks[n-1], opSizes{firstGroup: -1, lastLevel: -1})
+}
+
+// at returns the sizes of the k-th operation to start.
+func (t *opSizesTab) at(k int) *opSizes { return &t.blocks[k/opBlock][k%opBlock] }
+
+// fillLines makes the operations' lists of lines at the sizes counted,
+// in one array, and fills them in the trace's order.
+func fillLines(ops []*op, sizes *opSizesTab, owner []int32, roles []lineRole) {
+	total := 0
+	for k := range ops {
+		sz := sizes.at(k)
+		sz.all += sz.n[roleGroup] + sz.n[roleUpdate] + sz.n[roleLevel] + sz.n[roleTarget]
+		total += int(sz.all) + int(sz.n[roleGroup]+sz.n[roleUpdate]+sz.n[roleLevel]+sz.n[roleTarget])
+	}
+	arr := make([]int, 0, total)
+	take := func(n int32) []int {
+		if n == 0 {
+			return nil
+		}
+		l := arr[len(arr) : len(arr) : len(arr)+int(n)]
+		arr = arr[:len(arr)+int(n)]
+		return l
+	}
+	for k, o := range ops {
+		sz := sizes.at(k)
+		o.lines = take(sz.all)
+		o.groups = take(sz.n[roleGroup])
+		o.updates = take(sz.n[roleUpdate])
+		if sz.n[roleLevel]+sz.n[roleTarget] > 0 {
+			o.round = &roundLines{levels: take(sz.n[roleLevel]), targets: take(sz.n[roleTarget])}
+		}
+	}
+	for i, k := range owner {
+		if k == 0 {
+			continue
+		}
+		o := ops[k-1]
+		o.lines = append(o.lines, i)
+		switch roles[i] {
+		case roleGroup:
+			o.groups = append(o.groups, i)
+		case roleUpdate:
+			o.updates = append(o.updates, i)
+		case roleLevel:
+			o.round.levels = append(o.round.levels, i)
+		case roleTarget:
+			o.round.targets = append(o.round.targets, i)
+		}
+	}
+}
+
 // nested reports whether o, the operation of round r's CPU after r, is
 // one that an interrupt's exit inside the round may have run: a complete
 // activation, deactivation or new timer (on a nohz_full CPU whose base is
 // idle, tick_irq_exit re-evaluates the stopped tick, and so its next
 // timer: tmigr_cpu_new_timer).
-func nested(events []ftrace.Event, r, o *op) bool {
+func nested(r, o *op, sizes *opSizesTab) bool {
 	switch {
 	case o == nil || o == r:
 		return false
 	case o.kind == opDeactivate, o.kind == opNewTimer:
 		return o.closed
 	case o.kind == opActivate:
-		return len(o.groups) > 0
+		return sizes.at(o.idx).n[roleGroup] > 0
 	}
 	return false
 }
 
 // opBlock is how many operations splitOps allocates at once.
 const opBlock = 1024
-
-// compact moves o's lists of lines, grown one line at a time, into block,
-// the free part of an array shared by many operations (a new one when it
-// is full), each list of its exact size: a recording holds an operation
-// for every few lines, and the slack of their growth would outweigh the
-// lines. It returns what is left of block.
-func (o *op) compact(block []int) []int {
-	n := len(o.lines) + len(o.groups) + len(o.updates) + len(o.levels()) + len(o.targets())
-	if cap(block)-len(block) < n {
-		block = make([]int, 0, max(n, opBlock*8))
-	}
-	take := func(l []int) []int {
-		if l == nil {
-			return nil
-		}
-		block = append(block, l...)
-		return block[len(block)-len(l) : len(block) : len(block)]
-	}
-	o.lines = take(o.lines)
-	o.groups = take(o.groups)
-	o.updates = take(o.updates)
-	if rl := o.round; rl != nil {
-		rl.levels = take(rl.levels)
-		rl.targets = take(rl.targets)
-	}
-	return block
-}
