@@ -121,7 +121,10 @@ func (o *op) key() int {
 // holds an operation for every few lines, all kept to the end, and lists
 // grown a line at a time would leave their copies behind).
 func splitOps(events []ftrace.Event) []*op {
-	var ops []*op // in the order they start
+	// The operations, in the order they start, are allocated in blocks;
+	// the list of them is made at its size at the end.
+	var blocks [][]op
+	n := 0
 	var sizes opSizesTab
 	owner := make([]int32, len(events)) // the operation a line joins, by its place in ops, +1; 0: none
 	roles := make([]lineRole, len(events))
@@ -141,19 +144,18 @@ func splitOps(events []ftrace.Event) []*op {
 		}
 		(*l)[cpu] = o
 	}
-	// The operations are allocated in blocks.
-	var block []op
 	add := func(o *op, i int, role lineRole) {
 		owner[i], roles[i] = int32(o.idx+1), role
 		sizes.at(o.idx).add(role, i)
 	}
 	start := func(kind opKind, cpu, i int, role lineRole) *op {
-		if len(block) == cap(block) {
-			block = make([]op, 0, opBlock)
+		if k := len(blocks); k == 0 || len(blocks[k-1]) == opBlock {
+			blocks = append(blocks, make([]op, 0, opBlock))
 		}
-		block = append(block, op{kind: kind, cpu: cpu, idx: len(ops)})
-		o := &block[len(block)-1]
-		ops = append(ops, o)
+		b := &blocks[len(blocks)-1]
+		*b = append(*b, op{kind: kind, cpu: cpu, idx: n})
+		o := &(*b)[len(*b)-1]
+		n++
 		sizes.grow()
 		add(o, i, role)
 		set(&cur, cpu, o)
@@ -252,6 +254,12 @@ func splitOps(events []ftrace.Event) []*op {
 		case ftrace.Lost, ftrace.BufferStarted:
 			o := start(opLost, cpu, i, roleLine)
 			o.closed = true
+		}
+	}
+	ops := make([]*op, 0, n)
+	for _, b := range blocks {
+		for k := range b {
+			ops = append(ops, &b[k])
 		}
 	}
 	// A deactivation or a walking new timer without its last line, and an

@@ -196,8 +196,8 @@ func handback(o *op, r *replayer, mg []mline, ml []mline) bool {
 			return true
 		}
 	}
-	for _, l := range only(ml, hier.EvUpdateEvents) {
-		if l.group == r.topo.Top && l.active == 0 {
+	for _, l := range ml {
+		if l.kind == hier.EvUpdateEvents && l.group == r.topo.Top && l.active == 0 {
 			return true
 		}
 	}
