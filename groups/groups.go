@@ -34,6 +34,8 @@ type Tree struct {
 	CPUGroup               []hier.GroupID // each CPU's level-0 group
 	CPUBit                 []uint8        // each CPU's bit in it
 	Path                   [][]hier.GroupID
+
+	byLevel [][]*Group // Info by level and index, for Node
 }
 
 // Group is one group of the tree.
@@ -67,6 +69,14 @@ func NewTree(h *hier.Hierarchy) (*Tree, error) {
 		}
 		t.Info[gi.ID] = g
 		t.Groups = append(t.Groups, gi.ID)
+		for gi.ID.Level >= len(t.byLevel) {
+			t.byLevel = append(t.byLevel, nil)
+		}
+		l := &t.byLevel[gi.ID.Level]
+		for gi.ID.Index >= len(*l) {
+			*l = append(*l, nil)
+		}
+		(*l)[gi.ID.Index] = g
 	}
 	for c := 0; c < n; c++ {
 		ci := h.CPU(c)
@@ -95,6 +105,15 @@ func ForNodes(nodeOf []int) (*Tree, error) {
 		}
 	}
 	return NewTree(h)
+}
+
+// Node returns Info[id], nil for none, without a map lookup: a replay
+// reads the tree for nearly every line.
+func (t *Tree) Node(id hier.GroupID) *Group {
+	if id.Level < 0 || id.Level >= len(t.byLevel) || id.Index < 0 || id.Index >= len(t.byLevel[id.Level]) {
+		return nil
+	}
+	return t.byLevel[id.Level][id.Index]
 }
 
 // At returns the group of cpu's path at level lvl, or hier.NoGroup.

@@ -24,6 +24,16 @@ func TestTree(t *testing.T) {
 		if tr.NCPUs != len(nodeOf) || len(tr.Path) != len(nodeOf) {
 			t.Fatalf("%d CPUs: tree of %d", len(nodeOf), tr.NCPUs)
 		}
+		for _, g := range tr.Groups {
+			if tr.Node(g) == nil || tr.Node(g) != tr.Info[g] {
+				t.Errorf("%d CPUs: Node(%v) = %v, Info has %v", len(nodeOf), g, tr.Node(g), tr.Info[g])
+			}
+		}
+		for _, g := range []hier.GroupID{hier.NoGroup, {Level: tr.Levels, Index: 0}, {Level: 0, Index: len(nodeOf)}, {Level: 0, Index: -1}} {
+			if tr.Node(g) != nil {
+				t.Errorf("%d CPUs: Node(%v) = %v, want none", len(nodeOf), g, tr.Node(g))
+			}
+		}
 		for c := range nodeOf {
 			path := tr.Path[c]
 			if len(path) != tr.Levels || path[0] != tr.CPUGroup[c] || path[len(path)-1] != tr.Top {

@@ -104,7 +104,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 			m.fail(e.Line, fmt.Sprintf("group at lvl=%d on the path of CPU %d", g.Lvl, cpu), fmt.Sprintf("%d levels above CPU %d", len(topo.Path[cpu]), cpu))
 			return
 		}
-		n := topo.Info[id]
+		n := topo.Node(id)
 		m.bind(e.Line, g.Group, id, "group")
 		m.bind(e.Line, g.Parent, n.Parent, "parent")
 		m.check(e.Line, "numa", g.Numa, n.Node)
@@ -112,7 +112,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 		if g.Lvl == 0 {
 			bit = topo.CPUBit[cpu]
 		} else {
-			bit = topo.Info[topo.At(cpu, g.Lvl-1)].Bit
+			bit = topo.Node(topo.At(cpu, g.Lvl-1)).Bit
 		}
 		m.check(e.Line, "childmask", int(g.Childmask), int(bit))
 	}
@@ -133,7 +133,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 		case ftrace.TmigrGroupSet:
 			id := hier.GroupID{Level: p.Lvl, Index: created[p.Lvl]}
 			created[p.Lvl]++
-			n := topo.Info[id]
+			n := topo.Node(id)
 			if n == nil {
 				m.fail(e.Line, fmt.Sprintf("group_set lvl=%d, group %d of its level", p.Lvl, id.Index+1), "no such group")
 				return m
@@ -147,7 +147,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 			id := topo.CPUGroup[p.CPU]
 			m.bind(e.Line, p.Parent, id, "parent")
 			m.check(e.Line, "lvl", p.Lvl, id.Level)
-			m.check(e.Line, "numa", p.Numa, topo.Info[id].Node)
+			m.check(e.Line, "numa", p.Numa, topo.Node(id).Node)
 			m.check(e.Line, "groupmask", int(p.Groupmask), int(topo.CPUBit[p.CPU]))
 		case ftrace.TmigrConnectChildParent:
 			id, ok := m.id(p.Group)
@@ -155,14 +155,14 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 				m.fail(e.Line, fmt.Sprintf("group=%016x connected before it was created", p.Group), "every group created first")
 				return m
 			}
-			n := topo.Info[id]
+			n := topo.Node(id)
 			if n == nil || n.Parent == hier.NoGroup {
 				m.fail(e.Line, fmt.Sprintf("parent=%016x", p.Parent), fmt.Sprintf("%v has no parent", id))
 				return m
 			}
 			m.bind(e.Line, p.Parent, n.Parent, "parent")
 			m.check(e.Line, "lvl", p.Lvl, n.Parent.Level)
-			m.check(e.Line, "numa", p.Numa, topo.Info[n.Parent].Node)
+			m.check(e.Line, "numa", p.Numa, topo.Node(n.Parent).Node)
 			m.check(e.Line, "groupmask", int(p.Groupmask), int(n.Bit))
 		}
 		if m.err != nil {

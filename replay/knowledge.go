@@ -56,7 +56,7 @@ func (r *knowledge) setEvUnknown(cpu int, why reason) {
 // qIdle is why the events queued in an idle group g may differ from the
 // kernel's: the first unknown event of its children.
 func (r *knowledge) qIdle(g hier.GroupID) reason {
-	n := r.topo.Info[g]
+	n := r.topo.Node(g)
 	for _, c := range n.CPUs {
 		if r.ek[c] != known {
 			return r.ek[c]
@@ -74,7 +74,7 @@ func (r *knowledge) qIdle(g hier.GroupID) reason {
 // events of active children are ignored and do not count, where g's state
 // is known.
 func (r *knowledge) qReason(g hier.GroupID, s gstate) reason {
-	n := r.topo.Info[g]
+	n := r.topo.Node(g)
 	activeKnown := r.gk[g] == known || r.gk[g] == reasonMigrator
 	for _, c := range n.CPUs {
 		if activeKnown && s.active&r.topo.CPUBit[c] != 0 {
@@ -85,7 +85,7 @@ func (r *knowledge) qReason(g hier.GroupID, s gstate) reason {
 		}
 	}
 	for _, k := range n.Kids {
-		if activeKnown && s.active&r.topo.Info[k].Bit != 0 {
+		if activeKnown && s.active&r.topo.Node(k).Bit != 0 {
 			continue
 		}
 		if r.gev[k] != known {

@@ -89,7 +89,7 @@ func (r *replayer) findMembers() []membership {
 			if gl.id == hier.NoGroup {
 				break
 			}
-			n := r.topo.Info[gl.id]
+			n := r.topo.Node(gl.id)
 			for _, c := range n.CPUs {
 				if gl.after.active&r.topo.CPUBit[c] != 0 {
 					if in(c, i) {
@@ -118,7 +118,7 @@ func (r *replayer) findMembers() []membership {
 					}
 					below[k] = kd
 				}
-				if gl.after.active&r.topo.Info[k].Bit != 0 {
+				if gl.after.active&r.topo.Node(k).Bit != 0 {
 					if kd.only >= 0 && in(kd.only, i) {
 						ms[kd.only].inWhat = fmt.Sprintf("its group's bit in %s", fmtGroup(gl.id, gl.after))
 					}

@@ -240,7 +240,7 @@ func (m *model) seed(st map[hier.GroupID]gstate, evts []seedEvt, avail []bool) e
 		if s.active == 0 {
 			return nil
 		}
-		n := m.topo.Info[g]
+		n := m.topo.Node(g)
 		for pass := 0; pass < 2; pass++ {
 			// The migrator's branch first, then the other active ones.
 			if len(n.CPUs) > 0 {
@@ -253,7 +253,7 @@ func (m *model) seed(st map[hier.GroupID]gstate, evts []seedEvt, avail []bool) e
 				continue
 			}
 			for _, k := range n.Kids {
-				b := m.topo.Info[k].Bit
+				b := m.topo.Node(k).Bit
 				if s.active&b != 0 && (b == s.migrator) == (pass == 0) {
 					if err := realize(k); err != nil {
 						return err

@@ -46,7 +46,7 @@ type round struct {
 // was not due at that round (see notDueYet). Its value may still be the
 // group's next expiry, which the handler keeps as its wakeup.
 func (r *replayer) q0Reason(g hier.GroupID, s gstate, idx int, rd *round) reason {
-	n := r.topo.Info[g]
+	n := r.topo.Node(g)
 	activeKnown := r.gk[g] == known
 	for _, c := range n.CPUs {
 		if activeKnown && s.active&r.topo.CPUBit[c] != 0 {
@@ -120,7 +120,7 @@ func (r *replayer) findWitnesses() {
 			if len(o.levels()) < 2 {
 				continue // did not show that it handled its group
 			}
-			for _, x := range r.topo.Info[r.topo.CPUGroup[o.cpu]].CPUs {
+			for _, x := range r.topo.Node(r.topo.CPUGroup[o.cpu]).CPUs {
 				if x != o.cpu && !targets[x] {
 					r.witness[x] = append(r.witness[x], j)
 				}
@@ -152,9 +152,9 @@ func (r *replayer) roundDeps(h int, rd *round, idx int) reason {
 	bit := r.topo.CPUBit[h]
 	for k, g := range r.topo.Path[h] {
 		if k > 0 {
-			bit = r.topo.Info[r.topo.Path[h][k-1]].Bit
+			bit = r.topo.Node(r.topo.Path[h][k-1]).Bit
 		}
-		if r.gk[g] == reasonMigrator && r.topo.Info[g].Parent == hier.NoGroup && r.qReason(g, st[g]) == known && !live(queues[g]) {
+		if r.gk[g] == reasonMigrator && r.topo.Node(g).Parent == hier.NoGroup && r.qReason(g, st[g]) == known && !live(queues[g]) {
 			// Whichever active child is the top's migrator, the visit
 			// finds nothing to expire and goes no further.
 			continue
@@ -928,7 +928,7 @@ func (r *replayer) predictRound(j int) (int64, bool) {
 	first := int64(hier.KtimeMax)
 	for k, g := range path {
 		if k > 0 {
-			bit = r.topo.Info[path[k-1]].Bit
+			bit = r.topo.Node(path[k-1]).Bit
 		}
 		if m := st[g].Migrator; m != bit && m != hier.MigratorNone {
 			break
@@ -1049,10 +1049,10 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 	}
 	h := o.cpu
 	g := r.topo.At(h, k)
-	if g == hier.NoGroup || r.topo.Info[g] == nil {
+	if g == hier.NoGroup || r.topo.Node(g) == nil {
 		return
 	}
-	top := r.topo.Info[g].Parent == hier.NoGroup
+	top := r.topo.Node(g).Parent == hier.NoGroup
 	if a, ok := r.tiedBefore[rd.idx]; ok && k == 0 {
 		// The tied activation's compare-and-swap came before this
 		// check where the round stopped here: below the top by its
@@ -1069,7 +1069,7 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 	}
 	child := r.topo.CPUBit[h]
 	if k > 0 {
-		child = r.topo.Info[r.topo.At(h, k-1)].Bit
+		child = r.topo.Node(r.topo.At(h, k-1)).Bit
 	}
 	enters := func(s gstate) bool { return s.migrator == child || s.migrator == hier.MigratorNone }
 	for tries := 0; tries < lookahead; tries++ {

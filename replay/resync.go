@@ -81,7 +81,7 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 		ranks[g] = rank(g)
 		// Only children that exist (and, at level 0, CPUs that are
 		// available) can be active.
-		n := r.topo.Info[g]
+		n := r.topo.Node(g)
 		var kids uint8
 		for _, c := range n.CPUs {
 			if r.m.h.CPU(c).Available {
@@ -89,7 +89,7 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 			}
 		}
 		for _, k := range n.Kids {
-			kids |= r.topo.Info[k].Bit
+			kids |= r.topo.Node(k).Bit
 		}
 		kidsOf[g] = kids
 		s := st[g]
@@ -110,8 +110,8 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 	// active.
 	for i := len(r.topo.Groups) - 1; i >= 0; i-- {
 		g := r.topo.Groups[i]
-		for _, k := range r.topo.Info[g].Kids {
-			says := st[g].active&r.topo.Info[k].Bit != 0
+		for _, k := range r.topo.Node(g).Kids {
+			says := st[g].active&r.topo.Node(k).Bit != 0
 			if says == (st[k].active != 0) || ranks[g] <= ranks[k] {
 				continue
 			}
@@ -128,7 +128,7 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 	}
 	// Bottom-up: the parent follows its children.
 	for _, g := range r.topo.Groups {
-		n := r.topo.Info[g]
+		n := r.topo.Node(g)
 		if n.Parent == hier.NoGroup {
 			continue
 		}

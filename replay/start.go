@@ -90,7 +90,7 @@ func (r *replayer) findOpaque() {
 			// The CPU's own transition takes effect at this CAS (its
 			// tmigr_cpu_active line comes before it, tmigr_cpu_idle
 			// after), the others' bits are evidence.
-			for _, c := range r.topo.Info[r.topo.CPUGroup[ev.CPU]].CPUs {
+			for _, c := range r.topo.Node(r.topo.CPUGroup[ev.CPU]).CPUs {
 				s := idle
 				if g.Active&r.topo.CPUBit[c] != 0 {
 					s = active
@@ -159,7 +159,7 @@ func (r *replayer) seedStart() error {
 	}
 	constant := r.constantCPUs(cpuState)
 	for _, g := range r.topo.Groups {
-		n := r.topo.Info[g]
+		n := r.topo.Node(g)
 		if knownGroups[g] || len(n.CPUs) == 0 {
 			continue
 		}
@@ -219,7 +219,7 @@ func (r *replayer) seedStart() error {
 // emptyGroup reports whether no CPU below g was available when the
 // recording began.
 func (r *replayer) emptyGroup(g hier.GroupID) bool {
-	n := r.topo.Info[g]
+	n := r.topo.Node(g)
 	for _, c := range n.CPUs {
 		if r.avail0[c] {
 			return false
@@ -293,7 +293,7 @@ func (r *replayer) constantGroups(st map[hier.GroupID]gstate, knownGroups map[hi
 		if knownGroups[g] {
 			continue
 		}
-		n := r.topo.Info[g]
+		n := r.topo.Node(g)
 		ok := true
 		for _, c := range n.CPUs {
 			if r.avail0[c] && !constant[c] {

@@ -278,7 +278,7 @@ func (r *replayer) ignoreUnseen(o *op) bool {
 // after its compare-and-swap, a vCPU descheduled in between delays it).
 // reasonPartial then, else known.
 func (r *replayer) cutAtEnd(i int, g hier.GroupID, kernel, model gstate) reason {
-	n := r.topo.Info[g]
+	n := r.topo.Node(g)
 	if n == nil {
 		return known
 	}
@@ -302,8 +302,8 @@ func (r *replayer) cutAtEnd(i int, g hier.GroupID, kernel, model gstate) reason 
 		}
 	}
 	for _, kid := range n.Kids {
-		if b := r.topo.Info[kid].Bit; diff&b != 0 {
-			cpus = cpus.Or(r.topo.Info[kid].Below)
+		if b := r.topo.Node(kid).Bit; diff&b != 0 {
+			cpus = cpus.Or(r.topo.Node(kid).Below)
 			found |= b
 		}
 	}
