@@ -43,7 +43,7 @@ func (r *replayer) runHotplug(o *op) {
 			}
 		})
 		for _, g := range r.topo.Path[c] {
-			r.gk[g] = first(r.gk[g], why)
+			*r.gk.at(g) = first(*r.gk.at(g), why)
 		}
 		r.setEvUnknown(c, why)
 		r.wk[c] = why

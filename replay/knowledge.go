@@ -12,9 +12,9 @@ import (
 // else why not.
 type knowledge struct {
 	topo *groups.Tree
-	gk   map[hier.GroupID]reason // a group's state word
-	gev  map[hier.GroupID]reason // a group's event in its parent
-	ek   []reason                // a CPU's event
+	gk   byGroup[reason] // a group's state word
+	gev  byGroup[reason] // a group's event in its parent
+	ek   []reason        // a CPU's event
 	// evSet: the CPU's event expiry was set by a deactivation the replay
 	// ran. An active CPU's event is ignored, and so known whatever its
 	// expiry, until its next deactivation un-ignores it, with that old
@@ -33,11 +33,54 @@ type knowledge struct {
 	qpos []bool
 	// seen: the group's first transition was replayed (its state before
 	// it was inferred from that very line).
-	seen map[hier.GroupID]bool
+	seen byGroup[bool]
 	// opaque: CPUs whose transitions the trace does not show.
 	opaque []bool
 	// lostWin: per CPU, the event index ranges its lost events lie in.
 	lostWin map[int][][2]int
+}
+
+// byGroup holds a value for each group, as a map of them would: in a
+// table by level and index for the groups of the tree it was sized for
+// (the replay reads its knowledge of a group for nearly every line), in a
+// map for any other key. Its zero value keeps every key in the map.
+type byGroup[T any] struct {
+	v     [][]T
+	other map[hier.GroupID]*T
+}
+
+// sized returns an empty byGroup with a place in its table for each
+// group of t.
+func sized[T any](t *groups.Tree) byGroup[T] {
+	var b byGroup[T]
+	if t == nil {
+		return b
+	}
+	for _, g := range t.Groups {
+		for g.Level >= len(b.v) {
+			b.v = append(b.v, nil)
+		}
+		for g.Index >= len(b.v[g.Level]) {
+			b.v[g.Level] = append(b.v[g.Level], *new(T))
+		}
+	}
+	return b
+}
+
+// at returns the place of g's value.
+func (b *byGroup[T]) at(g hier.GroupID) *T {
+	if g.Level >= 0 && g.Level < len(b.v) && g.Index >= 0 && g.Index < len(b.v[g.Level]) {
+		return &b.v[g.Level][g.Index]
+	}
+	p := b.other[g]
+	if p == nil {
+		if b.other == nil {
+			b.other = map[hier.GroupID]*T{}
+		}
+		p = new(T)
+		b.other[g] = p
+	}
+	return p
 }
 
 // setEvUnknown records that cpu's event may differ from the kernel's; so may
@@ -47,8 +90,8 @@ func (r *knowledge) setEvUnknown(cpu int, why reason) {
 		r.ek[cpu] = why
 	}
 	for _, g := range r.topo.Path[cpu] {
-		if r.gev[g] == known {
-			r.gev[g] = why
+		if *r.gev.at(g) == known {
+			*r.gev.at(g) = why
 		}
 	}
 }
@@ -63,8 +106,8 @@ func (r *knowledge) qIdle(g hier.GroupID) reason {
 		}
 	}
 	for _, k := range n.Kids {
-		if r.gev[k] != known {
-			return r.gev[k]
+		if *r.gev.at(k) != known {
+			return *r.gev.at(k)
 		}
 	}
 	return known
@@ -75,7 +118,7 @@ func (r *knowledge) qIdle(g hier.GroupID) reason {
 // is known.
 func (r *knowledge) qReason(g hier.GroupID, s gstate) reason {
 	n := r.topo.Node(g)
-	activeKnown := r.gk[g] == known || r.gk[g] == reasonMigrator
+	activeKnown := *r.gk.at(g) == known || *r.gk.at(g) == reasonMigrator
 	for _, c := range n.CPUs {
 		if activeKnown && s.active&r.topo.CPUBit[c] != 0 {
 			continue
@@ -88,8 +131,8 @@ func (r *knowledge) qReason(g hier.GroupID, s gstate) reason {
 		if activeKnown && s.active&r.topo.Node(k).Bit != 0 {
 			continue
 		}
-		if r.gev[k] != known {
-			return r.gev[k]
+		if *r.gev.at(k) != known {
+			return *r.gev.at(k)
 		}
 	}
 	return known
@@ -99,7 +142,7 @@ func (r *knowledge) qReason(g hier.GroupID, s gstate) reason {
 // group's event was (re)computed from its queue.
 func (r *knowledge) onUpdate(child, g hier.GroupID) {
 	if child != hier.NoGroup {
-		r.gev[child] = r.qIdle(child)
+		*r.gev.at(child) = r.qIdle(child)
 	}
 }
 
@@ -110,7 +153,7 @@ func (r *replayer) volatile() {
 		r.setEvUnknown(c, why)
 		r.wk[c] = why
 		for _, g := range r.topo.Path[c] {
-			r.gk[g] = why
+			*r.gk.at(g) = why
 		}
 	}
 	for c, o := range r.opaque {

@@ -18,7 +18,7 @@ func (r *replayer) runNewTimer(o *op) {
 		// The kernel calls it only on an idle CPU: its deactivation is
 		// missing from the trace (the model's CPU follows the CPU's own
 		// operations, so this is no model error).
-		why := first(r.gk[r.topo.CPUGroup[c]], reasonMissing)
+		why := first(*r.gk.at(r.topo.CPUGroup[c]), reasonMissing)
 		st := r.m.states()
 		g0 := r.topo.CPUGroup[c]
 		s := st[g0]
@@ -27,7 +27,7 @@ func (r *replayer) runNewTimer(o *op) {
 			s.migrator = hier.MigratorNone
 		} else if s.migrator == r.topo.CPUBit[c] {
 			s.migrator = lowest(s.active)
-			r.gk[g0] = why
+			*r.gk.at(g0) = why
 		}
 		r.resyncTo(map[hier.GroupID]gstate{g0: s}, why)
 		resynced = why
@@ -38,7 +38,7 @@ func (r *replayer) runNewTimer(o *op) {
 	pathWhy := resynced
 	top := true
 	for _, g := range r.topo.Path[c] {
-		pathWhy = first(pathWhy, r.gk[g])
+		pathWhy = first(pathWhy, *r.gk.at(g))
 		if st[g].active != 0 {
 			top = false
 			break

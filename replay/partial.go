@@ -20,13 +20,13 @@ func (r *replayer) runPartial(o *op, why reason) {
 	r.setEvUnknown(o.cpu, why)
 	r.wk[o.cpu] = why
 	for _, g := range r.topo.Path[o.cpu] {
-		r.gk[g] = first(r.gk[g], why)
+		*r.gk.at(g) = first(*r.gk.at(g), why)
 	}
 	if len(want) > 0 {
 		r.resyncTo(want, why)
 		for g := range want {
-			r.gk[g] = known
-			r.seen[g] = true
+			*r.gk.at(g) = known
+			*r.seen.at(g) = true
 		}
 	}
 	// Its decisions cannot be replayed without their start: they count

@@ -47,7 +47,7 @@ type round struct {
 // group's next expiry, which the handler keeps as its wakeup.
 func (r *replayer) q0Reason(g hier.GroupID, s gstate, idx int, rd *round) reason {
 	n := r.topo.Node(g)
-	activeKnown := r.gk[g] == known
+	activeKnown := *r.gk.at(g) == known
 	for _, c := range n.CPUs {
 		if activeKnown && s.active&r.topo.CPUBit[c] != 0 {
 			continue
@@ -145,7 +145,7 @@ func (r *replayer) roundDeps(h int, rd *round, idx int) reason {
 		queues[gi.ID] = gi.Events
 	}
 	g0 := r.topo.CPUGroup[h]
-	why := r.gk[g0]
+	why := *r.gk.at(g0)
 	if m := st[g0].migrator; m != r.topo.CPUBit[h] && m != hier.MigratorNone {
 		why = first(why, r.wk[h])
 	}
@@ -154,12 +154,12 @@ func (r *replayer) roundDeps(h int, rd *round, idx int) reason {
 		if k > 0 {
 			bit = r.topo.Node(r.topo.Path[h][k-1]).Bit
 		}
-		if r.gk[g] == reasonMigrator && r.topo.Node(g).Parent == hier.NoGroup && r.qReason(g, st[g]) == known && !live(queues[g]) {
+		if *r.gk.at(g) == reasonMigrator && r.topo.Node(g).Parent == hier.NoGroup && r.qReason(g, st[g]) == known && !live(queues[g]) {
 			// Whichever active child is the top's migrator, the visit
 			// finds nothing to expire and goes no further.
 			continue
 		}
-		why = first(why, r.gk[g])
+		why = first(why, *r.gk.at(g))
 		if m := st[g].migrator; m != bit && m != hier.MigratorNone {
 			break
 		}
@@ -227,7 +227,7 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }
 	for tries := 0; tries < lookahead; tries++ {
 		cur := r.m.state(g)
-		if enters(cur) || r.gk[g] != known || r.wk[h] != known {
+		if enters(cur) || *r.gk.at(g) != known || r.wk[h] != known {
 			return
 		}
 		if r.m.h.CPU(h).Wakeup != hier.KtimeMax && !r.roundLeftWakeup(o) {
@@ -388,7 +388,7 @@ func (r *replayer) runRemote(idx int, o *op) {
 		for _, x := range rd.walked {
 			if p := r.topo.Path[x]; len(p) >= 2 {
 				ch := p[len(p)-2]
-				r.gev[ch] = first(r.gev[ch], r.qIdle(ch))
+				*r.gev.at(ch) = first(*r.gev.at(ch), r.qIdle(ch))
 			}
 		}
 	}
@@ -1064,7 +1064,7 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 		}
 		return
 	}
-	if top || r.gk[g] != known {
+	if top || *r.gk.at(g) != known {
 		return
 	}
 	child := r.topo.CPUBit[h]
@@ -1112,7 +1112,7 @@ func (r *replayer) roundBeforeTiedActivation(i int) int {
 	}
 	h := o.cpu
 	g, bit := r.topo.CPUGroup[h], r.topo.CPUBit[h]
-	if r.gk[g] != known || r.wk[h] != known || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
+	if *r.gk.at(g) != known || r.wk[h] != known || r.m.h.CPU(h).Wakeup != hier.KtimeMax {
 		return -1
 	}
 	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }

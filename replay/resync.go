@@ -70,7 +70,7 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 		switch {
 		case keep[g]:
 			return 2
-		case r.gk[g] == known:
+		case *r.gk.at(g) == known:
 			return 1
 		}
 		return 0
@@ -96,14 +96,14 @@ func (r *replayer) complete(st map[hier.GroupID]gstate, keep map[hier.GroupID]bo
 		s.active &= kids
 		if s = valid(s); s != st[g] {
 			st[g] = s
-			r.gk[g] = first(r.gk[g], why)
+			*r.gk.at(g) = first(*r.gk.at(g), why)
 		}
 	}
 	changed := func(g hier.GroupID, s gstate, rk int) {
 		st[g] = valid(s)
 		ranks[g] = rk
 		if !keep[g] {
-			r.gk[g] = first(r.gk[g], why)
+			*r.gk.at(g) = first(*r.gk.at(g), why)
 		}
 	}
 	// Top-down: a better known parent decides whether its children are
@@ -171,7 +171,7 @@ func valid(s gstate) gstate {
 func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why reason) bool {
 	if r.inWalk > 0 {
 		for g := range want {
-			r.gk[g] = first(r.gk[g], why)
+			*r.gk.at(g) = first(*r.gk.at(g), why)
 		}
 		return false
 	}
@@ -210,7 +210,7 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why reason) bool {
 		// reach it, start over from nothing known.
 		for g := range st {
 			st[g] = gstate{0, hier.MigratorNone}
-			r.gk[g], r.gev[g] = why, why
+			*r.gk.at(g), *r.gev.at(g) = why, why
 		}
 		for c := range r.ek {
 			r.ek[c], r.wk[c] = why, why
@@ -221,8 +221,8 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why reason) bool {
 	}
 	nw := r.snapshot()
 	for _, g := range r.topo.Groups {
-		if old.gevt[g] != nw.gevt[g] && r.gev[g] == known {
-			r.gev[g] = why
+		if old.gevt[g] != nw.gevt[g] && *r.gev.at(g) == known {
+			*r.gev.at(g) = why
 		}
 	}
 	for c := range nw.wakes {

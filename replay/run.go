@@ -58,7 +58,7 @@ func (r *replayer) exec(i int) {
 		r.setEvUnknown(o.cpu, reasonLost)
 		r.wk[o.cpu] = reasonLost
 		for _, g := range r.topo.Path[o.cpu] {
-			r.gk[g] = first(r.gk[g], reasonLost)
+			*r.gk.at(g) = first(*r.gk.at(g), reasonLost)
 		}
 	}
 }
@@ -217,20 +217,20 @@ func (r *replayer) preResync(o *op) reason {
 		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 		// A transition no consistent state leads to, or one from a state
 		// the model knows, is left to the comparison.
-		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || r.gk[gl.id] == known {
+		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || *r.gk.at(gl.id) == known {
 			continue
 		}
 		if caught[i] {
 			// Given by an operation from a state the model does not
 			// know: o is undetermined all the same.
-			why = first(why, r.gk[gl.id])
+			why = first(why, *r.gk.at(gl.id))
 			continue
 		}
 		if want == nil {
 			want = map[hier.GroupID]gstate{}
 		}
 		want[gl.id] = p.s
-		why = first(why, r.gk[gl.id])
+		why = first(why, *r.gk.at(gl.id))
 	}
 	if len(want) == 0 {
 		return why

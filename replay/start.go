@@ -118,8 +118,8 @@ func (r *replayer) seedStart() error {
 	st := map[hier.GroupID]gstate{}
 	for _, g := range r.topo.Groups {
 		st[g] = gstate{0, hier.MigratorNone}
-		r.gk[g] = reasonBefore
-		r.gev[g] = reasonEvent
+		*r.gk.at(g) = reasonBefore
+		*r.gev.at(g) = reasonEvent
 	}
 	for c := range r.ek {
 		r.ek[c], r.wk[c] = reasonEvent, reasonWakeup
@@ -151,9 +151,9 @@ func (r *replayer) seedStart() error {
 			st[gl.id] = p.s
 			switch {
 			case !p.bad && p.alt == 0:
-				r.gk[gl.id] = known
+				*r.gk.at(gl.id) = known
 			case !p.bad:
-				r.gk[gl.id] = reasonMigrator // the active children are known
+				*r.gk.at(gl.id) = reasonMigrator // the active children are known
 			}
 		}
 	}
@@ -201,7 +201,7 @@ func (r *replayer) seedStart() error {
 			r.setEvUnknown(c, reasonLost)
 			r.wk[c] = reasonLost
 			for _, g := range r.topo.Path[c] {
-				r.gk[g] = first(r.gk[g], reasonLost)
+				*r.gk.at(g) = first(*r.gk.at(g), reasonLost)
 			}
 		}
 	}
@@ -209,7 +209,7 @@ func (r *replayer) seedStart() error {
 	// event: known, whatever the recording shows of it.
 	for _, g := range r.topo.Groups {
 		if r.emptyGroup(g) {
-			r.gk[g], r.gev[g] = known, known
+			*r.gk.at(g), *r.gev.at(g) = known, known
 		}
 	}
 	r.volatile()
@@ -301,7 +301,7 @@ func (r *replayer) constantGroups(st map[hier.GroupID]gstate, knownGroups map[hi
 			}
 		}
 		for _, k := range n.Kids {
-			if r.gk[k] != known && r.gk[k] != reasonMigrator {
+			if *r.gk.at(k) != known && *r.gk.at(k) != reasonMigrator {
 				ok = false
 			}
 		}
@@ -310,9 +310,9 @@ func (r *replayer) constantGroups(st map[hier.GroupID]gstate, knownGroups map[hi
 		}
 		switch bits.OnesCount8(st[g].active) {
 		case 0, 1:
-			r.gk[g] = known
+			*r.gk.at(g) = known
 		default:
-			r.gk[g] = reasonMigrator
+			*r.gk.at(g) = reasonMigrator
 		}
 	}
 }

@@ -94,8 +94,7 @@ func noHierarchy(t *Trace) Counts {
 
 func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 	t := f.t
-	r := &replayer{ev: t.Events, rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy},
-		knowledge: knowledge{gk: map[hier.GroupID]reason{}, gev: map[hier.GroupID]reason{}, seen: map[hier.GroupID]bool{}}}
+	r := &replayer{ev: t.Events, rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy}}
 	km, err := s.model()
 	if err != nil {
 		return nil, err
@@ -111,9 +110,10 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 		return nil, err
 	}
 	r.m, r.topo = m, m.topo
+	r.gk, r.gev, r.seen = sized[reason](r.topo), sized[reason](r.topo), sized[bool](r.topo)
 	r.exclude = opts.ExcludeIsolated
 	r.rec.onUpdate = r.onUpdate
-	r.rec.onActive = func(g hier.GroupID) { r.gev[g] = known }
+	r.rec.onActive = func(g hier.GroupID) { *r.gev.at(g) = known }
 	r.rec.onCAS = r.onCAS
 	r.rec.onRemote = r.onRemote
 	r.rec.onPoint = r.onPoint
@@ -164,7 +164,7 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 		// Everything is known: no group is active, no CPU has an event or
 		// a wakeup, and the groups' first transitions start from that.
 		for _, g := range r.topo.Groups {
-			r.seen[g] = true
+			*r.seen.at(g) = true
 		}
 		return r, nil
 	}

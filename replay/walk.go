@@ -104,7 +104,7 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 			gl := r.groupLine(o.groups[k])
 			line = gl.line
 			kernel = transition{gl.id, gl.after, true}
-			if !r.seen[gl.id] {
+			if !*r.seen.at(gl.id) {
 				why = first(why, reasonFirst)
 			}
 		}
@@ -137,7 +137,7 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 	}
 	for k, i := range o.groups {
 		gl := r.groupLine(i)
-		r.seen[gl.id] = true
+		*r.seen.at(gl.id) = true
 		same := k < len(mg) && mg[k].group == gl.id && gstate{mg[k].active, mg[k].migrator} == gl.after
 		if gl.id != hier.NoGroup && !same && post[k] != gl.after {
 			if fix == nil {
@@ -152,7 +152,7 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 	}
 	for k, i := range o.groups {
 		if gl := r.groupLine(i); gl.id != hier.NoGroup && (applied || post[k] == gl.after) {
-			r.gk[gl.id] = known
+			*r.gk.at(gl.id) = known
 		}
 	}
 	return lastWhy
@@ -179,7 +179,7 @@ func (t transition) String() string {
 func (r *replayer) pathWhy(cpu int, why reason) []reason {
 	out := make([]reason, len(r.topo.Path[cpu]))
 	for k, g := range r.topo.Path[cpu] {
-		why = first(why, r.gk[g])
+		why = first(why, *r.gk.at(g))
 		out[k] = why
 	}
 	return out
