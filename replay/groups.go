@@ -31,10 +31,13 @@ type groupMap struct {
 	// hot holds pointers id found bound, by a hash of the pointer: the
 	// replay looks a group's pointer up for nearly every line it reads,
 	// and a pointer once bound stays bound to its group.
-	hot [64]struct {
-		ptr uint64
-		id  hier.GroupID
-	}
+	hot [64]hotGroup
+}
+
+// hotGroup is a pointer found bound, and its group.
+type hotGroup struct {
+	ptr uint64
+	id  hier.GroupID
 }
 
 func (m *groupMap) bind(line int, ptr uint64, id hier.GroupID, what string) {
@@ -47,12 +50,19 @@ func (m *groupMap) bind(line int, ptr uint64, id hier.GroupID, what string) {
 		}
 		return
 	}
-	if c := m.b.Bind(ptr, id); c != nil {
-		if c.Was != hier.NoGroup {
-			m.fail(line, fmt.Sprintf("%s=%016x, which named %v before", what, ptr, c.Was), fmt.Sprintf("%s %v", what, id))
-		} else {
-			m.fail(line, fmt.Sprintf("%s=%016x, but %v was %016x before", what, ptr, id, c.WasPtr), fmt.Sprintf("%s %v", what, id))
-		}
+	h := m.slot(ptr)
+	if h.ptr == ptr && h.id == id {
+		return // bound already
+	}
+	c := m.b.Bind(ptr, id)
+	if c == nil {
+		h.ptr, h.id = ptr, id
+		return
+	}
+	if c.Was != hier.NoGroup {
+		m.fail(line, fmt.Sprintf("%s=%016x, which named %v before", what, ptr, c.Was), fmt.Sprintf("%s %v", what, id))
+	} else {
+		m.fail(line, fmt.Sprintf("%s=%016x, but %v was %016x before", what, ptr, id, c.WasPtr), fmt.Sprintf("%s %v", what, id))
 	}
 }
 
@@ -69,12 +79,17 @@ func (m *groupMap) check(line int, what string, kernel, model int) {
 	}
 }
 
+// slot returns the place of ptr in hot.
+func (m *groupMap) slot(ptr uint64) *hotGroup {
+	return &m.hot[(ptr^ptr>>6^ptr>>12)%uint64(len(m.hot))]
+}
+
 // id returns our group for a pointer, hier.NoGroup for 0 or an unknown one.
 func (m *groupMap) id(ptr uint64) (hier.GroupID, bool) {
 	if ptr == 0 {
 		return hier.NoGroup, true
 	}
-	h := &m.hot[(ptr^ptr>>6^ptr>>12)%uint64(len(m.hot))]
+	h := m.slot(ptr)
 	if h.ptr == ptr {
 		return h.id, true
 	}
