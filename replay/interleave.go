@@ -254,16 +254,22 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 	}
 	var queue []hier.EventInfo // g's queue, read once a candidate needs it
 	read := false
-	// The CPUs seen, at most one for each operation of the window: few
-	// enough to look through.
-	var seenBuf [lookahead + 1]int
-	seen := append(seenBuf[:0], o.cpu)
+	// Only each CPU's first operation of the window counts: a CPU is seen
+	// when its stamp is this call's.
+	if len(r.stamp) < r.topo.NCPUs {
+		r.stamp = make([]uint32, r.topo.NCPUs)
+	}
+	if r.gen++; r.gen == 0 {
+		clear(r.stamp)
+		r.gen = 1
+	}
+	r.stamp[o.cpu] = r.gen
 	for j := o.idx + 1; j < len(r.ops) && j <= o.idx+lookahead; j++ {
 		a := r.ops[j]
-		if slices.Contains(seen, a.cpu) {
+		if r.stamp[a.cpu] == r.gen {
 			continue
 		}
-		seen = append(seen, a.cpu)
+		r.stamp[a.cpu] = r.gen
 		if r.done[j] || a.kind != opActivate || a.first() > u || len(a.groups) == 0 || r.ek[a.cpu] != known {
 			continue
 		}

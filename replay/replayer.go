@@ -29,6 +29,10 @@ type replayer struct {
 	done []bool
 	// spare: lists of lines given back for reuse (run.go, lineBuf).
 	spare [][]mline
+	// stamp and gen mark the CPUs seen by one look through a window of
+	// operations (ignoredBefore): CPU c is seen when stamp[c] is gen.
+	stamp []uint32
+	gen   uint32
 	clk   *clock
 	rec   *recorder
 	m     *model
