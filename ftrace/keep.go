@@ -8,7 +8,13 @@ type keeper struct {
 	payloads bool // keep the events' Payload (ReadAll), or drop it (ReadAllData)
 	syms     interner
 	texts    arena
+	// last holds, per CPU, the task name and flags of its last event, as
+	// interned: a CPU's events mostly repeat its last task and flags, and
+	// comparing with them costs less than the interner's hashing.
+	last []lastOfCPU
 }
+
+type lastOfCPU struct{ task, flags string }
 
 // detach replaces ev's strings by copies where they are slices of the text
 // read (text); a trace.dat's are copies already. The tracepoint's name
@@ -20,8 +26,22 @@ func (k *keeper) detach(ev *Event, text bool) {
 	if !text {
 		return
 	}
-	ev.Task = k.syms.intern(ev.Task)
-	ev.Flags = Flags(k.syms.intern(string(ev.Flags)))
+	if c := ev.CPU; c >= 0 && c < 1<<16 {
+		for c >= len(k.last) {
+			k.last = append(k.last, lastOfCPU{})
+		}
+		l := &k.last[c]
+		if ev.Task != l.task {
+			l.task = k.syms.intern(ev.Task)
+		}
+		if string(ev.Flags) != l.flags {
+			l.flags = k.syms.intern(string(ev.Flags))
+		}
+		ev.Task, ev.Flags = l.task, Flags(l.flags)
+	} else {
+		ev.Task = k.syms.intern(ev.Task)
+		ev.Flags = Flags(k.syms.intern(string(ev.Flags)))
+	}
 	ev.Payload = k.texts.clone(ev.Payload)
 	if m, ok := ev.Data.(TracingMark); ok {
 		// The marker's text is its payload.
