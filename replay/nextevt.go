@@ -79,7 +79,9 @@ import (
 // follows its expiry with no start between) may be pending on the CPU and
 // could explain a difference, a difference is undetermined, not a
 // mismatch; so is one on a CPU whose buffer lost events ("events lost": a
-// timer line of that CPU may be missing).
+// timer line of that CPU may be missing), and one on a CPU that came back
+// into the hierarchy without the recording showing it leave (it may hand
+// over a bucket its timers left marked when they were moved away).
 
 // The reasons of the nextevt check, beside whyLost.
 const (
@@ -88,6 +90,7 @@ const (
 	whyDueBefore     = "timer due before the recording began"
 	whyArmedBefore   = "timer armed before the recording"
 	whyStartMissing  = "timer pending with no start in the trace"
+	whyLeftUnseen    = "CPU left the hierarchy before the recording"
 )
 
 // CheckNextevt runs the nextevt check over a trace of the machine s.
@@ -130,6 +133,12 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 		return tm
 	}
 	lost := make([]bool, s.CPUs) // CPUs whose buffer lost events
+	// unseen: CPUs that came back into the hierarchy without the
+	// recording showing them leave it (a recording that begins while a
+	// CPU is offline; not the first onlining of a boot): see
+	// reasonLeftUnseen in checkNextevt.
+	unseen := make([]bool, s.CPUs)
+	boot := startsAtBoot(t.Events)
 	var tickK int64              // the latest time a tick's expiry read (CLOCK_MONOTONIC)
 	wq := newQueue()             // for the buckets an expiry takes off the wheel whole
 	left := make([]bool, s.CPUs) // CPUs that left the hierarchy and have not come back
@@ -174,6 +183,9 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 			}
 			if g.CPU < 0 || g.CPU >= s.CPUs {
 				break
+			}
+			if !left[g.CPU] && !boot {
+				unseen[g.CPU] = true
 			}
 			left[g.CPU] = false
 			if !m.cpus[g.CPU].IsOnline() {
@@ -282,7 +294,8 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 			}
 			late := markedDue{tickK: tickK, timers: timers}
 			_, late.hi, _, late.hasHi = clk.bounds(i, ev.CPU)
-			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, runs, late, c0 >= 0 && c0 < len(lost) && lost[c0])
+			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, runs, late,
+				c0 >= 0 && c0 < len(lost) && lost[c0], c0 >= 0 && c0 < len(unseen) && unseen[c0])
 		}
 	}
 	return c, m, nil
@@ -439,7 +452,7 @@ func (m *idleMachine) handed(c int, kind hier.EventKind, basej uint64, now int64
 // checkNextevt checks one printed nextevt of CPU c against our tick and
 // timer code.
 func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c int, printed int64,
-	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, runs *baseRuns, late markedDue, lost bool) {
+	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, runs *baseRuns, late markedDue, lost, unseen bool) {
 	if c < 0 || c >= len(m.cpus) {
 		cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String(), Kernel: fmt.Sprintf("cpu=%d", c), Model: "no such CPU"})
 		return
@@ -553,6 +566,19 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		// The offset is the ticks' upper bound alone: one a few
 		// jiffies lower, which the recording allows, explains it.
 		cnt.undeterminedBy(reasonTimeBase)
+		return
+	}
+	if unseen {
+		// The CPU came back into the hierarchy, and the recording does
+		// not show it leave: it went offline before the recording
+		// began, or left in a stretch it does not show. Going offline,
+		// timers_dead_cpu moved its timers to another CPU, and
+		// migrate_timer_list's detach_timer left their buckets' bits
+		// set; timers_prepare_cpu, back online, keeps the bitmaps
+		// (kernel/time/timer.c, 6.9-7.3). So the CPU may hand over a
+		// bucket marked before it left, or no longer hold a timer the
+		// model holds: which, the recording does not tell.
+		cnt.undeterminedBy(reasonLeftUnseen)
 		return
 	}
 	got := fmtNS(model)

@@ -405,6 +405,33 @@ func TestNextevtBucketOfUnseenTimerLeftByHotplug(t *testing.T) {
 	}
 }
 
+// TestNextevtBackOnlineLeavingNotRecorded: a window of a 2-CPU 7.0
+// PREEMPT_RT guest that begins while nohz_full CPU 1 is offline (its
+// tmigr_cpu_unavailable is before the window). Back in the hierarchy (line
+// 676), CPU 1 hands over 5912000000 (line 822 on), a bucket left marked
+// when its timers were moved away (timers_dead_cpu keeps the bits,
+// timers_prepare_cpu the bitmap); the model, which holds the timers the
+// window shows on CPU 1, hands over 6180000000. The recording does not show
+// CPU 1 leave: undetermined. With its leaving in the recording, the model
+// is held to the same value: a mismatch.
+func TestNextevtBackOnlineLeavingNotRecorded(t *testing.T) {
+	const file = "vm2-1node-nohzfull-rt-7.0-back-online-leaving-not-recorded.txt"
+	c := nextevtWindow(t, file)
+	if c.Matched < 150 || c.UndeterminedReasons[whyLeftUnseen] == 0 {
+		t.Errorf("%d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "5.457992: hrtimer_expire_entry: ")
+	leave := "         cpuhp/1-29      [001] d..1.     5.457990: tmigr_cpu_unavailable: cpu=1 parent=0000000071efcf65 wakeup=9223372036854775807"
+	lines = append(lines[:at], append([]string{leave}, lines[at:]...)...)
+	for i, l := range lines {
+		lines[i] = strings.Replace(l, "entries-written: 3003/3003", "entries-written: 3004/3004", 1)
+	}
+	c = nextevtOf(t, lines)
+	if len(c.Mismatches) == 0 || c.UndeterminedReasons[whyLeftUnseen] != 0 {
+		t.Errorf("with CPU 1 leaving in the recording: %d mismatches (%s)", len(c.Mismatches), c.Reasons())
+	}
+}
+
 // TestNextevtBucketOffWheelBeforeCancel: a window of a 5-CPU 7.3
 // PREEMPT_RT guest where CPU 3's timer thread claimed nohz_full CPU 2
 // (line 980) and detached the first of two delack timers of one bucket

@@ -48,6 +48,7 @@ const (
 	reasonDueBefore
 	reasonArmedBefore
 	reasonStartMissing
+	reasonLeftUnseen
 
 	// The hrtimer check (hrtimer.go).
 	reasonTwoCPUs
@@ -102,6 +103,7 @@ var reasonTexts = [numReasons]string{
 	reasonDueBefore:     whyDueBefore,
 	reasonArmedBefore:   whyArmedBefore,
 	reasonStartMissing:  whyStartMissing,
+	reasonLeftUnseen:    whyLeftUnseen,
 	reasonTwoCPUs:       whyTwoCPUs,
 	reasonMode:          whyMode,
 	reasonPolicy:        whyPolicy,
