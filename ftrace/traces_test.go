@@ -325,6 +325,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-2node-isol-7.0-bucket-of-unseen-timer-left-by-hotplug.txt":            {4, 2, "7.0.13", "1", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; timerfd=2; tcp=3; period=4.7ms absolute"},
 		"vm8-2node-nohzfull-rt-7.2-round-stops-after-late-activation.txt":          {8, 2, "7.2.13", "", "1-6", "QEMU TCG; PREEMPT_RT; fifo-sleepers=1-2; posix-timers=4; epoll=7; tcp=3; period=12.4ms"},
 		"vm2-1node-nohzfull-rt-7.0-back-online-leaving-not-recorded.txt":           {2, 1, "7.0.13", "", "1", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=0; timerfd=1; period=6.2ms"},
+		"vm8-3node-nohzfull-rt-7.0-window-after-declared-hotplug.txt":              {8, 3, "7.0.13", "", "1,3,6", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=4-5; posix-timers=1; tcp=0,3,6; period=3.6ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

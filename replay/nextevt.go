@@ -139,6 +139,14 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 	// reasonLeftUnseen in checkNextevt.
 	unseen := make([]bool, s.CPUs)
 	boot := startsAtBoot(t.Events)
+	// A CPU the machine line says went offline before the first event
+	// (a window cut from a longer recording) left where the recording
+	// does not show, whether or not it is back.
+	for _, ch := range s.At {
+		if ch.Kind == ftrace.ChangeOffline && ch.CPU >= 0 && ch.CPU < s.CPUs && f.changesStart()+int64(ch.At) < firstEventTS(t.Events) {
+			unseen[ch.CPU] = true
+		}
+	}
 	var tickK int64              // the latest time a tick's expiry read (CLOCK_MONOTONIC)
 	wq := newQueue()             // for the buckets an expiry takes off the wheel whole
 	left := make([]bool, s.CPUs) // CPUs that left the hierarchy and have not come back

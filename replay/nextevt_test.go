@@ -432,6 +432,28 @@ func TestNextevtBackOnlineLeavingNotRecorded(t *testing.T) {
 	}
 }
 
+// TestNextevtWindowAfterDeclaredHotplug: a window of a 8-CPU 7.0
+// PREEMPT_RT guest that begins after CPU 6 went offline and came back, as
+// its machine line declares (at 1.086 s and 1.266 s). CPU 6 hands over
+// 10816000000 (lines 195, 483 on), a bucket marked before its timers were
+// moved away, which the model, holding no timer there, does not: the
+// recording does not show CPU 6 leave, the machine line says it did:
+// undetermined. Without the hotplug in the machine line nothing says so: a
+// mismatch.
+func TestNextevtWindowAfterDeclaredHotplug(t *testing.T) {
+	const file = "vm8-3node-nohzfull-rt-7.0-window-after-declared-hotplug.txt"
+	c := nextevtWindow(t, file)
+	if c.Matched < 40 || c.UndeterminedReasons[whyLeftUnseen] == 0 {
+		t.Errorf("%d nextevt values matched (%s)", c.Matched, c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "# machine: ")
+	lines[at] = strings.Replace(lines[at], `at="1.086s offline 6; 1.266s online 6; 1.422s timer_migration=0"`, `at="1.422s timer_migration=0"`, 1)
+	c = nextevtOf(t, lines)
+	if len(c.Mismatches) == 0 || c.UndeterminedReasons[whyLeftUnseen] != 0 {
+		t.Errorf("without the hotplug in the machine line: %d mismatches (%s)", len(c.Mismatches), c.Reasons())
+	}
+}
+
 // TestNextevtBucketOffWheelBeforeCancel: a window of a 5-CPU 7.3
 // PREEMPT_RT guest where CPU 3's timer thread claimed nohz_full CPU 2
 // (line 980) and detached the first of two delack timers of one bucket
