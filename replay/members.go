@@ -67,7 +67,38 @@ func (r *replayer) findMembers() []membership {
 		only int
 	}
 	below := map[hier.GroupID]kid{}
+	// settled reports whether nothing later in the recording can change
+	// what c's evidence says (its lost events, which findLost found, are
+	// all behind): the pass ends when every CPU is settled.
+	settled := func(c, i int) bool {
+		if stop[c] {
+			return true
+		}
+		if ms[c].in < 0 || ms[c].out < 0 {
+			return false
+		}
+		if !ms[c].lost {
+			for _, w := range r.lostWin[c] {
+				if w[1] > i {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	unsettled := n
 	for i, ev := range r.ev {
+		if i%settleEvery == 0 && unsettled > 0 {
+			unsettled = 0
+			for c := range n {
+				if !settled(c, i) {
+					unsettled++
+				}
+			}
+			if unsettled == 0 {
+				break
+			}
+		}
 		switch p := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
 			if ev.CPU >= 0 && ev.CPU < n && !stop[ev.CPU] {
@@ -138,6 +169,10 @@ func (r *replayer) findMembers() []membership {
 	}
 	return ms
 }
+
+// settleEvery is how often, in events, findMembers looks whether every
+// CPU's evidence is settled.
+const settleEvery = 4096
 
 // checkMembers makes the start-of-recording membership decisions and
 // returns which CPUs are available in the model from the start: the

@@ -146,6 +146,7 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 		return r, nil
 	}
 	r.orderTies(r.ops)
+	r.findLost()
 	if r.boot {
 		// Every CPU joins the hierarchy in the recording.
 		r.avail0 = make([]bool, n)
@@ -158,7 +159,6 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 		}
 	}
 	r.findOpaque()
-	r.findLost()
 	r.wheel = wheelNext(t.Events, r.ops, f.preexisting(r.clk), r.clk, r.boot, f.lastJiffies())
 	if r.boot {
 		// Everything is known: no group is active, no CPU has an event or
