@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math/bits"
+	"slices"
 
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
@@ -57,7 +58,10 @@ func (r *replayer) findOpaque() {
 			}
 		}
 	}
-	for _, ev := range r.ev {
+	for i, ev := range r.ev {
+		if i%settleEvery == 0 && !slices.Contains(own, false) {
+			break // every CPU traces its transitions: none is opaque
+		}
 		switch ev.Data.(type) {
 		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline:
 			if ev.CPU >= 0 && ev.CPU < len(avail) {
