@@ -405,52 +405,59 @@ func TestNextevtBucketOfUnseenTimerLeftByHotplug(t *testing.T) {
 	}
 }
 
-// TestNextevtBackOnlineLeavingNotRecorded: a window of a 2-CPU 7.0
-// PREEMPT_RT guest that begins while nohz_full CPU 1 is offline (its
-// tmigr_cpu_unavailable is before the window). Back in the hierarchy (line
-// 676), CPU 1 hands over 5912000000 (line 822 on), a bucket left marked
-// when its timers were moved away (timers_dead_cpu keeps the bits,
-// timers_prepare_cpu the bitmap); the model, which holds the timers the
-// window shows on CPU 1, hands over 6180000000. The recording does not show
-// CPU 1 leave: undetermined. With its leaving in the recording, the model
-// is held to the same value: a mismatch.
-func TestNextevtBackOnlineLeavingNotRecorded(t *testing.T) {
-	const file = "vm2-1node-nohzfull-rt-7.0-back-online-leaving-not-recorded.txt"
-	c := nextevtWindow(t, file)
-	if c.Matched < 150 || c.UndeterminedReasons[whyLeftUnseen] == 0 {
-		t.Errorf("%d nextevt values matched (%s)", c.Matched, c.Reasons())
-	}
-	lines, at := recordingAt(t, file, "5.457992: hrtimer_expire_entry: ")
-	leave := "         cpuhp/1-29      [001] d..1.     5.457990: tmigr_cpu_unavailable: cpu=1 parent=0000000071efcf65 wakeup=9223372036854775807"
-	lines = append(lines[:at], append([]string{leave}, lines[at:]...)...)
-	for i, l := range lines {
-		lines[i] = strings.Replace(l, "entries-written: 3003/3003", "entries-written: 3004/3004", 1)
-	}
-	c = nextevtOf(t, lines)
-	if len(c.Mismatches) == 0 || c.UndeterminedReasons[whyLeftUnseen] != 0 {
-		t.Errorf("with CPU 1 leaving in the recording: %d mismatches (%s)", len(c.Mismatches), c.Reasons())
-	}
-}
-
-// TestNextevtWindowAfterDeclaredHotplug: a window of a 8-CPU 7.0
-// PREEMPT_RT guest that begins after CPU 6 went offline and came back, as
-// its machine line declares (at 1.086 s and 1.266 s). CPU 6 hands over
-// 10816000000 (lines 195, 483 on), a bucket marked before its timers were
-// moved away, which the model, holding no timer there, does not: the
-// recording does not show CPU 6 leave, the machine line says it did:
-// undetermined. Without the hotplug in the machine line nothing says so: a
-// mismatch.
-func TestNextevtWindowAfterDeclaredHotplug(t *testing.T) {
-	const file = "vm8-3node-nohzfull-rt-7.0-window-after-declared-hotplug.txt"
-	c := nextevtWindow(t, file)
-	if c.Matched < 40 || c.UndeterminedReasons[whyLeftUnseen] == 0 {
-		t.Errorf("%d nextevt values matched (%s)", c.Matched, c.Reasons())
-	}
-	lines, at := recordingAt(t, file, "# machine: ")
-	lines[at] = strings.Replace(lines[at], `at="1.086s offline 6; 1.266s online 6; 1.422s timer_migration=0"`, `at="1.422s timer_migration=0"`, 1)
-	c = nextevtOf(t, lines)
-	if len(c.Mismatches) == 0 || c.UndeterminedReasons[whyLeftUnseen] != 0 {
-		t.Errorf("without the hotplug in the machine line: %d mismatches (%s)", len(c.Mismatches), c.Reasons())
+// TestNextevtLeftUnseen: a CPU that left the hierarchy where the recording
+// does not show may hand over a bucket left marked when its timers were
+// moved away (timers_dead_cpu keeps the bits, timers_prepare_cpu the
+// bitmap), which the model, holding the timers the recording shows, does
+// not: undetermined. Where the recording says nothing of its leaving, the
+// model is held to the same value: a mismatch.
+//
+//   - A window of a 2-CPU 7.0 PREEMPT_RT guest that begins while nohz_full
+//     CPU 1 is offline (its tmigr_cpu_unavailable is before the window).
+//     Back in the hierarchy (line 676), CPU 1 hands over 5912000000 (line
+//     822 on); the model, 6180000000. With its leaving written into the
+//     window, a mismatch.
+//   - A window of an 8-CPU 7.0 PREEMPT_RT guest that begins after CPU 6
+//     went offline and came back, as its machine line declares (at 1.086 s
+//     and 1.266 s). CPU 6 hands over 10816000000 (lines 195, 483 on), where
+//     the model holds no timer. Without the hotplug in the machine line, a
+//     mismatch.
+func TestNextevtLeftUnseen(t *testing.T) {
+	for _, tc := range []struct {
+		file, at, edited string
+		matched          int
+		edit             func(lines []string, at int) []string
+	}{
+		{
+			file: "vm2-1node-nohzfull-rt-7.0-back-online-leaving-not-recorded.txt", matched: 150,
+			at: "5.457992: hrtimer_expire_entry: ", edited: "with CPU 1 leaving in the recording",
+			edit: func(lines []string, at int) []string {
+				leave := "         cpuhp/1-29      [001] d..1.     5.457990: tmigr_cpu_unavailable: cpu=1 parent=0000000071efcf65 wakeup=9223372036854775807"
+				lines = append(lines[:at], append([]string{leave}, lines[at:]...)...)
+				for i, l := range lines {
+					lines[i] = strings.Replace(l, "entries-written: 3003/3003", "entries-written: 3004/3004", 1)
+				}
+				return lines
+			},
+		},
+		{
+			file: "vm8-3node-nohzfull-rt-7.0-window-after-declared-hotplug.txt", matched: 40,
+			at: "# machine: ", edited: "without the hotplug in the machine line",
+			edit: func(lines []string, at int) []string {
+				lines[at] = strings.Replace(lines[at], `at="1.086s offline 6; 1.266s online 6; 1.422s timer_migration=0"`, `at="1.422s timer_migration=0"`, 1)
+				return lines
+			},
+		},
+	} {
+		c := nextevtWindow(t, tc.file)
+		if c.Matched < tc.matched || c.UndeterminedReasons[whyLeftUnseen] == 0 {
+			t.Errorf("%s: %d nextevt values matched (%s)", tc.file, c.Matched, c.Reasons())
+		}
+		lines, at := recordingAt(t, tc.file, tc.at)
+		c = nextevtOf(t, tc.edit(lines, at))
+		if len(c.Mismatches) == 0 || c.UndeterminedReasons[whyLeftUnseen] != 0 {
+			t.Errorf("%s, %s: %d mismatches (%s)", tc.file, tc.edited, len(c.Mismatches), c.Reasons())
+		}
 	}
 }
 
