@@ -236,6 +236,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm4-1node-isol-busy-sleeper-7.3-update-lock-order.txt":                    {4, 1, "7.3.4", "2-3", "", "QEMU TCG; period=3ms"},
 		"kvm2-6.18-round-beside-unprinted-walk.txt":                                {2, 1, "6.18.44-fc-v1272", "", "", "tmigr host"},
 		"kvm2-6.18-update-beside-activation-ignore.txt":                            {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
+		"kvm2-6.18-window-begins-inside-tie.txt":                                   {2, 1, "6.18.44-fc-v1300", "", "", "tmigr record"},
 		"kvm2-6.18-idle-walk-beside-activation-ignore.txt":                         {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
 		"kvm2-6.18-round-entry-before-printed-cas.txt":                             {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
 		"kvm2-6.18-claim-printed-just-after-round.txt":                             {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},

@@ -574,6 +574,29 @@ func TestCASPrintedAfterEnd(t *testing.T) {
 	}
 }
 
+// TestTieAtRecordingStart: a window of a 2-CPU 6.18 recording that begins
+// between two lines of one time (11563.389349): it shows CPU 1's
+// deactivation of GRP0:0 (line 14), not CPU 0's activation printed before
+// it, whose compare-and-swap came after. CPU 1's activation (line 24),
+// which found CPU 0 active, is undetermined; with a line of CPU 0 at an
+// earlier time first, the window no longer begins at that time, and line
+// 24 is a mismatch.
+func TestTieAtRecordingStart(t *testing.T) {
+	const file = "kvm2-6.18-window-begins-inside-tie.txt"
+	c := replayWindow(t, file)
+	if c.UndeterminedReasons[whyBefore] == 0 || c.Matched < 3000 {
+		t.Errorf("%d matched (%s)", c.Matched, c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "11563.389349: tmigr_group_set_cpu_inactive:")
+	earlier := "          <idle>-0       [000] d..1. 11563.389300: timer_base_idle: is_idle=1 cpu=0"
+	lines = append(lines[:at], append([]string{earlier}, lines[at:]...)...)
+	_, h := recordingAt(t, file, "# entries-in-buffer/")
+	lines[h] = strings.ReplaceAll(lines[h], "12196", "12197")
+	if c := tmigrOfLines(t, lines); len(c.Mismatches) == 0 {
+		t.Errorf("with an earlier line first: no mismatch (%s)", c.Reasons())
+	}
+}
+
 // tmigrOfLines runs the tmigr check over a recording given as its lines.
 func tmigrOfLines(t *testing.T, lines []string) *Counts {
 	t.Helper()

@@ -34,6 +34,9 @@ type knowledge struct {
 	// seen: the group's first transition was replayed (its state before
 	// it was inferred from that very line).
 	seen byGroup[bool]
+	// startTie: the group's last transition was printed at the
+	// recording's first time (compareGroups).
+	startTie byGroup[bool]
 	// opaque: CPUs whose transitions the trace does not show.
 	opaque []bool
 	// lostWin: per CPU, the event index ranges its lost events lie in.

@@ -100,8 +100,9 @@ type members struct {
 	nohzFull cpumask.Mask
 	avail0   []bool    // CPUs in the hierarchy when the recording starts
 	at       []*change // the machine line's at= (changes.go)
-	// firstTS: the trace time of the first event (not a marker).
-	firstTS int64
+	// firstTS: the trace time of the first event (not a marker), where
+	// the machine line declares changes; startTS, always.
+	firstTS, startTS int64
 	// described: the trace has a machine line, so that an availability
 	// change it does not list is the model's to explain.
 	described bool

@@ -105,12 +105,13 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 		return nil, err
 	}
 	r.boot = startsAtBoot(t.Events)
+	r.startTS = firstEventTS(t.Events)
 	m, err := newModel(opts, r.rec, r.boot)
 	if err != nil {
 		return nil, err
 	}
 	r.m, r.topo = m, m.topo
-	r.gk, r.gev, r.seen = sized[reason](r.topo), sized[reason](r.topo), sized[bool](r.topo)
+	r.gk, r.gev, r.seen, r.startTie = sized[reason](r.topo), sized[reason](r.topo), sized[bool](r.topo), sized[bool](r.topo)
 	r.exclude = opts.ExcludeIsolated
 	r.rec.onUpdate = r.onUpdate
 	r.rec.onActive = func(g hier.GroupID) { *r.gev.at(g) = known }

@@ -117,6 +117,15 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 		if kernel != model && why == known && k < len(o.groups) && k < len(mg) && kernel.id == model.id {
 			why = r.cutAtEnd(o.groups[k], kernel.id, kernel.s, model.s)
 		}
+		if kernel != model && why == known && k < len(o.groups) && *r.startTie.at(kernel.id) {
+			// The group's state is the one a transition printed at
+			// the recording's first time left; lines of one time are
+			// printed in the merge's order, not the order they ran in
+			// (ties.go), and another CPU's transition printed before
+			// the recording began, at that time, may have come after
+			// it.
+			why = reasonBefore
+		}
 		if same := kernel == model; why != known || same {
 			r.decide(line, kind.String(), why, same, "", "")
 		} else {
@@ -153,6 +162,9 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 	for k, i := range o.groups {
 		if gl := r.groupLine(i); gl.id != hier.NoGroup && (applied || post[k] == gl.after) {
 			*r.gk.at(gl.id) = known
+		}
+		if gl := r.groupLine(i); gl.id != hier.NoGroup {
+			*r.startTie.at(gl.id) = r.ev[i].TS == r.startTS && !r.boot
 		}
 	}
 	return lastWhy
