@@ -632,11 +632,24 @@ func (r *replayer) nest(j int) {
 		r.volatile()
 		r.runWalk(o)
 	} else {
+		// The CPU's new timers before it that did not walk come
+		// first (bridge passes over them).
+		o := r.ops[j]
+		for k := max(0, j-lookahead); k < j; k++ {
+			if p := r.ops[k]; p.cpu == o.cpu && !r.done[k] && quietNewTimer(p) {
+				r.exec(k)
+			}
+		}
 		r.exec(j)
 	}
 	r.inWalk--
 	r.line, r.pos = line, pos
 }
+
+// quietNewTimer reports whether o is a new timer that did not walk
+// (tmigr_cpu_new_timer_idle alone): it reads its CPU's wakeup and changes
+// no group.
+func quietNewTimer(o *op) bool { return o.kind == opNewTimer && !o.walked }
 
 // fits reports whether every transition of p, except that of group g,
 // starts from the model's state of its group: replayed inside a walk, p

@@ -315,6 +315,11 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		if j == at || !pendingAt(j) || blocked[p.cpu] {
 			continue
 		}
+		if inWalk && quietNewTimer(p) && !r.done[j] {
+			// It changes no group, and nest runs it before the
+			// CPU's next operation.
+			continue
+		}
 		blocked[p.cpu] = true
 		run := j
 		if (p.kind == opActivate || p.kind == opDeactivate) && !r.fits(p, g, states) {
