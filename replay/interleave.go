@@ -414,6 +414,7 @@ func (r *replayer) restoreCtx(c rctx) {
 func (r *replayer) onPoint(p hier.Point, cpu int, g hier.GroupID) {
 	if sp := r.pausing; sp != nil && sp.beforeCAS && p == hier.PointActiveCAS && cpu == sp.o.cpu && g == sp.g {
 		r.pause(sp)
+		r.resumeAt(sp.o, g)
 		return
 	}
 	if p == hier.PointActiveCAS || p == hier.PointInactiveCAS {
@@ -421,6 +422,29 @@ func (r *replayer) onPoint(p hier.Point, cpu int, g hier.GroupID) {
 	}
 	if p == hier.PointInactiveCAS {
 		r.childKeptActive(cpu, g)
+	}
+}
+
+// resumeAt replays, when activation o, split before its compare-and-swap
+// of group g (ignoredBefore), resumes after the walk it interrupted, the
+// operations of other CPUs that lead g to the state its printed transition
+// started from: its compare-and-swap reads g only now, and one printed
+// before its transition may have come in the meantime.
+func (r *replayer) resumeAt(o *op, g hier.GroupID) {
+	for _, i := range o.groups {
+		gl := r.groupLine(i)
+		if gl.id != g {
+			continue
+		}
+		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
+		for tries := 0; tries < lookahead && !p.bad && !p.admits(r.m.state(g)); tries++ {
+			j := r.bridge(o, g, r.m.state(g), p.admits, true, i)
+			if j < 0 {
+				return
+			}
+			r.nest(j)
+		}
+		return
 	}
 }
 

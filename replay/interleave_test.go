@@ -306,6 +306,12 @@ func TestRecordedOrders(t *testing.T) {
 		// timer that did not walk (line 1007) and its activation (line
 		// 1010) ran in between, and CPU 5's transition of GRP1:0 (line
 		// 1022) kept GRP0:1's bit.
+		// CPU 4's activation (line 1029), split before its
+		// compare-and-swap inside CPU 1's walk, whose update (line
+		// 1051, printed 930 us late) left CPU 4's event out, resumes
+		// after CPU 0's activation (line 1021), which its transition
+		// shows came first.
+		{"split activation waits for earlier activation", "vm7-1node-rt-6.19-split-activation-waits-for-earlier-activation.txt", 145},
 		{"activation after quiet new timer inside walk", "vm7-2node-isol-nohzfull-6.12-activation-after-quiet-new-timer-inside-walk.txt", 530},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
