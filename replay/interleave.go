@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"slices"
 
 	"github.com/tmigr/tmigr/ftrace"
@@ -436,15 +437,24 @@ func (r *replayer) resumeAt(o *op, g hier.GroupID) {
 		if gl.id != g {
 			continue
 		}
-		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
-		for tries := 0; tries < lookahead && !p.bad && !p.admits(r.m.state(g)); tries++ {
-			j := r.bridge(o, g, r.m.state(g), p.admits, true, i)
-			if j < 0 {
-				return
-			}
-			r.nest(j)
+		if p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !p.bad {
+			r.leadTo(o, g, p.admits, i, math.MaxInt64)
 		}
 		return
+	}
+}
+
+// leadTo replays inside walk o, one after another, the operations of
+// other CPUs that lead group g to a state want admits (bridge, with the
+// walk's line seen), each printed no later than until, at most lookahead
+// of them.
+func (r *replayer) leadTo(o *op, g hier.GroupID, want func(gstate) bool, seen int, until int64) {
+	for tries := 0; tries < lookahead && !want(r.m.state(g)); tries++ {
+		j := r.bridge(o, g, r.m.state(g), want, true, seen)
+		if j < 0 || r.ev[r.ops[j].key()].TS > until {
+			return
+		}
+		r.nest(j)
 	}
 }
 
@@ -475,17 +485,7 @@ func (r *replayer) childKeptActive(cpu int, g hier.GroupID) {
 		if line.activate || line.after.active&line.childmask == 0 || child == hier.NoGroup {
 			return
 		}
-		for tries := 0; tries < lookahead; tries++ {
-			cur := r.m.state(child)
-			if cur.active != 0 {
-				return
-			}
-			j := r.bridge(o, child, cur, func(s gstate) bool { return s.active != 0 }, true, o.groups[k])
-			if j < 0 {
-				return
-			}
-			r.nest(j)
-		}
+		r.leadTo(o, child, func(s gstate) bool { return s.active != 0 }, o.groups[k], math.MaxInt64)
 		return
 	}
 }
@@ -544,13 +544,8 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 	// where the state the transition read is still not the model's, the
 	// states say which of them came first: an operation whose
 	// transitions lead there ran before it (bridge).
-	p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
-	for tries := 0; tries < lookahead && !p.bad && !p.admits(r.m.state(g)); tries++ {
-		j := r.bridge(o, g, r.m.state(g), p.admits, true, at)
-		if j < 0 || r.ev[r.ops[j].key()].TS > ts+skewNS {
-			break
-		}
-		r.nest(j)
+	if p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !p.bad {
+		r.leadTo(o, g, p.admits, at, ts+skewNS)
 	}
 }
 

@@ -160,12 +160,14 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 		applied = r.resyncTo(fix, first(lastWhy, reasonDiverged))
 	}
 	for k, i := range o.groups {
-		if gl := r.groupLine(i); gl.id != hier.NoGroup && (applied || post[k] == gl.after) {
+		gl := r.groupLine(i)
+		if gl.id == hier.NoGroup {
+			continue
+		}
+		if applied || post[k] == gl.after {
 			*r.gk.at(gl.id) = known
 		}
-		if gl := r.groupLine(i); gl.id != hier.NoGroup {
-			*r.startTie.at(gl.id) = r.ev[i].TS == r.startTS && !r.boot
-		}
+		*r.startTie.at(gl.id) = r.ev[i].TS == r.startTS && !r.boot
 	}
 	return lastWhy
 }
