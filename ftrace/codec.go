@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // The codec: one tracepoint's row of the table (table.go) says, field by
@@ -61,8 +62,13 @@ type column struct {
 	// the record's field named key.
 	src source
 
-	// Resolved from the Go type once (resolve): the Go fields' indexes.
-	idx, idx2, flagIdx int
+	// Resolved from the Go type once (resolve): the Go fields' offsets in
+	// the payload struct and the kind of the first. get and set go through
+	// these offsets rather than reflect.Value's Field and Set, which cost a
+	// third of decoding an event: resolve checked each offset's field is of
+	// the kind its conversion fills, against the row's own type, so a
+	// pointer to a value of that type plus the offset is that field.
+	off, off2, flagOff uintptr
 	kind               reflect.Kind
 }
 
@@ -94,13 +100,13 @@ type tracepoint struct {
 
 func textAs[T Payload](t *tracepoint, d *dec) Payload {
 	var p T
-	d.fill(t, reflect.ValueOf(&p).Elem())
+	d.fill(t, unsafe.Pointer(&p))
 	return p
 }
 
 func recordAs[T Payload](t *tracepoint, r *recordFiller) Payload {
 	var p T
-	r.fill(t, reflect.ValueOf(&p).Elem())
+	r.fill(t, unsafe.Pointer(&p))
 	return p
 }
 
@@ -140,7 +146,7 @@ func (f *column) resolve(typ reflect.Type) error {
 	if !ok {
 		return fmt.Errorf("no Go field %s for %q", name, f.key)
 	}
-	f.idx, f.kind = sf.Index[0], sf.Type.Kind()
+	f.off, f.kind = sf.Offset, sf.Type.Kind()
 	if !slices.Contains(goKinds[f.conv], f.kind) {
 		return fmt.Errorf("field %s is a %s, which its conversion does not fill", name, f.kind)
 	}
@@ -149,7 +155,7 @@ func (f *column) resolve(typ reflect.Type) error {
 		if !ok || us.Type.Kind() != reflect.Int64 {
 			return fmt.Errorf("no int64 Go field %sUsec", f.gof)
 		}
-		f.idx2 = us.Index[0]
+		f.off2 = us.Offset
 	}
 	if f.hi == 0 {
 		switch f.kind {
@@ -168,7 +174,7 @@ func (f *column) resolve(typ reflect.Type) error {
 		if !ok || fl.Type.Kind() != reflect.Bool {
 			return fmt.Errorf("no bool Go field %s", f.flag)
 		}
-		f.flagIdx = fl.Index[0]
+		f.flagOff = fl.Offset
 	}
 	return nil
 }
@@ -300,52 +306,77 @@ func (f *column) text(v val) string {
 	return strconv.FormatUint(v.n, 10)
 }
 
-// get reads the field's value out of a payload.
-func (f *column) get(p reflect.Value) val {
-	fv := p.Field(f.idx)
+// get reads the field's value out of a payload, p pointing to a value of
+// the row's type.
+func (f *column) get(p unsafe.Pointer) val {
+	fp := unsafe.Add(p, f.off)
 	switch f.kind {
 	case reflect.String:
-		return val{s: fv.String()}
+		return val{s: *(*string)(fp)}
 	case reflect.Bool:
-		if fv.Bool() {
+		if *(*bool)(fp) {
 			return val{n: 1}
 		}
 		return val{}
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		v := val{n: uint64(fv.Int())}
+	case reflect.Int:
+		return val{n: uint64(*(*int)(fp))}
+	case reflect.Int32:
+		return val{n: uint64(int64(*(*int32)(fp)))}
+	case reflect.Int64:
+		v := val{n: uint64(*(*int64)(fp))}
 		if f.conv == convSecUsec {
-			v.usec = p.Field(f.idx2).Int()
+			v.usec = *(*int64)(unsafe.Add(p, f.off2))
 		}
 		return v
+	case reflect.Uint8:
+		return val{n: uint64(*(*uint8)(fp))}
+	case reflect.Uint32:
+		return val{n: uint64(*(*uint32)(fp))}
 	}
-	return val{n: fv.Uint()}
+	return val{n: *(*uint64)(fp)}
 }
 
-// set stores a checked value into the payload being built.
-func (f *column) set(p reflect.Value, v val) {
-	fv := p.Field(f.idx)
+// set stores a checked value into the payload being built, p pointing to
+// a value of the row's type.
+func (f *column) set(p unsafe.Pointer, v val) {
+	fp := unsafe.Add(p, f.off)
 	switch f.kind {
 	case reflect.String:
-		fv.SetString(v.s)
+		*(*string)(fp) = v.s
 	case reflect.Bool:
-		fv.SetBool(v.n != 0)
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		fv.SetInt(int64(v.n))
+		*(*bool)(fp) = v.n != 0
+	case reflect.Int:
+		*(*int)(fp) = int(v.n)
+	case reflect.Int32:
+		*(*int32)(fp) = int32(v.n)
+	case reflect.Int64:
+		*(*int64)(fp) = int64(v.n)
 		if f.conv == convSecUsec {
-			p.Field(f.idx2).SetInt(v.usec)
+			*(*int64)(unsafe.Add(p, f.off2)) = v.usec
 		}
+	case reflect.Uint8:
+		*(*uint8)(fp) = uint8(v.n)
+	case reflect.Uint32:
+		*(*uint32)(fp) = uint32(v.n)
 	default:
-		fv.SetUint(v.n)
+		*(*uint64)(fp) = v.n
 	}
 }
 
-// fill decodes the payload text d holds into p, a value of t's type.
-func (d *dec) fill(t *tracepoint, p reflect.Value) {
+// flagOf and setFlag read and write the Go bool that says whether the
+// kernel printed the field (column.flag).
+func (f *column) flagOf(p unsafe.Pointer) bool { return *(*bool)(unsafe.Add(p, f.flagOff)) }
+
+func (f *column) setFlag(p unsafe.Pointer, b bool) { *(*bool)(unsafe.Add(p, f.flagOff)) = b }
+
+// fill decodes the payload text d holds into the value of t's type p
+// points to.
+func (d *dec) fill(t *tracepoint, p unsafe.Pointer) {
 	for i := range t.columns {
 		f := &t.columns[i]
 		if f.flag != "" {
 			has := d.has(f.key)
-			p.Field(f.flagIdx).SetBool(has != f.absent)
+			f.setFlag(p, has != f.absent)
 			if !has {
 				continue
 			}
@@ -369,15 +400,15 @@ func (d *dec) fill(t *tracepoint, p reflect.Value) {
 	}
 }
 
-// appendText appends the TP_printk text of p, a value of the tracepoint's
-// type, or fails, appending nothing, on a value the kernel could not have
+// appendText appends the TP_printk text of the value of the tracepoint's
+// type p points to, or fails, appending nothing, on a value the kernel could not have
 // printed.
-func (t *tracepoint) appendText(b []byte, p reflect.Value) ([]byte, error) {
+func (t *tracepoint) appendText(b []byte, p unsafe.Pointer) ([]byte, error) {
 	start := len(b)
 	for i := range t.columns {
 		f := &t.columns[i]
 		v := f.get(p)
-		if f.flag != "" && p.Field(f.flagIdx).Bool() == f.absent {
+		if f.flag != "" && f.flagOf(p) == f.absent {
 			if v != (val{}) {
 				how := "is set but " + f.flag + " is "
 				if f.absent {

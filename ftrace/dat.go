@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tmigr/tmigr/ftrace/tracedat"
 )
@@ -248,12 +248,12 @@ type recordFiller struct {
 	err  error
 }
 
-func (r *recordFiller) fill(t *tracepoint, p reflect.Value) {
+func (r *recordFiller) fill(t *tracepoint, p unsafe.Pointer) {
 	for i := range t.columns {
 		c := &t.columns[i]
 		if c.flag != "" {
 			has := r.b.a[i] != nil
-			p.Field(c.flagIdx).SetBool(has != c.absent)
+			c.setFlag(p, has != c.absent)
 			if !has {
 				continue
 			}

@@ -77,7 +77,10 @@ func AppendPayload(b []byte, p Payload) ([]byte, error) {
 	if t == nil {
 		return b, fmt.Errorf("ftrace: %T is not a payload of this package", p)
 	}
-	return t.appendText(b, reflect.ValueOf(p))
+	// An addressable copy: the codec reads the fields at their offsets.
+	v := reflect.New(t.typ)
+	v.Elem().Set(reflect.ValueOf(p))
+	return t.appendText(b, v.UnsafePointer())
 }
 
 // FieldError is a payload field that is missing or holds text that the

@@ -53,19 +53,19 @@ func genColumn(t *rapid.T, c *column) val {
 // genRow draws a payload of tracepoint tp: every column a value the kernel
 // can print, every column that some kernels print present or not.
 func genRow(t *rapid.T, tp *tracepoint) Payload {
-	p := reflect.New(tp.typ).Elem()
+	p := reflect.New(tp.typ)
 	for i := range tp.columns {
 		c := &tp.columns[i]
 		if c.flag != "" {
 			has := rapid.Bool().Draw(t, c.flag)
-			p.Field(c.flagIdx).SetBool(has != c.absent)
+			c.setFlag(p.UnsafePointer(), has != c.absent)
 			if !has {
 				continue
 			}
 		}
-		c.set(p, genColumn(t, c))
+		c.set(p.UnsafePointer(), genColumn(t, c))
 	}
-	return p.Interface().(Payload)
+	return p.Elem().Interface().(Payload)
 }
 
 // TestTableRoundTrip: for every tracepoint of the table, any payload the
@@ -103,17 +103,17 @@ func TestTableRejects(t *testing.T) {
 			default:
 				continue
 			}
-			p := reflect.New(tp.typ).Elem()
+			p := reflect.New(tp.typ)
 			for j := range tp.columns {
 				if d := &tp.columns[j]; d.conv == convSym {
-					d.set(p, val{s: "f"})
+					d.set(p.UnsafePointer(), val{s: "f"})
 				}
 				if d := &tp.columns[j]; d.flag != "" {
-					p.Field(d.flagIdx).SetBool(!d.absent)
+					d.setFlag(p.UnsafePointer(), !d.absent)
 				}
 			}
-			c.set(p, bad)
-			b, err := AppendPayload([]byte("keep"), p.Interface().(Payload))
+			c.set(p.UnsafePointer(), bad)
+			b, err := AppendPayload([]byte("keep"), p.Elem().Interface().(Payload))
 			fe, ok := err.(*FieldError)
 			if !ok || fe.Event != tp.name || fe.Field != c.key || string(b) != "keep" {
 				t.Errorf("%s: %s = %+v: %q, %v", tp.name, c.key, bad, b, err)
