@@ -161,6 +161,28 @@ func (e *payloadError) Error() string { return e.msg }
 // parseUint reads decimal digits into a uint64; hi is the largest value the
 // C type holds.
 func parseUint(s string, hi uint64) (uint64, string) {
+	// Nineteen digits or fewer cannot overflow a uint64: the common case
+	// tests the bound once, at the end, rather than at every digit.
+	if s != "" && len(s) <= 19 {
+		var n uint64
+		for i := 0; i < len(s); i++ {
+			d := s[i] - '0'
+			if d > 9 {
+				return parseUintSlow(s, hi)
+			}
+			n = n*10 + uint64(d)
+		}
+		if n > hi {
+			return 0, "is out of range"
+		}
+		return n, ""
+	}
+	return parseUintSlow(s, hi)
+}
+
+// parseUintSlow is parseUint digit by digit: which of "is not a number"
+// and "is out of range" it says is that of the first digit at fault.
+func parseUintSlow(s string, hi uint64) (uint64, string) {
 	if s == "" {
 		return 0, "is empty"
 	}
@@ -171,7 +193,7 @@ func parseUint(s string, hi uint64) (uint64, string) {
 			return 0, "is not a number"
 		}
 		d := uint64(c - '0')
-		if n > (hi-d)/10 {
+		if d > hi || n > (hi-d)/10 {
 			return 0, "is out of range"
 		}
 		n = n*10 + d
@@ -205,6 +227,41 @@ func parseInt(s string, lo, hi int64) (int64, string) {
 
 // parseHex reads lower-case hex digits (%x, %p) into a value <= hi.
 func parseHex(s string, hi uint64) (uint64, string) {
+	// Sixteen digits or fewer cannot overflow a uint64 (see parseUint).
+	if s != "" && len(s) <= 16 {
+		var n uint64
+		for i := 0; i < len(s); i++ {
+			d := hexDigits[s[i]]
+			if d > 15 {
+				return parseHexSlow(s, hi)
+			}
+			n = n<<4 | uint64(d)
+		}
+		if n > hi {
+			return 0, "is out of range"
+		}
+		return n, ""
+	}
+	return parseHexSlow(s, hi)
+}
+
+// hexDigits maps a lower-case hex digit to its value, any other byte to
+// 0xff.
+var hexDigits = func() (t [256]uint8) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = uint8(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = uint8(c-'a') + 10
+	}
+	return t
+}()
+
+// parseHexSlow is parseHex digit by digit (see parseUintSlow).
+func parseHexSlow(s string, hi uint64) (uint64, string) {
 	if s == "" {
 		return 0, "is empty"
 	}
@@ -220,7 +277,7 @@ func parseHex(s string, hi uint64) (uint64, string) {
 		default:
 			return 0, "is not a hex number"
 		}
-		if n > (hi-d)>>4 {
+		if d > hi || n > (hi-d)>>4 {
 			return 0, "is out of range"
 		}
 		n = n<<4 | d

@@ -1,6 +1,7 @@
 package ftrace
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,24 @@ func TestMachineRoundTripProperty(t *testing.T) {
 		got, err := ParseMachine(m.String())
 		if err != nil || !machinesEqual(got, m) {
 			t.Fatalf("%q reads as %q (%v)", m.String(), got.String(), err)
+		}
+	})
+}
+
+// TestNumberFastPaths: parseUint and parseHex, which test the bound once
+// for a string too short to overflow, say what their digit-by-digit forms
+// say of any string and bound, the error's words included.
+func TestNumberFastPaths(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOfN(rapid.SampledFrom([]rune("0123456789abcdefgx-")), 0, 22, -1).Draw(t, "s")
+		hi := rapid.OneOf(rapid.Uint64(), rapid.SampledFrom([]uint64{0, 9, 255, math.MaxInt32, math.MaxUint32, math.MaxUint64})).Draw(t, "hi")
+		n, why := parseUint(s, hi)
+		if m, whyS := parseUintSlow(s, hi); n != m || why != whyS {
+			t.Fatalf("parseUint(%q, %d) = %d, %q; digit by digit %d, %q", s, hi, n, why, m, whyS)
+		}
+		n, why = parseHex(s, hi)
+		if m, whyS := parseHexSlow(s, hi); n != m || why != whyS {
+			t.Fatalf("parseHex(%q, %#x) = %#x, %q; digit by digit %#x, %q", s, hi, n, why, m, whyS)
 		}
 	})
 }
