@@ -609,6 +609,29 @@ func TestTieAtRecordingStart(t *testing.T) {
 	}
 }
 
+// TestSilentCASFirstAtRecordingStart replays a window that begins with
+// the three CPUs of GRP0:0 going idle: CPU 0's transition (active=2), CPU
+// 1's (active=0), then CPU 2's (active=3 from 7), stamped 66 us after CPU
+// 0's by a CPU silent since before it. CPU 2's compare-and-swap came
+// first, and the group started from the state it read. With a line of
+// CPU 2 between CPU 0's transition and its own, its compare-and-swap came
+// after CPU 0's: no order explains its transition, a mismatch.
+func TestSilentCASFirstAtRecordingStart(t *testing.T) {
+	const file = "vm3-3node-6.12-window-starts-after-silent-cas.txt"
+	c := replayWindow(t, file)
+	if c.Matched < 300 {
+		t.Errorf("%d matched (%s)", c.Matched, c.Reasons())
+	}
+	lines, at := recordingAt(t, file, "4.278955: tmigr_group_set_cpu_inactive:")
+	between := "          <idle>-0       [002] d..1.     4.278940: hrtimer_cancel: hrtimer=00000000fb1fdf7a"
+	lines = append(lines[:at], append([]string{between}, lines[at:]...)...)
+	_, h := recordingAt(t, file, "# entries-in-buffer/")
+	lines[h] = strings.ReplaceAll(lines[h], "1500", "1501")
+	if c := tmigrOfLines(t, lines); len(c.Mismatches) == 0 {
+		t.Errorf("with a line of CPU 2 in between: no mismatch (%s)", c.Reasons())
+	}
+}
+
 // tmigrOfLines runs the tmigr check over a recording given as its lines.
 func tmigrOfLines(t *testing.T, lines []string) *Counts {
 	t.Helper()

@@ -323,11 +323,14 @@ func (r *replayer) constantGroups(st map[hier.GroupID]gstate, knownGroups map[hi
 
 // casFirst looks, for the first transition of a group, printed on line i
 // by operation k, for the next operation of another CPU whose transition
-// of that group, printed before line i or within skewNS after it, left
-// exactly the state k's read (p): its compare-and-swap came first (two
-// CPUs' stamps order their lines only beyond skewNS), and the group
-// started from the state that one read. Replayed, it bridges to k's
-// (preResync).
+// of that group left exactly the state k's read (p), printed before line i,
+// within skewNS after it (two CPUs' stamps order their lines only beyond
+// skewNS), or later by a CPU that printed nothing in between: a CPU's
+// transition line follows its compare-and-swap in program order, and a
+// vCPU descheduled between the two stamps the line late; a line of its
+// own printed after line i would put its compare-and-swap after k's (as
+// bridge's silent). Its compare-and-swap came first, and the group started
+// from the state that one read. Replayed, it bridges to k's (preResync).
 func (r *replayer) casFirst(k, i int, p prior) (prior, bool) {
 	g, ts := r.groupLine(i).id, r.ev[i].TS
 	next := map[int]bool{r.ops[k].cpu: true} // CPUs past their next operation
@@ -345,7 +348,7 @@ func (r *replayer) casFirst(k, i int, p prior) (prior, bool) {
 			if gl.id != g {
 				continue
 			}
-			if qp := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !qp.bad && p.admits(gl.after) && r.ev[l].TS-ts <= skewNS {
+			if qp := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !qp.bad && p.admits(gl.after) && (r.ev[l].TS-ts <= skewNS || r.silent(q.cpu, i, l)) {
 				return qp, true
 			}
 			break
