@@ -330,9 +330,11 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm8-3node-nohzfull-rt-7.0-window-after-declared-hotplug.txt":                   {8, 3, "7.0.13", "", "1,3,6", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=4-5; posix-timers=1; tcp=0,3,6; period=3.6ms absolute"},
 		"vm7-2node-isol-nohzfull-6.12-activation-after-quiet-new-timer-inside-walk.txt": {7, 2, "6.12.118", "1-3,6", "1-3,6", "QEMU TCG; fifo-sleepers=0,5; timerfd=6; posix-timers=4; period=8.1ms absolute"},
 		"vm7-1node-rt-6.19-split-activation-waits-for-earlier-activation.txt":           {7, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=0,3-4,6; timerfd=2; epoll=5; period=1.4ms"},
+		"vm6-3node-nohzfull-7.3-claimed-cpu-round-waits-for-outer-round.txt":            {6, 3, "7.3.4", "", "1-3,5", "QEMU TCG; fifo-sleepers=1; timerfd=2; storm=0; period=8.2ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
+		"vm6-3node-nohzfull-7.3-claimed-cpu-round-waits-for-outer-round.txt":       1, // CPU 2, offline at 530 ms
 		"vm7-1node-rt-6.19-split-activation-waits-for-earlier-activation.txt":      1, // CPU 6, offline at 889 ms
 		"vm6-2node-nohzfull-rt-7.0-cas-printed-after-child-activation.txt":         1, // CPU 2, offline at 837 ms
 		"vm5-1node-nohzfull-rt-6.12-window-moved-sleeper-first-seen-elsewhere.txt": 2, // CPU 4 (in the window) and CPU 3 (after it)

@@ -128,7 +128,12 @@
 //     follows then sees it. So is an operation of the round's own CPU
 //     printed wholly inside a callback of the expiry: callbacks run with
 //     interrupts on, and on a nohz_full CPU an interrupt's exit may stop
-//     the tick and deactivate the CPU (tick_irq_exit).
+//     the tick and deactivate the CPU (tick_irq_exit). Another CPU's round
+//     replayed there that printed a later level's line after the outer
+//     round's line for its next level waits at that level's entry (no lock
+//     held) until the outer round has ended: the outer round checked its
+//     level's migrator before its own line, the inner one after its own
+//     (roundWait).
 //   - A round prints tmigr_handle_remote as it enters a group, before it
 //     checks its migrator and takes the group's lock
 //     (tmigr_handle_remote_up, kernel/time/timer_migration.c, 6.9+), and

@@ -397,17 +397,18 @@ type rctx struct {
 	on     bool
 	depth  int
 	walks  []*walkAt
+	rounds []*round
 	inWalk int
 	line   int
 	pos    int
 }
 
 func (r *replayer) saveCtx() rctx {
-	return rctx{r.rec.lines, r.rec.on, r.depth, append([]*walkAt(nil), r.walks...), r.inWalk, r.line, r.pos}
+	return rctx{r.rec.lines, r.rec.on, r.depth, slices.Clone(r.walks), slices.Clone(r.rounds), r.inWalk, r.line, r.pos}
 }
 
 func (r *replayer) restoreCtx(c rctx) {
-	r.rec.lines, r.rec.on, r.depth, r.walks, r.inWalk, r.line, r.pos = c.lines, c.on, c.depth, c.walks, c.inWalk, c.line, c.pos
+	r.rec.lines, r.rec.on, r.depth, r.walks, r.rounds, r.inWalk, r.line, r.pos = c.lines, c.on, c.depth, c.walks, c.rounds, c.inWalk, c.line, c.pos
 }
 
 // onPoint is called by hier at its interleaving points: an activation

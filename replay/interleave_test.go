@@ -301,18 +301,24 @@ func TestRecordedOrders(t *testing.T) {
 		// compare-and-swap first: CPU 0's activation found at the top
 		// GRP0:0's bit still set and GRP0:0 still the migrator.
 		{"activation above stalled deactivation", "vm4-2node-7.2-activation-above-stalled-deactivation.txt", 360},
-		// CPU 5's deactivation stalled 1.8 ms between its transition of
-		// GRP0:1 (line 1005) and its update (line 1021); CPU 4's new
-		// timer that did not walk (line 1007) and its activation (line
-		// 1010) ran in between, and CPU 5's transition of GRP1:0 (line
-		// 1022) kept GRP0:1's bit.
 		// CPU 4's activation (line 1029), split before its
 		// compare-and-swap inside CPU 1's walk, whose update (line
 		// 1051, printed 930 us late) left CPU 4's event out, resumes
 		// after CPU 0's activation (line 1021), which its transition
 		// shows came first.
 		{"split activation waits for earlier activation", "vm7-1node-rt-6.19-split-activation-waits-for-earlier-activation.txt", 145},
+		// CPU 5's deactivation stalled 1.8 ms between its transition of
+		// GRP0:1 (line 1005) and its update (line 1021); CPU 4's new
+		// timer that did not walk (line 1007) and its activation (line
+		// 1010) ran in between, and CPU 5's transition of GRP1:0 (line
+		// 1022) kept GRP0:1's bit.
 		{"activation after quiet new timer inside walk", "vm7-2node-isol-nohzfull-6.12-activation-after-quiet-new-timer-inside-walk.txt", 530},
+		// CPU 4's round claimed CPU 5 (line 99), and while it ran CPU
+		// 5's timer, CPU 5's own round claimed CPU 4 (lines 103-104),
+		// then CPU 5 became active (line 113) and its round went up
+		// (line 117); CPU 4's round had seen GRP0:2 without a migrator
+		// and gone up first (line 112).
+		{"claimed CPU's round waits for outer round", "vm6-3node-nohzfull-7.3-claimed-cpu-round-waits-for-outer-round.txt", 15},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again

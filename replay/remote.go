@@ -375,6 +375,7 @@ func (r *replayer) runRemote(idx int, o *op) {
 	r.rounds = append(r.rounds, rd)
 	ml := r.collect(func() { r.m.h.HandleRemote(h, now, basej, expirer{r}) })
 	r.rounds = r.rounds[:len(r.rounds)-1]
+	defer r.resumeWaits(rd)
 	why = first(why, rd.why)
 	if rd.nested {
 		// Operations replayed inside the round may have left state it
@@ -717,7 +718,11 @@ func (r *replayer) expireRemote(handler, target int) {
 			across = true
 		}
 		rd.nested = true
-		r.exec(j)
+		if at := r.waitLine(p, rd); at >= 0 {
+			r.execWaiting(j, rd, at)
+		} else {
+			r.exec(j)
+		}
 		if across {
 			// Replayed before the walk's update; its lock order with
 			// p's read is not printed (readsAcross).
@@ -1005,6 +1010,9 @@ func (r *replayer) onRemote() {
 		return
 	}
 	li := rd.o.levels()[k]
+	if w := r.starting; w != nil && w.o == rd.o && k > 0 && li > w.at {
+		r.wait(w)
+	}
 	if k > 0 {
 		r.nestedInRound(rd, rd.o.levels()[k-1], li)
 	}
@@ -1361,4 +1369,90 @@ func (r *replayer) callbackAround(handler, ti int, o *op) int {
 		}
 	}
 	return -1
+}
+
+// A round replayed inside another's remote expiry (expireRemote) may reach
+// a level whose line its CPU printed after the outer round's line for its
+// own next level. tmigr_handle_remote_up prints a level's line, then
+// checks the migrator; the outer round's check of its current level came
+// before that line of its own, and the inner round's work at the later
+// level (its CPU's operations between the two levels, its check there)
+// after the inner one's: the inner round, on its own goroutine, waits at
+// that level's entry, where it holds no lock, for the outer round to end.
+// Found where a claimed CPU's own round ran inside the expiry of its
+// timers, and its CPU became active between its two levels only after the
+// outer round had seen the level-0 group without a migrator and gone up
+// (7.3).
+type roundWait struct {
+	o     *op    // the waiting round
+	outer *round // the round it waits for
+	at    int    // the outer round's next level line, printed first
+	ctx   rctx   // the waiting round's, while it waits
+	// resume hands over to the waiting round; yield hands back: it
+	// waited or ended.
+	resume, yield chan struct{}
+	ended         bool
+}
+
+// waitLine returns, for operation p to replay inside the expiry of round
+// outer, the line of outer's next level if p is a round that printed a
+// later level of its own after it (p waits there), or -1.
+func (r *replayer) waitLine(p *op, outer *round) int {
+	if p.kind != opRemote || outer.entered >= len(outer.o.levels()) || len(p.levels()) < 2 {
+		return -1
+	}
+	at := outer.o.levels()[outer.entered]
+	for _, l := range p.levels()[1:] {
+		if l > at {
+			return at
+		}
+	}
+	return -1
+}
+
+// execWaiting replays round j, which may wait for round outer (waitLine's
+// line at), on a goroutine of its own: it returns when the round ended or
+// waits.
+func (r *replayer) execWaiting(j int, outer *round, at int) {
+	w := &roundWait{o: r.ops[j], outer: outer, at: at, resume: make(chan struct{}), yield: make(chan struct{})}
+	r.starting = w
+	c := r.saveCtx()
+	go func() {
+		r.exec(j)
+		w.ended = true
+		w.yield <- struct{}{}
+	}()
+	<-w.yield
+	r.starting = nil
+	r.restoreCtx(c)
+	if !w.ended {
+		r.waits = append(r.waits, w)
+	}
+}
+
+// wait is the waiting round's side, at its level's entry.
+func (r *replayer) wait(w *roundWait) {
+	r.starting = nil
+	w.ctx = r.saveCtx()
+	w.yield <- struct{}{}
+	<-w.resume
+	r.restoreCtx(w.ctx)
+}
+
+// resumeWaits lets the rounds waiting for round rd, which has ended, go
+// on, each to its end.
+func (r *replayer) resumeWaits(rd *round) {
+	for k := 0; k < len(r.waits); {
+		w := r.waits[k]
+		if w.outer != rd {
+			k++
+			continue
+		}
+		r.waits = slices.Delete(r.waits, k, k+1)
+		c := r.saveCtx()
+		w.resume <- struct{}{}
+		<-w.yield
+		r.restoreCtx(c)
+		r.checkInvariants()
+	}
 }

@@ -67,6 +67,11 @@ type remoteRounds struct {
 	// lastRound: per CPU, its latest round replayed, with the wakeup it
 	// found (claimReadBefore).
 	lastRound map[int]roundWrite
+	// waits: rounds waiting at a level's entry for the round whose
+	// expiry they were replayed inside to end; starting: the one being
+	// started (roundWait).
+	waits    []*roundWait
+	starting *roundWait
 }
 
 // roundWrite is a round as a later claim of its CPU may have seen it: its

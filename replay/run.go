@@ -470,6 +470,9 @@ func (r *replayer) busyCPUs(self, waitingBefore int) map[int]bool {
 	for _, rd := range r.rounds {
 		busy[rd.o.cpu] = true
 	}
+	for _, w := range r.waits {
+		busy[w.o.cpu] = true
+	}
 	for k := range r.waiting {
 		if !r.walked[k] && k < waitingBefore {
 			busy[r.ops[k].cpu] = true
