@@ -270,7 +270,12 @@
 // stay so until the trace shows them again; every decision that reads them
 // is undetermined with the reason "events lost", never a mismatch. The
 // wheel, nextevt and hrtimer checks likewise leave undetermined what a lost
-// timer line of that CPU could explain. A new timer printed while
+// timer line of that CPU could explain. A deactivation the recording's
+// end (or lost events) cut after its first transitions made those
+// compare-and-swaps, and other CPUs' walks may have read them: it is
+// replayed as a deactivation, with the CPU event its level-0 update
+// printed (or an unknown one), and what it did not print (its later
+// transitions, its tmigr_cpu_idle) is undetermined. A new timer printed while
 // another CPU expires that CPU's timers (the kernel then walks nothing) is
 // replayed inside that round; one the merged trace puts just beside it is
 // undetermined.

@@ -107,8 +107,8 @@ func TestRoundBesideUnprintedWalk(t *testing.T) {
 // transitions as model-less.
 func TestActivationFindsBitSet(t *testing.T) {
 	c := replayWindow(t, "vm11-1node-rt-6.19-activation-finds-bit-set.txt")
-	if c.Matched != 98 || c.Checked != 106 {
-		t.Errorf("tmigr %d/%d matched (%s), want 98/106", c.Matched, c.Checked, c.Reasons())
+	if c.Matched != 99 || c.Checked != 106 {
+		t.Errorf("tmigr %d/%d matched (%s), want 99/106", c.Matched, c.Checked, c.Reasons())
 	}
 }
 
@@ -589,6 +589,36 @@ func TestCASPrintedAfterEnd(t *testing.T) {
 	lines = append(lines, "     kworker/2:1-40      [002] .....     5.369500: timer_init: timer=00000000deadbeef", "")
 	if c := tmigrOfLines(t, lines); len(c.Mismatches) == 0 {
 		t.Errorf("with a line of CPU 2 after it: no mismatch (%s)", c.Reasons())
+	}
+}
+
+// TestDeactivationCutAfterCAS ends the same recording at CPU 0's
+// tmigr_cpu_idle (4.609017, wakeup 5060000000): CPU 0's deactivation of
+// GRP0:0 (active=4) and CPU 2's (active=0) came before it, and CPU 0's
+// update read the group idle (group_active=0), but CPU 2's update and
+// tmigr_cpu_idle fall after the end. CPU 2's deactivation, cut there, is
+// replayed as one: its compare-and-swap comes between CPU 0's and its
+// update, and CPU 0's wakeup is the group's first event; what CPU 2's own
+// event was is unknown. Without CPU 2's transition, nothing explains the
+// idle group CPU 0 read: a mismatch.
+func TestDeactivationCutAfterCAS(t *testing.T) {
+	const file = "vm3-1node-isol-6.12-cas-printed-after-end.txt"
+	lines, end := recordingAt(t, file, "4.609017: tmigr_cpu_idle: cpu=0")
+	lines = append(lines[:end+1:end+1], "")
+	_, h := recordingAt(t, file, "# entries-in-buffer/")
+	lines[h] = strings.ReplaceAll(lines[h], "3001", "1502")
+	c := tmigrOfLines(t, lines)
+	for _, m := range c.Mismatches {
+		t.Errorf("line %d: %s: kernel %s, model %s", m.Line, m.Event, m.Kernel, m.Model)
+	}
+	if c.UndeterminedReasons[whyPartial] == 0 || c.Matched < 1100 {
+		t.Errorf("%d matched (%s)", c.Matched, c.Reasons())
+	}
+	_, cut := recordingAt(t, file, "4.609009: tmigr_group_set_cpu_inactive:")
+	lines = append(lines[:cut:cut], lines[cut+1:]...)
+	lines[h] = strings.ReplaceAll(lines[h], "1502", "1501")
+	if c := tmigrOfLines(t, lines); len(c.Mismatches) == 0 {
+		t.Errorf("without CPU 2's transition: no mismatch (%s)", c.Reasons())
 	}
 }
 

@@ -262,10 +262,8 @@ func splitOps(events []ftrace.Event) []*op {
 			ops = append(ops, &b[k])
 		}
 	}
-	// A deactivation or a walking new timer without its last line, and an
-	// activation without a transition, lost their ends: replay them as
-	// partial. The last operation of a CPU, or one before lost events, may
-	// have lost lines at its end.
+	// The last operation of a CPU, or one before lost events, may have
+	// lost lines at its end.
 	var last []*op
 	for _, o := range ops {
 		if o.kind == opLost {
@@ -274,22 +272,31 @@ func splitOps(events []ftrace.Event) []*op {
 			}
 		}
 		set(&last, o.cpu, o)
+	}
+	for _, o := range last {
+		if o != nil {
+			o.cut = true
+		}
+	}
+	// A walking new timer without its last line, an activation without a
+	// transition, and a deactivation without its last line that the
+	// recording did not cut there lost their ends: replay them as partial.
+	// A deactivation the recording cut after its first transitions made
+	// those compare-and-swaps, and other CPUs' walks may have read them:
+	// it is replayed as a deactivation, and what it did not print is
+	// unknown (runWalk).
+	for _, o := range ops {
 		groups := sizes.at(o.idx).n[roleGroup]
 		switch {
-		case o.kind == opDeactivate && !o.closed,
-			o.kind == opNewTimer && !o.closed,
-			o.kind == opActivate && groups == 0:
-			o.kind = opPartial
 		case o.kind == opDeactivate && events[sizes.at(o.idx).firstGroup].Data.(ftrace.TmigrGroupSetCPUInactive).Lvl > 0:
 			// A deactivation's walk starts at level 0: one whose first
 			// line is above was cut at the start (a recording that
 			// begins in its middle).
 			o.kind = opPartial
-		}
-	}
-	for _, o := range last {
-		if o != nil {
-			o.cut = true
+		case o.kind == opDeactivate && !o.closed && !o.cut,
+			o.kind == opNewTimer && !o.closed,
+			o.kind == opActivate && groups == 0:
+			o.kind = opPartial
 		}
 	}
 	fillLines(ops, &sizes, owner, roles)

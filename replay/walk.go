@@ -20,8 +20,15 @@ func (r *replayer) runWalk(o *op) {
 	r.walked[o.idx] = true
 	// The walk reads the states of the groups on c's path bottom-up.
 	pathWhy := r.pathWhy(c, resynced)
+	nextevt, evWhy := o.nextevt, known
+	if o.kind == opDeactivate && !o.closed {
+		nextevt, evWhy = r.cutNextevt(o)
+	}
 	if o.kind == opDeactivate {
 		r.ek[c] = known // see below: known once the CPU deactivates
+		if evWhy != known {
+			r.setEvUnknown(c, evWhy)
+		}
 	}
 	wBefore := r.wk[c]
 	if o.kind == opDeactivate {
@@ -36,7 +43,7 @@ func (r *replayer) runWalk(o *op) {
 		if o.kind == opActivate {
 			r.m.h.Activate(c)
 		} else {
-			ret = r.m.h.Deactivate(c, o.nextevt)
+			ret = r.m.h.Deactivate(c, nextevt)
 		}
 	})
 	defer r.release(ml)
@@ -65,6 +72,14 @@ func (r *replayer) runWalk(o *op) {
 	lastWhy := r.compareGroups(o, mg, kind, resynced, pathWhy)
 	if o.kind == opActivate {
 		r.ek[c], r.wk[c] = known, known
+		r.volatile()
+		return
+	}
+	if !o.closed {
+		// Cut by the recording before its tmigr_cpu_idle: its result
+		// is not printed, and from now on unknown.
+		r.evSet[c] = true
+		r.wk[c] = reasonPartial
 		r.volatile()
 		return
 	}
@@ -282,6 +297,19 @@ func (r *replayer) ignoreUnseen(o *op) bool {
 		}
 	}
 	return false
+}
+
+// cutNextevt returns the CPU event of deactivation o, which the
+// recording cut before its tmigr_cpu_idle: its level-0 event update prints
+// it (tmigr_update_events traces the walk's nextexp there, 6.9+), else it
+// is unknown.
+func (r *replayer) cutNextevt(o *op) (int64, reason) {
+	for _, i := range o.updates {
+		if q := r.ev[i].Data.(ftrace.TmigrUpdateEvents); q.Child == 0 {
+			return q.NextEvt, known
+		}
+	}
+	return hier.KtimeMax, reasonPartial
 }
 
 // cutAtEnd is why a transition of group g printed at event index i, whose
