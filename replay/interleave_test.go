@@ -319,6 +319,10 @@ func TestRecordedOrders(t *testing.T) {
 		// (line 117); CPU 4's round had seen GRP0:2 without a migrator
 		// and gone up first (line 112).
 		{"claimed CPU's round waits for outer round", "vm6-3node-nohzfull-7.3-claimed-cpu-round-waits-for-outer-round.txt", 15},
+		// CPU 0's round (line 405), replayed inside CPU 4's walk (its
+		// transition at line 383, its update at line 494), reads the
+		// queued expiries without taking CPU 4's lock: the replay ends.
+		{"round inside walk reads queues", "vm5-1node-nohzfull-rt-7.2-round-inside-walk-reads-queues.txt", 80},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again

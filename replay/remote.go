@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tmigr/tmigr/ftrace"
@@ -241,6 +242,24 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 	}
 }
 
+// queuedExpiries returns the expiry of each CPU's event queued in its
+// level-0 group, read from the group queues: a round replayed inside a
+// walk must not read a CPU's own state, whose lock the walking CPU holds.
+func (r *replayer) queuedExpiries() map[int]int64 {
+	out := make(map[int]int64, r.topo.NCPUs)
+	for _, gi := range r.m.h.Groups() {
+		if gi.Level != 0 {
+			continue
+		}
+		for _, e := range gi.Events {
+			if c, err := strconv.Atoi(strings.TrimPrefix(e.Owner, "cpu")); err == nil && strings.HasPrefix(e.Owner, "cpu") {
+				out[c] = e.Expires
+			}
+		}
+	}
+	return out
+}
+
 // swappedTies reports whether the kernel's and the model's targets kt and
 // mt of one round differ only in the order of CPUs whose events had one
 // expiry before it (posExp), one of them at least at a place in the
@@ -365,10 +384,7 @@ func (r *replayer) runRemote(idx int, o *op) {
 	var posExp map[int]int64
 	var unplaced []bool
 	if slices.Contains(r.qpos, true) {
-		posExp = make(map[int]int64, len(r.qpos))
-		for c := range r.qpos {
-			posExp[c] = r.m.h.CPU(c).EvtExpires
-		}
+		posExp = r.queuedExpiries()
 		unplaced = slices.Clone(r.qpos)
 	}
 	r.lastRound[h] = roundWrite{last: o.last(), before: r.m.h.CPU(h).Wakeup}
