@@ -332,6 +332,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm7-1node-rt-6.19-split-activation-waits-for-earlier-activation.txt":           {7, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; fifo-sleepers=0,3-4,6; timerfd=2; epoll=5; period=1.4ms"},
 		"vm6-3node-nohzfull-7.3-claimed-cpu-round-waits-for-outer-round.txt":            {6, 3, "7.3.4", "", "1-3,5", "QEMU TCG; fifo-sleepers=1; timerfd=2; storm=0; period=8.2ms"},
 		"vm5-1node-nohzfull-rt-7.2-round-inside-walk-reads-queues.txt":                  {5, 1, "7.2.13", "", "1,4", "QEMU TCG; PREEMPT_RT; epoll=0; tcp=1; storm=4; period=12.8ms"},
+		"vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt":                        {4, 4, "6.12.118", "1-2", "", "QEMU TCG; PREEMPT_RT; tcp=2; storm=1,3; period=14.1ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
@@ -362,6 +363,7 @@ func TestRealTracesHeaders(t *testing.T) {
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{
+		"vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt":          "1-2",
 		"vm6-4node-isol-nohzfull-6.19-claim-before-target-timer-runs.txt": "3-4",
 		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":   "1-2",
 		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt":   "3-4",

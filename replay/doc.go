@@ -215,7 +215,13 @@
 //   - a round reads the states up its path as long as it is migrator (and
 //     its wakeup if it is not the migrator of its own group: the fast exit),
 //     the queues of the groups it handles, now, and the next global expiry
-//     of every CPU it expires.
+//     of every CPU it expires. Events of one expiry are dequeued in the
+//     order they were queued in (timerqueue_add puts an event after its
+//     equals); where one of them was queued before the recording (a
+//     CPU's first new timer or deactivation, which may have found its
+//     event queued with that very expiry and left it in place), the
+//     model's queues are put in the order the round claimed them, and the
+//     round is undetermined ("event from before the recording").
 //
 // The start of the recording is inferred where the trace reveals it. A
 // group's state before its first transition follows from the state that

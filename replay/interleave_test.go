@@ -323,6 +323,12 @@ func TestRecordedOrders(t *testing.T) {
 		// transition at line 383, its update at line 494), reads the
 		// queued expiries without taking CPU 4's lock: the replay ends.
 		{"round inside walk reads queues", "vm5-1node-nohzfull-rt-7.2-round-inside-walk-reads-queues.txt", 80},
+		// CPU 2's round claims CPU 0 (line 1005) before CPU 3 (line
+		// 1013), whose events have one expiry: CPU 0's sat queued from
+		// before the window, where its deactivation (line 985) left it.
+		// The model claims them in that order, and CPU 0's activation
+		// (line 1008) follows the claim.
+		{"tied claims in kernel order", "vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt", 140},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again

@@ -242,6 +242,69 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 	}
 }
 
+// claimOrder puts, before round o, the events of one expiry that the
+// round claims in the model's queues in the order the kernel claimed them,
+// where one of them at least sits at a place from before the recording
+// (qpos): timerqueue_add puts an event after those of its expiry already
+// queued, so their order is the order they were queued in, which the
+// recording does not hold, and the round's claims print it. The model is
+// seeded again with its states and its events in that order; the
+// round's claims then follow the kernel's, which decided nothing, and
+// claimOrder reports whether it changed the order (the round is then
+// undetermined: an event from before the recording). The model cannot be
+// replaced inside a walk or another round, which go on in it.
+func (r *replayer) claimOrder(o *op) bool {
+	if !slices.Contains(r.qpos, true) || r.inWalk > 0 || len(r.walks) > 0 || len(r.rounds) > 0 || len(r.splits) > 0 || len(r.waits) > 0 {
+		return false
+	}
+	rank := map[int]int{}
+	for k, i := range o.targets() {
+		c := r.ev[i].Data.(ftrace.TmigrHandleRemoteCPU).CPU
+		if _, ok := rank[c]; !ok {
+			rank[c] = k
+		}
+	}
+	if len(rank) < 2 {
+		return false
+	}
+	old := r.snapshot()
+	evts := slices.Clone(old.evts)
+	changed := false
+	for a := 0; a < len(evts); {
+		b := a + 1
+		for b < len(evts) && evts[b].expires == evts[a].expires {
+			b++
+		}
+		// The run's events the round claims, at their places in it.
+		var at []int
+		unplaced := false
+		for k := a; k < b; k++ {
+			if _, ok := rank[evts[k].cpu]; ok {
+				at = append(at, k)
+				unplaced = unplaced || r.qpos[evts[k].cpu]
+			}
+		}
+		if len(at) >= 2 && unplaced {
+			claimed := make([]seedEvt, len(at))
+			for k, x := range at {
+				claimed[k] = evts[x]
+			}
+			slices.SortStableFunc(claimed, func(x, y seedEvt) int { return rank[x.cpu] - rank[y.cpu] })
+			for k, x := range at {
+				if evts[x] != claimed[k] {
+					evts[x], changed = claimed[k], true
+				}
+			}
+		}
+		a = b
+	}
+	if !changed {
+		return false
+	}
+	r.reseed(old, old.st, evts, reasonEvent)
+	return true
+}
+
 // queuedExpiries returns the expiry of each CPU's event queued in its
 // level-0 group, read from the group queues: a round replayed inside a
 // walk must not read a CPU's own state, whose lock the walking CPU holds.
@@ -373,6 +436,9 @@ func (r *replayer) runRemote(idx int, o *op) {
 	}
 
 	r.bridgeRoundEntry(o)
+	if r.claimOrder(o) {
+		why = reasonEvent
+	}
 	why = first(why, r.roundDeps(h, rd, idx))
 	now := rd.nowFor(r)
 	basej := uint64(0)

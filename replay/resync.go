@@ -201,6 +201,15 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why reason) bool {
 			evts = append(evts, e)
 		}
 	}
+	r.reseed(old, st, evts, why)
+	return true
+}
+
+// reseed replaces the model by one with group states st and the idle
+// CPUs' events evts (in that order), the CPUs' availability kept from old,
+// the model's snapshot before: group events and wakeups that come out
+// other than old's are unknown with why.
+func (r *replayer) reseed(old snapshot, st map[hier.GroupID]gstate, evts []seedEvt, why reason) {
 	avail := make([]bool, len(old.cpus))
 	for c, ci := range old.cpus {
 		avail[c] = ci.Available
@@ -230,5 +239,4 @@ func (r *replayer) resyncTo(want map[hier.GroupID]gstate, why reason) bool {
 			r.wk[c] = why
 		}
 	}
-	return true
 }
