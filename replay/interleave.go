@@ -379,16 +379,59 @@ type split struct {
 	// compare-and-swap of g, its CPU's event already ignored
 	// (ignoredBefore); otherwise it paused just after it.
 	beforeCAS bool
-	ctx       rctx          // the split operation's, while it waits
-	resume    chan struct{} // hands over to the split operation
-	yield     chan struct{} // hands back: it paused or ended
-	ended     bool
+	handoff
 	// oldEvent: what was known of the split deactivation's CPU event
 	// before its walk. __tmigr_cpu_deactivate un-ignores the CPU's event
 	// before the walk, with its old expiry, which only its event update
 	// replaces: the interrupted walk's update, which took the lock first,
 	// read that old event.
 	oldEvent reason
+}
+
+// handoff runs an operation on a goroutine of its own that may pause in
+// its middle (a split walk, a waiting round) and hands control back and
+// forth: one of the two goroutines runs at a time, so the replay's state
+// needs no lock, and each keeps its own rctx.
+type handoff struct {
+	ctx rctx // the paused operation's, while it waits
+	// resume hands over to the operation; yield hands back: it paused
+	// or ended.
+	resume, yield chan struct{}
+	ended         bool
+}
+
+func newHandoff() handoff {
+	return handoff{resume: make(chan struct{}), yield: make(chan struct{})}
+}
+
+// launch runs f, the operation, on its goroutine, and returns when it
+// ended or paused.
+func (r *replayer) launch(h *handoff, f func()) {
+	c := r.saveCtx()
+	go func() {
+		f()
+		h.ended = true
+		h.yield <- struct{}{}
+	}()
+	<-h.yield
+	r.restoreCtx(c)
+}
+
+// park is the operation's side: it pauses until resumed.
+func (r *replayer) park(h *handoff) {
+	h.ctx = r.saveCtx()
+	h.yield <- struct{}{}
+	<-h.resume
+	r.restoreCtx(h.ctx)
+}
+
+// wake resumes the paused operation and returns when it ended or paused
+// again.
+func (r *replayer) wake(h *handoff) {
+	c := r.saveCtx()
+	h.resume <- struct{}{}
+	<-h.yield
+	r.restoreCtx(c)
 }
 
 // rctx is what the replay keeps per running operation.
@@ -564,17 +607,10 @@ func (r *replayer) activates(p *op, g hier.GroupID) bool {
 // just after it, or, with beforeCAS, an activation just before it
 // (ignoredBefore).
 func (r *replayer) split(j int, o *op, g hier.GroupID, beforeCAS bool) {
-	sp := &split{o: r.ops[j], in: o, g: g, beforeCAS: beforeCAS, resume: make(chan struct{}), yield: make(chan struct{}), oldEvent: known}
+	sp := &split{o: r.ops[j], in: o, g: g, beforeCAS: beforeCAS, handoff: newHandoff(), oldEvent: known}
 	r.pausing = sp
-	c := r.saveCtx()
-	go func() {
-		r.nest(j)
-		sp.ended = true
-		sp.yield <- struct{}{}
-	}()
-	<-sp.yield
+	r.launch(&sp.handoff, func() { r.nest(j) })
 	r.pausing = nil
-	r.restoreCtx(c)
 	if p := r.ops[j]; p.kind == opDeactivate {
 		sp.oldEvent = r.evBefore[p.cpu] // set as its walk began
 	}
@@ -586,10 +622,7 @@ func (r *replayer) split(j int, o *op, g hier.GroupID, beforeCAS bool) {
 // pause is the split operation's side: it waits in its Tracer call.
 func (r *replayer) pause(sp *split) {
 	r.pausing = nil
-	sp.ctx = r.saveCtx()
-	sp.yield <- struct{}{}
-	<-sp.resume
-	r.restoreCtx(sp.ctx)
+	r.park(&sp.handoff)
 	// The walk it waited for has ended: its CPU is free to run its next
 	// operation inside this one's walk.
 	r.walks = slices.DeleteFunc(r.walks, func(w *walkAt) bool { return w.o == sp.in })
@@ -615,10 +648,7 @@ func (r *replayer) resumeSplits(o *op) {
 				break
 			}
 		}
-		c := r.saveCtx()
-		sp.resume <- struct{}{}
-		<-sp.yield
-		r.restoreCtx(c)
+		r.wake(&sp.handoff)
 		r.checkInvariants()
 	}
 }

@@ -130,15 +130,7 @@ func TestNextevtCatchesTickKept(t *testing.T) {
 			out := append([]string{}, lines[:at]...)
 			out = append(out, ins...)
 			out = append(out, lines[at+1:]...)
-			// As many entries more as the header says the buffer held.
-			for i, l := range out {
-				var held, written int
-				if n, _ := fmt.Sscanf(l, "# entries-in-buffer/entries-written: %d/%d", &held, &written); n == 2 {
-					d := len(ins) - 1
-					out[i] = strings.Replace(l, fmt.Sprintf("%d/%d", held, written), fmt.Sprintf("%d/%d", held+d, written+d), 1)
-					break
-				}
-			}
+			recount(out, len(ins)-1)
 			c = nextevtOf(t, out)
 			n := at + tc.bad + 1
 			if len(c.Mismatches) != 1 || c.Mismatches[0].Line != n || !strings.Contains(c.Mismatches[0].Model, tc.want) {
@@ -165,6 +157,26 @@ func recordingAt(t *testing.T, file, at string) ([]string, int) {
 	}
 	t.Fatalf("%s: no line %q", file, at)
 	return nil, 0
+}
+
+// recount keeps the tracefs header's count of entries in step with d
+// lines added to (or, negative, taken from) a recording's events.
+func recount(lines []string, d int) {
+	for i, l := range lines {
+		var held, written int
+		if n, _ := fmt.Sscanf(l, "# entries-in-buffer/entries-written: %d/%d", &held, &written); n == 2 {
+			lines[i] = strings.Replace(l, fmt.Sprintf("%d/%d", held, written), fmt.Sprintf("%d/%d", held+d, written+d), 1)
+			return
+		}
+	}
+}
+
+// insertBefore returns lines with line inserted before index at, the
+// header's count of entries kept in step.
+func insertBefore(lines []string, at int, line string) []string {
+	out := append(append(append([]string{}, lines[:at]...), line), lines[at:]...)
+	recount(out, 1)
+	return out
 }
 
 // nextevtOf runs the nextevt check over a recording's lines.
@@ -261,13 +273,7 @@ func TestNextevtRemoteBucketOffWheel(t *testing.T) {
 		out := lines
 		if tc.noClaim {
 			out = append(append([]string{}, lines[:claim]...), lines[claim+1:]...)
-			for i, l := range out {
-				var held, written int
-				if n, _ := fmt.Sscanf(l, "# entries-in-buffer/entries-written: %d/%d", &held, &written); n == 2 {
-					out[i] = strings.Replace(l, fmt.Sprintf("%d/%d", held, written), fmt.Sprintf("%d/%d", held-1, written-1), 1)
-					break
-				}
-			}
+			recount(out, -1)
 		}
 		c = nextevtOf(t, out)
 		line := idle + 1

@@ -1469,11 +1469,7 @@ type roundWait struct {
 	o     *op    // the waiting round
 	outer *round // the round it waits for
 	at    int    // the outer round's next level line, printed first
-	ctx   rctx   // the waiting round's, while it waits
-	// resume hands over to the waiting round; yield hands back: it
-	// waited or ended.
-	resume, yield chan struct{}
-	ended         bool
+	handoff
 }
 
 // waitLine returns, for operation p to replay inside the expiry of round
@@ -1496,17 +1492,10 @@ func (r *replayer) waitLine(p *op, outer *round) int {
 // line at), on a goroutine of its own: it returns when the round ended or
 // waits.
 func (r *replayer) execWaiting(j int, outer *round, at int) {
-	w := &roundWait{o: r.ops[j], outer: outer, at: at, resume: make(chan struct{}), yield: make(chan struct{})}
+	w := &roundWait{o: r.ops[j], outer: outer, at: at, handoff: newHandoff()}
 	r.starting = w
-	c := r.saveCtx()
-	go func() {
-		r.exec(j)
-		w.ended = true
-		w.yield <- struct{}{}
-	}()
-	<-w.yield
+	r.launch(&w.handoff, func() { r.exec(j) })
 	r.starting = nil
-	r.restoreCtx(c)
 	if !w.ended {
 		r.waits = append(r.waits, w)
 	}
@@ -1515,10 +1504,7 @@ func (r *replayer) execWaiting(j int, outer *round, at int) {
 // wait is the waiting round's side, at its level's entry.
 func (r *replayer) wait(w *roundWait) {
 	r.starting = nil
-	w.ctx = r.saveCtx()
-	w.yield <- struct{}{}
-	<-w.resume
-	r.restoreCtx(w.ctx)
+	r.park(&w.handoff)
 }
 
 // resumeWaits lets the rounds waiting for round rd, which has ended, go
@@ -1531,10 +1517,7 @@ func (r *replayer) resumeWaits(rd *round) {
 			continue
 		}
 		r.waits = slices.Delete(r.waits, k, k+1)
-		c := r.saveCtx()
-		w.resume <- struct{}{}
-		<-w.yield
-		r.restoreCtx(c)
+		r.wake(&w.handoff)
 		r.checkInvariants()
 	}
 }
