@@ -22,6 +22,7 @@ const tracesDir = "../testdata/traces"
 // CPUs of a node, numbered in CPU order) rather than from package hier.
 type oracle struct {
 	m        *ftrace.Machine
+	h        *ftrace.Hierarchy // the boot line, nil without one
 	iso      cmdline.Isolation
 	foreign  []oForeign
 	remoteTo map[int]int // handler -> remote expiries of other CPUs it ran
@@ -39,8 +40,15 @@ type oForeign struct {
 	migrator, known []bool
 }
 
-// level0 returns the index of a CPU's level-0 group and its bit there.
-func level0(m *ftrace.Machine, cpu int) (index int, bit uint8) {
+// level0 returns the index of a CPU's level-0 group and its bit there:
+// level-0 groups hold the CPUs of one node, eight at most, unless the boot
+// line says level 0 already spans nodes (crossnode level 0: a machine of
+// eight CPUs or fewer on several nodes), where they hold eight CPUs in
+// CPU order.
+func level0(m *ftrace.Machine, h *ftrace.Hierarchy, cpu int) (index int, bit uint8) {
+	if h != nil && h.CrossnodeLevel == 0 {
+		return cpu / 8, 1 << (cpu % 8)
+	}
 	for n := 0; n < len(m.NodeCPUs); n++ {
 		first := m.NodeCPUs[n].First()
 		if !m.NodeCPUs[n].Test(cpu) {
@@ -69,7 +77,7 @@ func readOracle(t *testing.T, path string) *oracle {
 		}
 		evs = append(evs, ev)
 	}
-	o := &oracle{m: r.Header().Machine, remoteTo: map[int]int{}}
+	o := &oracle{m: r.Header().Machine, h: r.Header().Hierarchy, remoteTo: map[int]int{}}
 	if o.m == nil {
 		t.Fatalf("%s: no machine line", path)
 	}
@@ -181,7 +189,7 @@ func readOracle(t *testing.T, path string) *oracle {
 			for k, g := range x.groups {
 				var want uint8
 				if k == 0 {
-					_, want = level0(o.m, e.CPU)
+					_, want = level0(o.m, o.h, e.CPU)
 				} else {
 					want = bitIn[x.groups[k-1]]
 				}
@@ -201,7 +209,7 @@ func readOracle(t *testing.T, path string) *oracle {
 // machines of whole nodes.
 func (o *oracle) groupName(x oForeign, k int) string {
 	if k == 0 {
-		i, _ := level0(o.m, x.handler)
+		i, _ := level0(o.m, o.h, x.handler)
 		return fmt.Sprintf("GRP0:%d", i)
 	}
 	return ""
