@@ -333,6 +333,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm6-3node-nohzfull-7.3-claimed-cpu-round-waits-for-outer-round.txt":            {6, 3, "7.3.4", "", "1-3,5", "QEMU TCG; fifo-sleepers=1; timerfd=2; storm=0; period=8.2ms"},
 		"vm5-1node-nohzfull-rt-7.2-round-inside-walk-reads-queues.txt":                  {5, 1, "7.2.13", "", "1,4", "QEMU TCG; PREEMPT_RT; epoll=0; tcp=1; storm=4; period=12.8ms"},
 		"vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt":                        {4, 4, "6.12.118", "1-2", "", "QEMU TCG; PREEMPT_RT; tcp=2; storm=1,3; period=14.1ms absolute"},
+		"vm5-3node-isol-rt-6.12-stalled-deactivation-bridged-up-to-first-level.txt":     {5, 3, "6.12.118", "4", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; period=1.3ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
@@ -363,20 +364,21 @@ func TestRealTracesHeaders(t *testing.T) {
 	}
 	// isolcpus=managed_irq, where the recording has it.
 	managedIRQ := map[string]string{
-		"vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt":          "1-2",
-		"vm6-4node-isol-nohzfull-6.19-claim-before-target-timer-runs.txt": "3-4",
-		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":   "1-2",
-		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt":   "3-4",
-		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":       "1",
-		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":   "3",
-		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":                 "3,5-8,12-14",
-		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt":   "3",
-		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":              "1",
-		"vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt":       "4-6",
-		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":         "2-3,5",
-		"vm3-1node-isol-6.12-cas-printed-after-end.txt":                   "2",
-		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":     "1,3,7",
-		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":           "1-3",
+		"vm5-3node-isol-rt-6.12-stalled-deactivation-bridged-up-to-first-level.txt": "4",
+		"vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt":                    "1-2",
+		"vm6-4node-isol-nohzfull-6.19-claim-before-target-timer-runs.txt":           "3-4",
+		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":             "1-2",
+		"vm7-3node-isol-nohzfull-7.2-round-reads-after-walk-update.txt":             "3-4",
+		"vm6-4node-isol-rt-6.12-stale-next-expiry-after-cancel.txt":                 "1",
+		"vm4-2node-isol-6.19-remote-expiry-ends-while-target-awake.txt":             "3",
+		"vm15-2node-isol-6.19-bucket-off-wheel-clock.txt":                           "3,5-8,12-14",
+		"vm4-1node-isol-nohzfull-7.3-pinned-rearm-of-running-timer.txt":             "3",
+		"vm2-1node-isol-6.12-tied-updates-in-lock-order.txt":                        "1",
+		"vm7-3node-isol-nohzfull-rt-7.2-new-timer-inside-round.txt":                 "4-6",
+		"vm6-3node-isol-6.12-tick-bound-alone-one-jiffy-high.txt":                   "2-3,5",
+		"vm3-1node-isol-6.12-cas-printed-after-end.txt":                             "2",
+		"vm8-3node-isol-6.1-delayed-work-requeued-on-another-cpu.txt":               "1,3,7",
+		"vm6-4node-isol-rt-6.12-update-reads-two-later-cas.txt":                     "1-3",
 	}
 	for _, f := range traceFiles(t) {
 		w, ok := want[filepath.Base(f)]

@@ -329,6 +329,11 @@ func TestRecordedOrders(t *testing.T) {
 		// The model claims them in that order, and CPU 0's activation
 		// (line 1008) follows the claim.
 		{"tied claims in kernel order", "vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt", 140},
+		// CPU 3's deactivation, printed late (lines 489-491), cleared
+		// GRP0:1 before CPU 1's activation (line 472) and left GRP1:0
+		// after CPU 4's (line 479): it is bridged up to its first
+		// compare-and-swap, its level 1 after the two activations.
+		{"stalled deactivation bridged up to first level", "vm5-3node-isol-rt-6.12-stalled-deactivation-bridged-up-to-first-level.txt", 230},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again

@@ -195,7 +195,12 @@ func (r *replayer) preResync(o *op) reason {
 					caught[i] = true
 					continue
 				}
-				r.exec(j)
+				if r.bridgeSplit {
+					// Its later levels wait for o's walk to end.
+					r.split(j, o, gl.id, false)
+				} else {
+					r.exec(j)
+				}
 				bridged = true
 				break
 			}
@@ -297,7 +302,9 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		seq   int // its place among its CPU's candidates
 		from  prior
 		after gstate
+		split bool // j is replayed up to its compare-and-swap of g (splitsAt)
 	}
+	r.bridgeSplit = false
 	var cands []cand
 	seq := map[int]int{}
 	states := r.m.current() // read only: bridge changes nothing
@@ -321,11 +328,14 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 			continue
 		}
 		blocked[p.cpu] = true
-		run := j
+		run, split := j, false
 		if (p.kind == opActivate || p.kind == opDeactivate) && !r.fits(p, g, states) {
 			// Another CPU's operation printed after it may lead the
 			// group it does not fit to the state it read (prereq).
 			run = r.prereq(o, p, g, states, from, at, until, firstOf, pendingAt, inWalk)
+			if run < 0 && !inWalk && (o.kind == opActivate || o.kind == opDeactivate) && r.splitsAt(p, g) {
+				run, split = j, true
+			}
 			if run < 0 {
 				continue
 			}
@@ -333,7 +343,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		if inWalk && (p.kind != opActivate && p.kind != opDeactivate || r.changeDue(r.ev[p.key()].TS)) {
 			continue
 		}
-		if !inWalk && p.kind != opHotplug && !r.fits(p, g, states) && run == j {
+		if !inWalk && p.kind != opHotplug && !r.fits(p, g, states) && run == j && !split {
 			// Its first transitions must start where the model is:
 			// another CPU's operation printed before it comes first.
 			continue
@@ -356,7 +366,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		}
 		for _, i := range p.groups {
 			if gl := r.groupLine(i); gl.id == g {
-				cands = append(cands, cand{run, p.cpu, seq[p.cpu], priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
+				cands = append(cands, cand{run, p.cpu, seq[p.cpu], priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after, split})
 				seq[p.cpu]++
 				// Its CPU's next operation may follow it in the chain
 				// (a CPU that went busy and idle again meanwhile).
@@ -394,6 +404,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		ok := want(c.after) || search(c.after, bridgeDepth-1)
 		used[c.cpu]--
 		if ok {
+			r.bridgeSplit = c.split
 			return c.j
 		}
 	}
@@ -405,9 +416,11 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 // pending operation of another CPU that must run before it there, or -1:
 // the first pending operation of its CPU (firstOf: none passed yet), it
 // fits the model's states, its transition of g2 leads to the state p's
-// transition of g2 read, and it is as close in time as a candidate. A CPU
-// may print its compare-and-swap long after it, past other CPUs' whole
-// walks that read its result (a vCPU descheduled in between).
+// transition of g2 read, and it is as close in time as a candidate, and
+// it leaves g2 where o's own transition of g2, if o has one that starts
+// from the state now and replays after the chain, can start. A CPU may
+// print its compare-and-swap long after it, past other CPUs' whole walks
+// that read its result (a vCPU descheduled in between).
 func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gstate, from, at int, until int64,
 	firstOf map[int]bool, pendingAt func(int) bool, inWalk bool) int {
 	g2, need := hier.NoGroup, prior{}
@@ -430,6 +443,19 @@ func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gsta
 	if g2 == hier.NoGroup {
 		return -1
 	}
+	// o's own transition of g2, when o replays after the chain (not
+	// inside its walk): its compare-and-swap reads what the chain leaves.
+	var own *prior
+	if !inWalk {
+		for _, i := range o.groups {
+			if gl := r.groupLine(i); gl.id == g2 {
+				if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !pr.bad && pr.admits(states[g2]) {
+					own = &pr
+				}
+				break
+			}
+		}
+	}
 	passed := maps.Clone(firstOf)
 	for k := from; k < len(r.ops) && k <= at+lookahead; k++ {
 		q := r.ops[k]
@@ -449,6 +475,12 @@ func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gsta
 		for _, i := range q.groups {
 			if gl := r.groupLine(i); gl.id == g2 {
 				if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !pr.bad && pr.admits(states[g2]) && need.admits(gl.after) {
+					if own != nil && !own.admits(gl.after) {
+						// It would leave g2 where o's transition,
+						// which reads the state now, could not
+						// start: o's compare-and-swap came first.
+						break
+					}
 					return k
 				}
 				break
@@ -491,6 +523,16 @@ func (r *replayer) silent(cpu, a, b int) bool {
 		}
 	}
 	return true
+}
+
+// splitsAt reports whether bridge may replay candidate p, whose later
+// transitions do not fit the model's states, up to its compare-and-swap of
+// g only: p is a deactivation whose walk begins there. Its later levels
+// come after the operation bridged for, as the walk resumes (split): a
+// vCPU descheduled between its levels printed them all late, the first
+// before that operation's, the later ones after others'.
+func (r *replayer) splitsAt(p *op, g hier.GroupID) bool {
+	return p.kind == opDeactivate && len(p.groups) > 1 && r.groupLine(p.groups[0]).id == g
 }
 
 // bridgeDepth bounds the chains bridge looks for.
