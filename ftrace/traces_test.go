@@ -334,6 +334,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm5-1node-nohzfull-rt-7.2-round-inside-walk-reads-queues.txt":                  {5, 1, "7.2.13", "", "1,4", "QEMU TCG; PREEMPT_RT; epoll=0; tcp=1; storm=4; period=12.8ms"},
 		"vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt":                        {4, 4, "6.12.118", "1-2", "", "QEMU TCG; PREEMPT_RT; tcp=2; storm=1,3; period=14.1ms absolute"},
 		"vm5-3node-isol-rt-6.12-stalled-deactivation-bridged-up-to-first-level.txt":     {5, 3, "6.12.118", "4", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; period=1.3ms"},
+		"vm5-2node-isol-7.2-round-goes-on-after-silent-deactivation.txt":                {5, 2, "7.2.13", "2-3", "", "QEMU TCG; timerfd=3; storm=1; period=10.2ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

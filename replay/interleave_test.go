@@ -334,6 +334,11 @@ func TestRecordedOrders(t *testing.T) {
 		// after CPU 4's (line 479): it is bridged up to its first
 		// compare-and-swap, its level 1 after the two activations.
 		{"stalled deactivation bridged up to first level", "vm5-3node-isol-rt-6.12-stalled-deactivation-bridged-up-to-first-level.txt", 230},
+		// CPU 1's round went up from GRP0:0 (lines 751-753): CPU 0's
+		// deactivation (line 763), printed 55 us later by a silent CPU,
+		// had left GRP0:0 without a migrator; its level 1 came after
+		// CPU 4's activation (lines 756-758).
+		{"round goes on after silent deactivation", "vm5-2node-isol-7.2-round-goes-on-after-silent-deactivation.txt", 115},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again

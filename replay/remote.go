@@ -458,6 +458,7 @@ func (r *replayer) runRemote(idx int, o *op) {
 	ml := r.collect(func() { r.m.h.HandleRemote(h, now, basej, expirer{r}) })
 	r.rounds = r.rounds[:len(r.rounds)-1]
 	defer r.resumeWaits(rd)
+	defer r.resumeSplits(o)
 	why = first(why, rd.why)
 	if rd.nested {
 		// Operations replayed inside the round may have left state it
@@ -1099,6 +1100,7 @@ func (r *replayer) onRemote() {
 		r.nestedInRound(rd, rd.o.levels()[k-1], li)
 	}
 	r.bridgeRoundStop(rd, k, li)
+	r.bridgeRoundOn(rd, k, li)
 	r.updateBeforeRead(rd, k, li)
 	end := rd.o.lineAfter(li)
 	if end < 0 {
@@ -1172,8 +1174,57 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 			return
 		}
 		rd.nested = true
-		r.exec(j)
+		r.execBridged(j, o, g)
 	}
+}
+
+// bridgeRoundOn is bridgeRoundStop's converse: where the kernel's round
+// went on past its level k (it printed the next level's line) but the
+// model's group there has another child as migrator, the transition of
+// another CPU that left the group without one came before the round's
+// check, though printed after the round's line: that CPU printed nothing
+// in between (a vCPU descheduled between its compare-and-swap and its
+// line). A deactivation whose later levels were printed after the round's
+// is replayed up to that compare-and-swap (splitsAt), the rest after the
+// round.
+func (r *replayer) bridgeRoundOn(rd *round, k, li int) {
+	o := rd.o
+	if k+1 >= len(o.levels()) {
+		return
+	}
+	h := o.cpu
+	g := r.topo.At(h, k)
+	if g == hier.NoGroup || r.topo.Node(g) == nil || *r.gk.at(g) != known {
+		return
+	}
+	child := r.topo.CPUBit[h]
+	if k > 0 {
+		child = r.topo.Node(r.topo.At(h, k-1)).Bit
+	}
+	enters := func(s gstate) bool { return s.migrator == child || s.migrator == hier.MigratorNone }
+	for tries := 0; tries < lookahead; tries++ {
+		cur := r.m.state(g)
+		if enters(cur) {
+			return
+		}
+		j := r.bridge(o, g, cur, enters, false, -1)
+		if j < 0 || !r.silent(r.ops[j].cpu, li, r.ops[j].first()) {
+			return
+		}
+		rd.nested = true
+		r.execBridged(j, o, g)
+	}
+}
+
+// execBridged replays operation j, which bridge returned for operation o
+// and group g: whole, or split after its compare-and-swap of g, resumed
+// when o ends (bridgeSplit).
+func (r *replayer) execBridged(j int, o *op, g hier.GroupID) {
+	if r.bridgeSplit {
+		r.split(j, o, g, false)
+		return
+	}
+	r.exec(j)
 }
 
 // roundBeforeTiedActivation returns the round to replay before activation

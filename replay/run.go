@@ -195,12 +195,7 @@ func (r *replayer) preResync(o *op) reason {
 					caught[i] = true
 					continue
 				}
-				if r.bridgeSplit {
-					// Its later levels wait for o's walk to end.
-					r.split(j, o, gl.id, false)
-				} else {
-					r.exec(j)
-				}
+				r.execBridged(j, o, gl.id)
 				bridged = true
 				break
 			}
@@ -332,9 +327,15 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		if (p.kind == opActivate || p.kind == opDeactivate) && !r.fits(p, g, states) {
 			// Another CPU's operation printed after it may lead the
 			// group it does not fit to the state it read (prereq).
-			run = r.prereq(o, p, g, states, from, at, until, firstOf, pendingAt, inWalk)
-			if run < 0 && !inWalk && (o.kind == opActivate || o.kind == opDeactivate) && r.splitsAt(p, g) {
+			switch {
+			case !inWalk && o.kind == opRemote && r.splitsAt(p, g):
+				// A round needs only its compare-and-swap of g.
 				run, split = j, true
+			default:
+				run = r.prereq(o, p, g, states, from, at, until, firstOf, pendingAt, inWalk)
+				if run < 0 && !inWalk && (o.kind == opActivate || o.kind == opDeactivate) && r.splitsAt(p, g) {
+					run, split = j, true
+				}
 			}
 			if run < 0 {
 				continue
@@ -528,9 +529,11 @@ func (r *replayer) silent(cpu, a, b int) bool {
 // splitsAt reports whether bridge may replay candidate p, whose later
 // transitions do not fit the model's states, up to its compare-and-swap of
 // g only: p is a deactivation whose walk begins there. Its later levels
-// come after the operation bridged for, as the walk resumes (split): a
-// vCPU descheduled between its levels printed them all late, the first
-// before that operation's, the later ones after others'.
+// come after the walk or round bridged for, as the walk resumes (split):
+// a vCPU descheduled between its levels printed them all late, the first
+// before that operation's, the later ones after others'. For a round,
+// which reads g's migrator only, such a candidate is split rather than
+// preceded by a prerequisite (prereq) for its later levels.
 func (r *replayer) splitsAt(p *op, g hier.GroupID) bool {
 	return p.kind == opDeactivate && len(p.groups) > 1 && r.groupLine(p.groups[0]).id == g
 }
