@@ -1159,11 +1159,7 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 	if top || *r.gk.at(g) != known {
 		return
 	}
-	child := r.topo.CPUBit[h]
-	if k > 0 {
-		child = r.topo.Node(r.topo.At(h, k-1)).Bit
-	}
-	enters := func(s gstate) bool { return s.migrator == child || s.migrator == hier.MigratorNone }
+	enters := r.roundEnters(h, k)
 	for tries := 0; tries < lookahead; tries++ {
 		cur := r.m.state(g)
 		if !enters(cur) {
@@ -1197,11 +1193,7 @@ func (r *replayer) bridgeRoundOn(rd *round, k, li int) {
 	if g == hier.NoGroup || r.topo.Node(g) == nil || *r.gk.at(g) != known {
 		return
 	}
-	child := r.topo.CPUBit[h]
-	if k > 0 {
-		child = r.topo.Node(r.topo.At(h, k-1)).Bit
-	}
-	enters := func(s gstate) bool { return s.migrator == child || s.migrator == hier.MigratorNone }
+	enters := r.roundEnters(h, k)
 	for tries := 0; tries < lookahead; tries++ {
 		cur := r.m.state(g)
 		if enters(cur) {
@@ -1214,6 +1206,17 @@ func (r *replayer) bridgeRoundOn(rd *round, k, li int) {
 		rd.nested = true
 		r.execBridged(j, o, g)
 	}
+}
+
+// roundEnters returns whether a round of cpu h handles its level-k group
+// in a given state: its child there is the migrator, or the group has
+// none (tmigr_check_migrator).
+func (r *replayer) roundEnters(h, k int) func(gstate) bool {
+	child := r.topo.CPUBit[h]
+	if k > 0 {
+		child = r.topo.Node(r.topo.At(h, k-1)).Bit
+	}
+	return func(s gstate) bool { return s.migrator == child || s.migrator == hier.MigratorNone }
 }
 
 // execBridged replays operation j, which bridge returned for operation o
