@@ -23,6 +23,15 @@ func (r *replayer) run() {
 		}
 		r.exec(i)
 	}
+	// An operation still waiting for one that did not end (the
+	// recording stopped first) goes on now: none is left half replayed,
+	// and no goroutine parked.
+	for len(r.splits) > 0 {
+		r.resumeSplits(r.splits[0].in)
+	}
+	for len(r.waits) > 0 {
+		r.resumeWaits(r.waits[0].outer)
+	}
 	if len(r.ev) > 0 && (r.gm == nil || r.gm.err == nil) {
 		r.closeChanges(maxNS, r.ev[len(r.ev)-1].Line)
 	}
