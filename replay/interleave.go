@@ -100,7 +100,7 @@ func (r *replayer) onCAS() {
 			}
 			grp, want = child, p.ChildActive
 		}
-		j := r.bridge(o, grp, r.m.state(grp), func(s gstate) bool { return s.active == want }, true, u)
+		j, _ := r.bridge(o, grp, r.m.state(grp), func(s gstate) bool { return s.active == want }, true, u)
 		if j < 0 {
 			return
 		}
@@ -191,7 +191,7 @@ func (r *replayer) childSeenActive(o *op, k int) {
 		if cur.active != 0 {
 			return
 		}
-		j := r.bridge(o, g, cur, func(s gstate) bool { return s.active != 0 }, true, o.groups[k+1])
+		j, _ := r.bridge(o, g, cur, func(s gstate) bool { return s.active != 0 }, true, o.groups[k+1])
 		if j < 0 {
 			return
 		}
@@ -221,7 +221,7 @@ func (r *replayer) childReadActive(o *op, k int) {
 		if cur.active != 0 {
 			return
 		}
-		j := r.bridge(o, child, cur, func(s gstate) bool { return s.active != 0 }, true, o.last())
+		j, _ := r.bridge(o, child, cur, func(s gstate) bool { return s.active != 0 }, true, o.last())
 		if j < 0 {
 			return
 		}
@@ -494,7 +494,7 @@ func (r *replayer) resumeAt(o *op, g hier.GroupID) {
 // of them.
 func (r *replayer) leadTo(o *op, g hier.GroupID, want func(gstate) bool, seen int, until int64) {
 	for tries := 0; tries < lookahead && !want(r.m.state(g)); tries++ {
-		j := r.bridge(o, g, r.m.state(g), want, true, seen)
+		j, _ := r.bridge(o, g, r.m.state(g), want, true, seen)
 		if j < 0 || r.ev[r.ops[j].key()].TS > until {
 			return
 		}

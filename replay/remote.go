@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/tmigr/tmigr/ftrace"
@@ -224,8 +223,8 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 		return
 	}
 	h := o.cpu
-	g, bit := r.topo.CPUGroup[h], r.topo.CPUBit[h]
-	enters := func(s gstate) bool { return s.migrator == bit || s.migrator == hier.MigratorNone }
+	g := r.topo.CPUGroup[h]
+	enters := r.roundEnters(h, 0)
 	for tries := 0; tries < lookahead; tries++ {
 		cur := r.m.state(g)
 		if enters(cur) || *r.gk.at(g) != known || r.wk[h] != known {
@@ -234,11 +233,11 @@ func (r *replayer) bridgeRoundEntry(o *op) {
 		if r.m.h.CPU(h).Wakeup != hier.KtimeMax && !r.roundLeftWakeup(o) {
 			return
 		}
-		j := r.bridge(o, g, cur, enters, false, -1)
+		j, split := r.bridge(o, g, cur, enters, false, -1)
 		if j < 0 {
 			return
 		}
-		r.exec(j)
+		r.execBridged(j, split, o, g)
 	}
 }
 
@@ -315,7 +314,7 @@ func (r *replayer) queuedExpiries() map[int]int64 {
 			continue
 		}
 		for _, e := range gi.Events {
-			if c, err := strconv.Atoi(strings.TrimPrefix(e.Owner, "cpu")); err == nil && strings.HasPrefix(e.Owner, "cpu") {
+			if c, ok := ownerCPU(e.Owner); ok {
 				out[c] = e.Expires
 			}
 		}
@@ -1165,12 +1164,12 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 		if !enters(cur) {
 			return
 		}
-		j := r.bridge(o, g, cur, func(s gstate) bool { return !enters(s) }, false, -1)
+		j, split := r.bridge(o, g, cur, func(s gstate) bool { return !enters(s) }, false, -1)
 		if j < 0 || !r.silent(h, li, r.ops[j].first()) {
 			return
 		}
 		rd.nested = true
-		r.execBridged(j, o, g)
+		r.execBridged(j, split, o, g)
 	}
 }
 
@@ -1199,12 +1198,12 @@ func (r *replayer) bridgeRoundOn(rd *round, k, li int) {
 		if enters(cur) {
 			return
 		}
-		j := r.bridge(o, g, cur, enters, false, -1)
+		j, split := r.bridge(o, g, cur, enters, false, -1)
 		if j < 0 || !r.silent(r.ops[j].cpu, li, r.ops[j].first()) {
 			return
 		}
 		rd.nested = true
-		r.execBridged(j, o, g)
+		r.execBridged(j, split, o, g)
 	}
 }
 
@@ -1220,10 +1219,10 @@ func (r *replayer) roundEnters(h, k int) func(gstate) bool {
 }
 
 // execBridged replays operation j, which bridge returned for operation o
-// and group g: whole, or split after its compare-and-swap of g, resumed
-// when o ends (bridgeSplit).
-func (r *replayer) execBridged(j int, o *op, g hier.GroupID) {
-	if r.bridgeSplit {
+// and group g: whole, or, split, up to its compare-and-swap of g, resumed
+// when o ends.
+func (r *replayer) execBridged(j int, split bool, o *op, g hier.GroupID) {
+	if split {
 		r.split(j, o, g, false)
 		return
 	}

@@ -95,9 +95,6 @@ type walkState struct {
 	// to end; pausing: the one being started.
 	splits  []*split
 	pausing *split
-	// bridgeSplit: the operation bridge returned last is to be split
-	// after its compare-and-swap of the group (splitsAt).
-	bridgeSplit bool
 }
 
 // members is who is in the hierarchy as the recording goes on: at its

@@ -28,6 +28,17 @@ type snapshot struct {
 	wakes []int64
 }
 
+// ownerCPU returns the CPU whose event a queue entry is, by the owner name
+// hier gives it ("cpu3"), or false for a group's.
+func ownerCPU(owner string) (int, bool) {
+	rest, ok := strings.CutPrefix(owner, "cpu")
+	if !ok {
+		return 0, false
+	}
+	c, err := strconv.Atoi(rest)
+	return c, err == nil
+}
+
 func (r *replayer) snapshot() snapshot {
 	gis := r.m.h.Groups()
 	s := snapshot{st: map[hier.GroupID]gstate{}, gevt: map[hier.GroupID]gevt{}}
@@ -43,7 +54,7 @@ func (r *replayer) snapshot() snapshot {
 			}
 			if g, ok := byName[e.Owner]; ok {
 				s.gevt[g] = gevt{true, e.Expires, e.CPU}
-			} else if c, err := strconv.Atoi(strings.TrimPrefix(e.Owner, "cpu")); err == nil {
+			} else if c, ok := ownerCPU(e.Owner); ok {
 				s.evts = append(s.evts, seedEvt{c, e.Expires})
 			}
 		}

@@ -193,7 +193,7 @@ func (r *replayer) preResync(o *op) reason {
 			if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) {
 				continue
 			}
-			if j := r.bridge(o, gl.id, cur[gl.id], p.admits, false, -1); j >= 0 && tries < lookahead {
+			if j, split := r.bridge(o, gl.id, cur[gl.id], p.admits, false, -1); j >= 0 && tries < lookahead {
 				if k > 0 && r.catchesUp(o, j, i) {
 					// Its lines come after o's first transition and
 					// clearly before this one: it ran while o's CPU
@@ -204,7 +204,7 @@ func (r *replayer) preResync(o *op) reason {
 					caught[i] = true
 					continue
 				}
-				r.execBridged(j, o, gl.id)
+				r.execBridged(j, split, o, gl.id)
 				bridged = true
 				break
 			}
@@ -272,7 +272,9 @@ const (
 // bridge returns the index of a pending operation of another CPU whose
 // transition of group g starts from state cur and begins a chain of such
 // operations (at most bridgeDepth) that ends in a state want admits, or
-// -1: the merged trace put them after o, their CPUs made them first. Each
+// -1: the merged trace put them after o, their CPUs made them first; and
+// whether that operation is to be replayed only up to its compare-and-swap
+// of g (splitsAt, never inside a walk). Each
 // must be the next pending operation of its CPU or follow that CPU's
 // earlier one in the chain (a CPU's lines are in program order; one CPU
 // may go busy and idle again while o's CPU stalls), close in time to o,
@@ -293,7 +295,7 @@ const (
 // operation printed before that line is close enough in time however long
 // o's CPU took between its compare-and-swap and that line (a vCPU
 // descheduled in between); one printed after it, within bridgeNS.
-func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) bool, inWalk bool, seen int) int {
+func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) bool, inWalk bool, seen int) (int, bool) {
 	at := o.idx
 	ts := r.ev[o.key()].TS
 	until := ts // the latest trace time a candidate's first line may trail by bridgeNS
@@ -308,7 +310,6 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		after gstate
 		split bool // j is replayed up to its compare-and-swap of g (splitsAt)
 	}
-	r.bridgeSplit = false
 	var cands []cand
 	seq := map[int]int{}
 	states := r.m.current() // read only: bridge changes nothing
@@ -414,11 +415,10 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		ok := want(c.after) || search(c.after, bridgeDepth-1)
 		used[c.cpu]--
 		if ok {
-			r.bridgeSplit = c.split
-			return c.j
+			return c.j, c.split
 		}
 	}
-	return -1
+	return -1, false
 }
 
 // prereq returns, for candidate p of bridge (walk or operation o, group
