@@ -169,6 +169,13 @@ func readOracle(t *testing.T, path string) *oracle {
 		case ftrace.TmigrHandleRemoteCPU:
 			target[e.CPU] = p.CPU
 			claimer[e.CPU] = e.PID
+		case ftrace.HrtimerExpireEntry:
+			if e.PID == claimer[e.CPU] && e.Flags.SoftIRQ() && !e.Flags.HardIRQ() {
+				// HRTIMER_SOFTIRQ runs once the timer softirq has
+				// returned (handle_softirqs runs the vectors in bit
+				// order).
+				delete(target, e.CPU)
+			}
 		case ftrace.TimerExpireEntry:
 			tg, ok := target[e.CPU]
 			if st, known := started[p.Timer]; ok && (known && st.CPU != tg || !known && nonGlobal[i] || e.PID != claimer[e.CPU]) {

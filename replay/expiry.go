@@ -38,7 +38,15 @@ import "github.com/tmigr/tmigr/ftrace"
 //     that names the same target: it is printed only once the target's
 //     remote flag is clear, which the handler clears at the very end (a
 //     handler that found the target awake when it relocked it walks
-//     nothing and prints nothing).
+//     nothing and prints nothing);
+//  5. an hrtimer_expire_entry the handler's task printed in softirq
+//     context, not an interrupt's: a soft hrtimer's expiry
+//     (hrtimer_run_softirq, HRTIMER_SOFTIRQ). handle_softirqs
+//     (kernel/softirq.c) runs the pending vectors in bit order, each
+//     handler to its end, TIMER_SOFTIRQ before HRTIMER_SOFTIRQ, so
+//     run_timer_softirq has returned by then; a timer expiry after it is
+//     another run of the timer softirq (on PREEMPT_RT both run in the
+//     same ktimers thread, so rule 3's other task does not show it).
 //
 // Lines without latency flags (a trace made with the irq-info option off)
 // leave rule 2 unused.
@@ -104,6 +112,10 @@ func (r *RemoteExpiry) Observe(ev *ftrace.Event) (base int, remote bool) {
 		return ev.CPU, false
 	case ftrace.TimerStart:
 		r.where[d.Timer] = d.CPU
+	case ftrace.HrtimerExpireEntry:
+		if in && ev.PID == x.pid && ev.Flags.SoftIRQ() && !ev.Flags.HardIRQ() && !ev.Flags.NMI() {
+			delete(r.ctx, ev.CPU) // rule 5
+		}
 	case ftrace.TimerExpireEntry:
 		if !in {
 			return ev.CPU, false

@@ -50,6 +50,11 @@ func TestRemoteExpiry(t *testing.T) {
 		{name: "a timer armed before the recording, pinned by a later life's start", expiry: expire("..s1.", pid, 0xa), remote: true,
 			after: []ftrace.Event{{CPU: 2, Name: "timer_init", Data: ftrace.TimerInit{Timer: 0xa}}, startFlags(2, 0xa, ftrace.TimerPinned)}},
 		{name: "a timer armed before the recording, global by its re-arm", expiry: expire("..s1.", pid, 0xa), remote: true, after: []ftrace.Event{startFlags(target, 0xa, 0)}},
+		// 5: a soft hrtimer's expiry: HRTIMER_SOFTIRQ runs after the
+		// timer softirq has returned (in the same ktimers thread on
+		// PREEMPT_RT); an interrupt's is rule 2's or none.
+		{name: "a soft hrtimer expiry after the round", then: []ftrace.Event{line("hrtimer_expire_entry", "..s.2", pid, ftrace.HrtimerExpireEntry{})}, expiry: expire("..s.2", pid, 0xa)},
+		{name: "another task's soft hrtimer expiry", then: []ftrace.Event{line("hrtimer_expire_entry", "..s.2", 42, ftrace.HrtimerExpireEntry{})}, expiry: expire("..s1.", pid, 0xa), remote: true},
 		// 4: the target claimed again, here by itself.
 		{name: "the target's own claim of itself", then: []ftrace.Event{{CPU: target, PID: 0, Flags: "dNs2.", Name: "tmigr_handle_remote_cpu", Data: ftrace.TmigrHandleRemoteCPU{CPU: target}}}, expiry: expire("..s1.", pid, 0xa)},
 	} {
