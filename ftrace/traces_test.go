@@ -336,6 +336,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm5-3node-isol-rt-6.12-stalled-deactivation-bridged-up-to-first-level.txt":     {5, 3, "6.12.118", "4", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=4; period=1.3ms"},
 		"vm5-2node-isol-7.2-round-goes-on-after-silent-deactivation.txt":                {5, 2, "7.2.13", "2-3", "", "QEMU TCG; timerfd=3; storm=1; period=10.2ms absolute"},
 		"vm4-1node-isol-rt-7.3-remote-expiry-ends-at-soft-hrtimer.txt":                  {4, 1, "7.3.4", "1", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=3; period=8.9ms absolute"},
+		"vm11-3node-isol-7.2-claimed-cpu-activates-after-round.txt":                     {11, 3, "7.2.13", "7-9", "", "QEMU TCG; fifo-sleepers=3,7; tcp=10; period=4.8ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
@@ -368,6 +369,7 @@ func TestRealTracesHeaders(t *testing.T) {
 	managedIRQ := map[string]string{
 		"vm5-3node-isol-rt-6.12-stalled-deactivation-bridged-up-to-first-level.txt": "4",
 		"vm4-1node-isol-rt-7.3-remote-expiry-ends-at-soft-hrtimer.txt":              "1",
+		"vm11-3node-isol-7.2-claimed-cpu-activates-after-round.txt":                 "7-9",
 		"vm4-4node-isol-rt-6.12-tied-claims-in-kernel-order.txt":                    "1-2",
 		"vm6-4node-isol-nohzfull-6.19-claim-before-target-timer-runs.txt":           "3-4",
 		"vm8-2node-isol-nohzfull-7.0-timer-due-not-run-through-end.txt":             "1-2",

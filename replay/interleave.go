@@ -143,14 +143,7 @@ func (r *replayer) claimedFirst(j int) int {
 		if r.done[k] || q.kind != opRemote || q.cpu == p.cpu {
 			continue
 		}
-		claims := false
-		for _, ti := range q.targets() {
-			if ti < p.first() && r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU == p.cpu {
-				claims = true
-				break
-			}
-		}
-		if !claims || busy[q.cpu] {
+		if !r.claims(q, p) || busy[q.cpu] {
 			return -1
 		}
 		for i := k - 1; i >= 0 && i >= k-lookahead; i-- {
@@ -161,6 +154,30 @@ func (r *replayer) claimedFirst(j int) int {
 		return k
 	}
 	return -1
+}
+
+// claims reports whether round q claimed the CPU of operation p before p's
+// first line (see claimedFirst).
+func (r *replayer) claims(q, p *op) bool {
+	for _, ti := range q.targets() {
+		if ti < p.first() && r.ev[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU == p.cpu {
+			return true
+		}
+	}
+	return false
+}
+
+// claimedPending reports whether a pending remote round within lookahead
+// before operation j claimed j's CPU before j's first line: j cannot be
+// replayed before that round (see claimedFirst), wherever the round is.
+func (r *replayer) claimedPending(j int) bool {
+	p := r.ops[j]
+	for k := j - 1; k >= 0 && k >= j-lookahead; k-- {
+		if q := r.ops[k]; !r.done[k] && q.kind == opRemote && q.cpu != p.cpu && r.claims(q, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // childSeenActive replays, after the k-th compare-and-swap of
@@ -543,7 +560,9 @@ func (r *replayer) childKeptActive(cpu int, g hier.GroupID) {
 // CPUs' lines is the compare-and-swap's, unless its state says otherwise:
 // a child's activation its deactivation did not see came after it (the
 // line printed late). Only operations whose transitions start from the
-// model's states are replayed so.
+// model's states are replayed so, and none of a CPU a remote round still
+// pending claimed before it (the round, which catchUp does not replay,
+// came first: claimedPending).
 func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 	if len(r.walks) == 0 {
 		return
@@ -578,7 +597,7 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 		}
 		if p.kind != opActivate && p.kind != opDeactivate || r.ev[p.key()].TS >= ts-skewNS ||
 			r.changeDue(r.ev[p.key()].TS) || !r.fits(p, hier.NoGroup, r.m.current()) ||
-			readIdle && r.activates(p, child) {
+			readIdle && r.activates(p, child) || r.claimedPending(j) {
 			blocked[p.cpu] = true
 			continue
 		}

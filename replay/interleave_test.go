@@ -339,6 +339,11 @@ func TestRecordedOrders(t *testing.T) {
 		// had left GRP0:0 without a migrator; its level 1 came after
 		// CPU 4's activation (lines 756-758).
 		{"round goes on after silent deactivation", "vm5-2node-isol-7.2-round-goes-on-after-silent-deactivation.txt", 115},
+		// CPU 10's activation stalled 890 us between GRP0:2 (line 1013)
+		// and GRP1:0 (line 1066); CPU 6's round (line 1018) claimed idle
+		// CPU 4 (line 1019) before CPU 4's activation (line 1033), which
+		// is not replayed before the round inside CPU 10's walk.
+		{"claimed CPU activates after round", "vm11-3node-isol-7.2-claimed-cpu-activates-after-round.txt", 110},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again
