@@ -337,6 +337,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm5-2node-isol-7.2-round-goes-on-after-silent-deactivation.txt":                {5, 2, "7.2.13", "2-3", "", "QEMU TCG; timerfd=3; storm=1; period=10.2ms absolute"},
 		"vm4-1node-isol-rt-7.3-remote-expiry-ends-at-soft-hrtimer.txt":                  {4, 1, "7.3.4", "1", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=3; period=8.9ms absolute"},
 		"vm11-3node-isol-7.2-claimed-cpu-activates-after-round.txt":                     {11, 3, "7.2.13", "7-9", "", "QEMU TCG; fifo-sleepers=3,7; tcp=10; period=4.8ms"},
+		"vm5-3node-nohzfull-7.2-new-timer-during-remote-expiry.txt":                     {5, 3, "7.2.13", "", "3-4", "QEMU TCG; fifo-sleepers=0; posix-timers=3; tcp=1; period=1.1ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

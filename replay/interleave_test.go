@@ -344,6 +344,11 @@ func TestRecordedOrders(t *testing.T) {
 		// CPU 4 (line 1019) before CPU 4's activation (line 1033), which
 		// is not replayed before the round inside CPU 10's walk.
 		{"claimed CPU activates after round", "vm11-3node-isol-7.2-claimed-cpu-activates-after-round.txt", 110},
+		// CPU 0's round claimed CPU 3 (line 608) and ran its timer up to
+		// line 650; meanwhile CPU 3's own round (lines 613-615), its new
+		// timer, which did not walk and stored KTIME_MAX (line 616: its
+		// remote flag was set), and its activation (line 625) ran.
+		{"new timer during remote expiry", "vm5-3node-nohzfull-7.2-new-timer-during-remote-expiry.txt", 120},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again

@@ -1039,6 +1039,11 @@ func (r *replayer) predictRound(j int) (int64, bool) {
 // next prints it, if nothing wrote it in between: its next tmigr_cpu_active
 // or tmigr_cpu_new_timer (the value before it is changed), its next
 // tmigr_cpu_new_timer_idle that did not walk, or another CPU's claim of it.
+// A tmigr_cpu_new_timer_idle that did not walk and prints KTIME_MAX for a
+// timer to hand over tells nothing: while another CPU expires this one's
+// timers (its remote flag set), tmigr_new_timer returns KTIME_MAX with no
+// line and no walk, and tmigr_cpu_new_timer stores that (6.9+
+// kernel/time/timer_migration.c).
 func (r *replayer) wakeupAfter(j int) (int64, bool) {
 	o := r.ops[j]
 	for i := o.last() + 1; i < len(r.ev); i++ {
@@ -1064,7 +1069,7 @@ func (r *replayer) wakeupAfter(j int) (int64, bool) {
 		case ftrace.TmigrCPUNewTimer:
 			return p.Wakeup, true
 		case ftrace.TmigrCPUNewTimerIdle:
-			return p.Wakeup, true
+			return p.Wakeup, p.Wakeup != hier.KtimeMax || p.NextEvt == hier.KtimeMax
 		}
 		return 0, false
 	}
