@@ -474,23 +474,30 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		cnt.match()
 		return
 	}
-	if kind == hier.EvCPUIdle && idle {
+	if kind == hier.EvCPUIdle {
 		// The snapshot at the lowest jiffy the trace allows left a
-		// marked bucket with no timer first; had jiffies reached it,
-		// the CPU's softirq collected it before the line (see
-		// markedDue).
+		// marked bucket with no timer first, or a jiffy away (the tick
+		// kept); had jiffies reached it, the CPU's softirq collected it
+		// before the line (see markedDue).
+		next, stop := model, idle
+		if !idle {
+			next = m.set.NextEvents(c, cpu.Snapshot{J: basej, M: clk.ns(basej)}).Global
+		}
 		for range 8 {
-			b, ok := late.collectable(c, model, clk)
+			b, ok := late.collectable(c, next, clk)
 			if !ok {
 				break
 			}
-			if model, idle = m.handed(c, kind, b, clk.ns(b)); !idle {
+			if next, stop = m.handed(c, kind, b, clk.ns(b)); !stop {
 				break
 			}
-			if model == printed {
+			if next == printed {
 				cnt.undeterminedBy(reasonNow)
 				return
 			}
+		}
+		if idle {
+			model, idle = next, stop
 		}
 	}
 	if !idle && c == m.keeper {
