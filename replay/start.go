@@ -58,9 +58,22 @@ func (r *replayer) findOpaque() {
 			}
 		}
 	}
+	// Markers before the first other event were kept from before the
+	// stretch the recording holds (a window keeps its recording's change
+	// markers): the task that wrote one ran then, not within it.
+	kept := 0
+	for kept < len(r.ev) {
+		if _, ok := r.ev[kept].Data.(ftrace.TracingMark); !ok {
+			break
+		}
+		kept++
+	}
 	for i, ev := range r.ev {
 		if i%settleEvery == 0 && !slices.Contains(own, false) {
 			break // every CPU traces its transitions: none is opaque
+		}
+		if i < kept {
+			continue
 		}
 		switch ev.Data.(type) {
 		case ftrace.TmigrCPUAvailable, ftrace.TmigrCPUOnline:
