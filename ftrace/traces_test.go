@@ -339,6 +339,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm11-3node-isol-7.2-claimed-cpu-activates-after-round.txt":                     {11, 3, "7.2.13", "7-9", "", "QEMU TCG; fifo-sleepers=3,7; tcp=10; period=4.8ms"},
 		"vm5-3node-nohzfull-7.2-new-timer-during-remote-expiry.txt":                     {5, 3, "7.2.13", "", "3-4", "QEMU TCG; fifo-sleepers=0; posix-timers=3; tcp=1; period=1.1ms absolute"},
 		"vm2-1node-rt-6.19-marked-bucket-a-jiffy-away-collected.txt":                    {2, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; timerfd=1; period=12.3ms absolute"},
+		"vm5-3node-nohzfull-7.2-silent-cpu-named-by-child-event.txt":                    {5, 3, "7.2.13", "", "3-4", "QEMU TCG; fifo-sleepers=0; posix-timers=3; tcp=1; period=1.1ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

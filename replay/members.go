@@ -13,7 +13,9 @@ import (
 // and from 6.19 all but the isolated ones (package kernel, Model.Excluded).
 // The trace says so too, by evidence: a CPU is in when it prints tmigr
 // lines of its own, when its bit is set in a group state another CPU
-// prints, or when another CPU expires its timers remotely. A busy CPU that
+// prints, when another CPU expires its timers remotely, or when an update
+// of a group names it as the CPU of a child group's first event
+// (child_evtcpu: an idle CPU with a timer queued, silent all along). A busy CPU that
 // the model keeps in (and that is not nohz_full, whose tick stops under its
 // task) is active there all the time, so its bit is set in every state its
 // level-0 group prints: a printed state without it shows it out. A CPU
@@ -111,6 +113,17 @@ func (r *replayer) findMembers() []membership {
 		case ftrace.TmigrHandleRemoteCPU:
 			if in(p.CPU, i) {
 				ms[p.CPU].inWhat = fmt.Sprintf("CPU %d expired its timers remotely", ev.CPU)
+			}
+		case ftrace.TmigrUpdateEvents:
+			// A child group's event that this update set (not ignored:
+			// the printed nextevt is its expiry) names the CPU of the
+			// first event below it (groupevt.cpu): that CPU is in, idle
+			// with that event queued.
+			if in(ev.CPU, i) {
+				ms[ev.CPU].inWhat = ev.Name + " of its own"
+			}
+			if p.Child != 0 && p.NextEvt != hier.KtimeMax && p.ChildEvtExpiry == p.NextEvt && in(p.ChildEvtCPU, i) {
+				ms[p.ChildEvtCPU].inWhat = fmt.Sprintf("the first event of a child group, updated by CPU %d (child_evtcpu)", ev.CPU)
 			}
 		case ftrace.TmigrGroupSetCPUActive, ftrace.TmigrGroupSetCPUInactive:
 			if in(ev.CPU, i) {

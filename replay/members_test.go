@@ -260,3 +260,27 @@ func TestChangeBeyondEnd(t *testing.T) {
 		t.Errorf("%d decisions undetermined for %q, want the 4 CPUs the partition moves (%s)", n, whyPartial, c.Reasons())
 	}
 }
+
+// TestMembershipFromChildEvent: nohz_full CPU 4 prints nothing in this
+// window of a 5-CPU 7.2 guest, idle with a timer due after it; its event
+// is the first of GRP0:2, which CPU 0's update of GRP1:0 after a remote
+// expiry prints as child_evtcpu=4 (line 662). CPU 3's round was not GRP1:0's migrator
+// and stored GRP0:2's next expiry, CPU 4's 5728000000, which its
+// activation printed (line 680). A CPU named so is in the hierarchy;
+// without the name, taken out as a silent CPU, it has no event, and the
+// model's wakeup is CPU 3's own.
+func TestMembershipFromChildEvent(t *testing.T) {
+	const file = "vm5-3node-nohzfull-7.2-silent-cpu-named-by-child-event.txt"
+	if c := replayWindow(t, file); c.Matched < 200 {
+		t.Errorf("only %d decisions matched (%s)", c.Matched, c.Reasons())
+	}
+	c := editTrace(t, file, func(lines []string) []string {
+		for i, l := range lines {
+			lines[i] = strings.Replace(l, "child_evtcpu=4", "child_evtcpu=3", 1)
+		}
+		return lines
+	})
+	if len(c.Mismatches) == 0 || c.Mismatches[0].Line != 680 {
+		t.Errorf("with CPU 4 never named: mismatches %+v, want the first at line 680", c.Mismatches)
+	}
+}
