@@ -349,6 +349,11 @@ func TestRecordedOrders(t *testing.T) {
 		// timer, which did not walk and stored KTIME_MAX (line 616: its
 		// remote flag was set), and its activation (line 625) ran.
 		{"new timer during remote expiry", "vm5-3node-nohzfull-7.2-new-timer-during-remote-expiry.txt", 120},
+		// CPU 1's deactivation cleared its bit (line 905) and printed
+		// its update 25 us later (line 914); CPU 0's whole deactivation
+		// ran in between (lines 908-910), and its wakeup is CPU 1's
+		// event from before the window, queued and no longer ignored.
+		{"idle reads unignored old event", "kvm2-6.18-window-idle-reads-unignored-old-event.txt", 1000},
 		// CPU 2's deactivation cleared its bit (line 1166) and printed its
 		// update 4 ms later (line 1192), which read the group active: CPU
 		// 1 went busy (line 1171), CPU 0 too (1179), and CPU 1 idle again

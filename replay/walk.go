@@ -56,6 +56,15 @@ func (r *replayer) runWalk(o *op) {
 			splitWhy = first(splitWhy, sp.oldEvent)
 		}
 	}
+	// So were those of the deactivations this walk ran inside: each
+	// un-ignored its old event before its first compare-and-swap
+	// (__tmigr_cpu_deactivate sets cpuevt.ignore false before it walks,
+	// 6.9+), and its update, which replaces it, comes after this walk.
+	for _, w := range r.walks {
+		if w.o.kind == opDeactivate {
+			splitWhy = first(splitWhy, r.evBefore[w.o.cpu])
+		}
+	}
 	r.resumeSplits(o)
 	// The stored wakeup tmigr_cpu_active prints.
 	if o.kind == opActivate {
