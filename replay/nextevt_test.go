@@ -519,13 +519,20 @@ func TestNextevtMarkedBucketCollectedAtLateJiffy(t *testing.T) {
 		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
 	}
 	lines, at := recordingAt(t, file, "5.425598: tmigr_cpu_idle: cpu=1 ")
-	lines[4] = strings.Replace(lines[4], "6646/6646", "6647/6647", 1)
-	read := "          <idle>-0       [000] d..1.     5.425700: timer_start: timer=00000000deadbeef function=process_timeout" +
-		" expires=4294893664 [timeout=10] bucket_expiry=4294893665 cpu=0 idx=33 flags="
-	lines = append(lines[:at+1], append([]string{read}, lines[at+1:]...)...)
-	c = nextevtOf(t, lines)
+	mismatchWithJiffyAfter(t, lines, at, "5.425700", 4294893654)
+}
+
+// mismatchWithJiffyAfter inserts, just after line index at, a timer_start
+// of CPU 0 stamped ts that reads jiffy j (a level-0 timer 10 jiffies
+// out), and checks that the nextevt check then finds the value at that
+// line, and it alone, impossible.
+func mismatchWithJiffyAfter(t *testing.T, lines []string, at int, ts string, j uint64) {
+	t.Helper()
+	read := fmt.Sprintf("          <idle>-0       [000] d..1.     %s: timer_start: timer=00000000deadbeef function=process_timeout"+
+		" expires=%d [timeout=10] bucket_expiry=%d cpu=0 idx=%d flags=", ts, j+10, j+11, (j+11)&63)
+	c := nextevtOf(t, insertBefore(lines, at+1, read))
 	if len(c.Mismatches) != 1 || c.Mismatches[0].Line != at+1 {
-		t.Errorf("with jiffy 4294893654 read after the line: mismatches %+v, want one at line %d", c.Mismatches, at+1)
+		t.Errorf("with jiffy %d read after the line: mismatches %+v, want one at line %d", j, c.Mismatches, at+1)
 	}
 }
 
@@ -647,12 +654,5 @@ func TestNextevtMarkedBucketAJiffyAway(t *testing.T) {
 		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
 	}
 	lines, at := recordingAt(t, file, "3.873789: tmigr_cpu_idle: cpu=1 ")
-	lines[4] = strings.Replace(lines[4], "1647/1647", "1648/1648", 1)
-	read := "          <idle>-0       [000] d..1.     3.873800: timer_start: timer=00000000deadbeef function=process_timeout" +
-		" expires=4294893217 [timeout=10] bucket_expiry=4294893218 cpu=0 idx=34 flags="
-	lines = append(lines[:at+1], append([]string{read}, lines[at+1:]...)...)
-	c = nextevtOf(t, lines)
-	if len(c.Mismatches) != 1 || c.Mismatches[0].Line != at+1 {
-		t.Errorf("with jiffy 4294893207 read after the line: mismatches %+v, want one at line %d", c.Mismatches, at+1)
-	}
+	mismatchWithJiffyAfter(t, lines, at, "3.873800", 4294893207)
 }
