@@ -70,7 +70,18 @@ type Load struct {
 	// a CPU taken offline runs on another CPU from then on (the
 	// scheduler breaks its affinity, select_fallback_rq), where the CPU
 	// no longer tells whose sleeper a task is.
-	offline []ftrace.Change
+	offline []offlineChange
+}
+
+// offlineChange is a hotplug offline of the machine line and when it may
+// have begun: the line gives when the change was done, and it was begun
+// after the change before it (or the start), as the tmigr check reads
+// every change (planChanges). Taking a CPU down moves its tasks early in
+// the teardown, and under TCG the teardown takes up to hundreds of
+// milliseconds.
+type offlineChange struct {
+	ftrace.Change
+	from time.Duration // since the recording started, like At
 }
 
 // LoadOf reads the load from a machine line. An item of the note that
@@ -78,10 +89,12 @@ type Load struct {
 // ("QEMU TCG", "KVM guest") are free text.
 func LoadOf(m *ftrace.Machine) (Load, error) {
 	l := Load{Busy: m.Busy, Sleepers: m.Sleepers}
+	var from time.Duration
 	for _, c := range m.At {
 		if c.Kind == ftrace.ChangeOffline {
-			l.offline = append(l.offline, c)
+			l.offline = append(l.offline, offlineChange{c, from})
 		}
+		from = c.At
 	}
 	for _, item := range strings.Split(m.Note, ";") {
 		item = strings.TrimSpace(item)
@@ -183,18 +196,13 @@ const (
 	whyMovedSleeper  = "sleeper on a CPU where one from a CPU taken offline may run"
 )
 
-// offlineSlack is how long before the time the machine line gives a
-// hotplug offline the check already counts it: the line gives when the
-// change was made, and the CPU's tasks move while it is taken down.
-const offlineSlack = 100 * time.Millisecond
-
 // movedHere reports whether a sleeper of another CPU, whose policy is not
 // p, may run on cpu at trace time ts: that CPU, one of the load's sleeper
-// CPUs, was taken offline before (since changes counted from base). A
-// task seen sleeping on cpu before any such offline is cpu's own.
+// CPUs, may have begun going offline before (since changes counted from
+// base). A task seen sleeping on cpu before any such offline is cpu's own.
 func (l *Load) movedHere(cpu int, p hrtimer.Policy, ts, base int64, firstSeen int64) bool {
 	for _, c := range l.offline {
-		at := base + int64(c.At-offlineSlack)
+		at := base + int64(c.from) - changeSlack
 		if c.CPU == cpu || !l.Sleepers.Test(c.CPU) || ts < at || firstSeen < at {
 			continue
 		}

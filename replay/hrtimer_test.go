@@ -364,25 +364,29 @@ func TestHrtimerNamedRuntimeOnBusyCPU(t *testing.T) {
 
 // TestHrtimerSleeperMovedByOffline: a pinned sleeper of a CPU taken
 // offline runs on another CPU from then on (select_fallback_rq breaks its
-// affinity), so a sleeper task first seen after the offline on a CPU
-// whose own sleeper has another policy may be either: undetermined. The
+// affinity), so a sleeper task first seen after the offline may have
+// begun, on a CPU whose own sleeper has another policy, may be either:
+// undetermined. The offline may have begun at any time after the change
+// before it, here the start: the machine line gives when it was done. The
 // CPU's own sleeper, seen there before, stays determined. (A window of a
 // 6.1 PREEMPT_RT recording, campaign 20261221 draw 24, began after CPU 1,
 // SCHED_FIFO, went offline, and its sleeper on CPU 2 was held to CPU 2's
-// SCHED_OTHER rule.)
+// SCHED_OTHER rule; in draw 83 of campaign 20261241, 7.0, the teardown
+// moved CPU 6's sleeper 147 ms before the machine line's time.) Here the
+// moved sleeper shows 200 ms before it.
 func TestHrtimerSleeperMovedByOffline(t *testing.T) {
 	const machine = "# machine: cpus=2 nodes=1 node-cpus=0-1 kernel=6.1.192 hz=250 cmdline=\"\" busy= sleepers=0-1 at=\"500ms offline 0\" (QEMU TCG; PREEMPT_RT; fifo-sleepers=0; period=2ms absolute)\n"
 	const start = "     tmigr-guest-150     [001] .....     1.000000: tracing_mark_write: tmigr-lab: start\n"
 	own := func(ts string) string {
 		return "   tmigr-sleeper-201     [001] d..1.     " + ts + ": hrtimer_start: hrtimer=00000000000000b1 function=hrtimer_wakeup expires=1002000000 softexpires=1002000000 mode=ABS\n"
 	}
-	const moved = "   tmigr-sleeper-200     [001] d..1.     1.600000: hrtimer_start: hrtimer=00000000000000a1 function=hrtimer_wakeup expires=1602000000 softexpires=1602000000 mode=ABS|HARD\n"
-	c := checkHrtimerText(t, machine+start+own("1.001000")+moved+own("1.700000"))
+	const moved = "   tmigr-sleeper-200     [001] d..1.     1.300000: hrtimer_start: hrtimer=00000000000000a1 function=hrtimer_wakeup expires=1302000000 softexpires=1302000000 mode=ABS|HARD\n"
+	c := checkHrtimerText(t, machine+own("0.990000")+start+moved+own("1.700000"))
 	if len(c.Mismatches) > 0 || c.UndeterminedReasons[whyMovedSleeper] != 1 || c.Matched != 2 {
 		t.Errorf("%d/%d matched (%s), mismatches %+v; want the moved sleeper undetermined, CPU 1's own matched twice", c.Matched, c.Checked, c.Reasons(), c.Mismatches)
 	}
 	// Without the offline, the HARD start on CPU 1 breaks its SCHED_OTHER rule.
-	c = checkHrtimerText(t, strings.Replace(machine, ` at="500ms offline 0"`, "", 1)+start+own("1.001000")+moved)
+	c = checkHrtimerText(t, strings.Replace(machine, ` at="500ms offline 0"`, "", 1)+own("0.990000")+start+moved)
 	if len(c.Mismatches) != 1 {
 		t.Errorf("without the offline: mismatches %+v, want one (%s)", c.Mismatches, c.Reasons())
 	}
@@ -392,8 +396,8 @@ func TestHrtimerSleeperMovedByOffline(t *testing.T) {
 // SCHED_FIFO sleeper's CPU began going offline shows its thread first on
 // CPU 0, which has no sleeper (no policy the load tells), then on CPU 1,
 // a SCHED_OTHER sleeper's CPU, starting HARD: it is the moved sleeper,
-// not CPU 1's, whatever the machine line's time of the offline says.
-// Without the sighting on CPU 0, the start breaks CPU 1's rule.
+// not CPU 1's. Seen on CPU 1 before the start, before the offline can
+// have begun, the thread is CPU 1's own, and the start breaks its rule.
 func TestHrtimerMovedSleeperFirstSeenElsewhere(t *testing.T) {
 	const machine = "# machine: cpus=3 nodes=1 node-cpus=0-2 kernel=6.12.118 hz=250 cmdline=\"\" busy= sleepers=1-2 at=\"900ms offline 2\" (QEMU TCG; PREEMPT_RT; fifo-sleepers=2; period=2ms absolute)\n"
 	const start = "     tmigr-guest-150     [001] .....     1.000000: tracing_mark_write: tmigr-lab: start\n"
@@ -403,8 +407,10 @@ func TestHrtimerMovedSleeperFirstSeenElsewhere(t *testing.T) {
 	if len(c.Mismatches) > 0 || c.UndeterminedReasons[whyTwoCPUs] != 1 {
 		t.Errorf("%d/%d matched (%s), mismatches %+v; want the start on CPU 1 undetermined", c.Matched, c.Checked, c.Reasons(), c.Mismatches)
 	}
-	c = checkHrtimerText(t, machine+start+moved)
+	before := strings.Replace(moved, "1.100000: hrtimer_start: hrtimer=00000000000000a2 function=hrtimer_wakeup expires=1102000000 softexpires=1102000000",
+		"0.990000: hrtimer_start: hrtimer=00000000000000a2 function=hrtimer_wakeup expires=992000000 softexpires=992000000", 1)
+	c = checkHrtimerText(t, machine+before+start)
 	if len(c.Mismatches) != 1 {
-		t.Errorf("without the sighting on CPU 0: mismatches %+v, want one (%s)", c.Mismatches, c.Reasons())
+		t.Errorf("seen on CPU 1 before the start: mismatches %+v, want one (%s)", c.Mismatches, c.Reasons())
 	}
 }
