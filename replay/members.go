@@ -15,14 +15,14 @@ import (
 // lines of its own, when its bit is set in a group state another CPU
 // prints, when another CPU expires its timers remotely, or when an update
 // of a group names it as the CPU of a child group's first event
-// (child_evtcpu: an idle CPU with a timer queued, silent all along). A busy CPU that
-// the model keeps in (and that is not nohz_full, whose tick stops under its
-// task) is active there all the time, so its bit is set in every state its
-// level-0 group prints: a printed state without it shows it out. A CPU
-// that is neither busy nor seen is idle without events or out, which the
-// trace cannot tell apart; it is taken as out (the 6.18 inference: a CPU
-// whose bit never appears in any group state and that never transitions is
-// not in the hierarchy), and nothing depends on it.
+// (child_evtcpu: an idle CPU with a timer queued, silent all along). A
+// busy CPU that the model keeps in (and that is not nohz_full, whose tick
+// stops under its task) is active there all the time, so its bit is set in
+// every state its level-0 group prints: a printed state without it shows
+// it out. A CPU that is neither busy nor seen is idle without events or
+// out, which the trace cannot tell apart; it is taken as out (the 6.18
+// inference: a CPU whose bit never appears in any group state and that
+// never transitions is not in the hierarchy), and nothing depends on it.
 //
 // A CPU whose buffer lost events keeps the model's membership, its state
 // unknown. Each CPU whose membership the trace shows gives one decision
@@ -114,17 +114,6 @@ func (r *replayer) findMembers() []membership {
 			if in(p.CPU, i) {
 				ms[p.CPU].inWhat = fmt.Sprintf("CPU %d expired its timers remotely", ev.CPU)
 			}
-		case ftrace.TmigrUpdateEvents:
-			// A child group's event that this update set (not ignored:
-			// the printed nextevt is its expiry) names the CPU of the
-			// first event below it (groupevt.cpu): that CPU is in, idle
-			// with that event queued.
-			if in(ev.CPU, i) {
-				ms[ev.CPU].inWhat = ev.Name + " of its own"
-			}
-			if p.Child != 0 && p.NextEvt != hier.KtimeMax && p.ChildEvtExpiry == p.NextEvt && in(p.ChildEvtCPU, i) {
-				ms[p.ChildEvtCPU].inWhat = fmt.Sprintf("the first event of a child group, updated by CPU %d (child_evtcpu)", ev.CPU)
-			}
 		case ftrace.TmigrGroupSetCPUActive, ftrace.TmigrGroupSetCPUInactive:
 			if in(ev.CPU, i) {
 				ms[ev.CPU].inWhat = ev.Name + " of its own"
@@ -177,6 +166,13 @@ func (r *replayer) findMembers() []membership {
 		default:
 			if ftrace.IsTmigr(ev.Data) && in(ev.CPU, i) {
 				ms[ev.CPU].inWhat = ev.Name + " of its own"
+			}
+			// A child group's event that an update set (not ignored:
+			// the printed nextevt is its expiry) names the CPU of the
+			// first event below it (groupevt.cpu): that CPU is in, idle
+			// with that event queued.
+			if u, ok := p.(ftrace.TmigrUpdateEvents); ok && u.Child != 0 && u.NextEvt != hier.KtimeMax && u.ChildEvtExpiry == u.NextEvt && in(u.ChildEvtCPU, i) {
+				ms[u.ChildEvtCPU].inWhat = fmt.Sprintf("the first event of a child group, updated by CPU %d (child_evtcpu)", ev.CPU)
 			}
 		}
 	}
