@@ -284,3 +284,17 @@ func TestMembershipFromChildEvent(t *testing.T) {
 		t.Errorf("with CPU 4 never named: mismatches %+v, want the first at line 680", c.Mismatches)
 	}
 }
+
+// TestMarkersKeptBeforeWindow: a window keeps its recording's start
+// marker from before its first event (line 15, written by a task on CPU 3
+// 0.7 s before the window). CPU 3 prints nothing in the window, but an
+// update names it as the CPU of a child group's first event, so it is in
+// the model; the marker is no sign of a task running on it within the
+// window, which with its idle bit would make it a CPU whose transitions
+// the trace does not show.
+func TestMarkersKeptBeforeWindow(t *testing.T) {
+	c := replayWindow(t, "vm7-3node-6.12-update-reads-late-activations.txt")
+	if n := c.UndeterminedReasons[whyOpaque]; n != 0 || c.Matched < 700 {
+		t.Errorf("%d matched, %d undetermined as opaque (%s)", c.Matched, n, c.Reasons())
+	}
+}
