@@ -36,6 +36,17 @@ import (
 // two CPUs are not exactly in step.
 const changeSlack = int64(2 * time.Millisecond)
 
+// begunAfter returns the earliest time change i of at may have begun,
+// since the recording started: the machine line gives when each change
+// was done, and one is begun only once the change before it is (0 for
+// the first).
+func begunAfter(at []ftrace.Change, i int) time.Duration {
+	if i == 0 {
+		return 0
+	}
+	return at[i-1].At
+}
+
 // change is one element of the machine line's at=, in trace time.
 type change struct {
 	ftrace.Change
@@ -142,10 +153,8 @@ func (r *replayer) planChanges(s Shape, t *Trace) error {
 	var partition cpumask.Mask
 	iso := r.iso
 	out := r.km.Excluded(iso, online)
-	begin := base
-	for _, c := range s.At {
-		k := &change{Change: c, begin: begin - changeSlack, done: base + int64(c.At) + changeSlack}
-		begin = base + int64(c.At)
+	for i, c := range s.At {
+		k := &change{Change: c, begin: base + int64(begunAfter(s.At, i)) - changeSlack, done: base + int64(c.At) + changeSlack}
 		switch c.Kind {
 		case ftrace.ChangeOffline:
 			online.Clear(c.CPU)

@@ -74,11 +74,9 @@ type Load struct {
 }
 
 // offlineChange is a hotplug offline of the machine line and when it may
-// have begun: the line gives when the change was done, and it was begun
-// after the change before it (or the start), as the tmigr check reads
-// every change (planChanges). Taking a CPU down moves its tasks early in
-// the teardown, and under TCG the teardown takes up to hundreds of
-// milliseconds.
+// have begun (begunAfter, as the tmigr check reads every change). Taking a
+// CPU down moves its tasks early in the teardown, and under TCG the
+// teardown takes up to hundreds of milliseconds.
 type offlineChange struct {
 	ftrace.Change
 	from time.Duration // since the recording started, like At
@@ -89,12 +87,10 @@ type offlineChange struct {
 // ("QEMU TCG", "KVM guest") are free text.
 func LoadOf(m *ftrace.Machine) (Load, error) {
 	l := Load{Busy: m.Busy, Sleepers: m.Sleepers}
-	var from time.Duration
-	for _, c := range m.At {
+	for i, c := range m.At {
 		if c.Kind == ftrace.ChangeOffline {
-			l.offline = append(l.offline, offlineChange{c, from})
+			l.offline = append(l.offline, offlineChange{c, begunAfter(m.At, i)})
 		}
-		from = c.At
 	}
 	for _, item := range strings.Split(m.Note, ";") {
 		item = strings.TrimSpace(item)
