@@ -4,12 +4,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 )
 
 // readEach reads path event by event, as a stream.
-func readEach(t *testing.T, path string) []Event {
+func readEach(t *testing.T, path string) ([]Event, *Reader) {
 	t.Helper()
 	r, c, err := Open(path)
 	if err != nil {
@@ -20,7 +23,7 @@ func readEach(t *testing.T, path string) []Event {
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
-			return evs
+			return evs, r
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -29,7 +32,7 @@ func readEach(t *testing.T, path string) []Event {
 	}
 }
 
-func readAllOf(t *testing.T, path string, all func(*Reader) ([]Event, error)) []Event {
+func readAllOf(t *testing.T, path string, all func(*Reader) ([]Event, error)) ([]Event, *Reader) {
 	t.Helper()
 	r, c, err := Open(path)
 	if err != nil {
@@ -40,7 +43,50 @@ func readAllOf(t *testing.T, path string, all func(*Reader) ([]Event, error)) []
 	if err != nil {
 		t.Fatal(err)
 	}
-	return evs
+	return evs, r
+}
+
+// withSkippedAndSwapped writes a copy of a recording, many of the Reader's buffers
+// long, with what a keeping Reader must copy before it reads into a
+// buffer again: every 97th event line followed by a line of a tracepoint
+// the Reader skips (Stats.Skipped keeps its name), and every 89th swapped
+// with the line after it where their CPUs differ (the sorting window holds
+// the later one back). It drops the header's count of entries.
+func withSkippedAndSwapped(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if strings.HasPrefix(l, "# entries-in-buffer") {
+			continue // the count would not hold
+		}
+		ev, _, _, err := parseLine(l)
+		if err != nil || strings.HasPrefix(l, "#") {
+			out = append(out, l)
+			continue
+		}
+		if i%89 == 0 && i+1 < len(lines) {
+			if next, _, _, err := parseLine(lines[i+1]); err == nil && next.CPU != ev.CPU && next.TS-ev.TS < 1000 {
+				out = append(out, lines[i+1], l)
+				i++
+				continue
+			}
+		}
+		out = append(out, l)
+		if i%97 == 0 {
+			out = append(out, strings.Replace(l, ev.Name+": ", "sched_waking_x"+strconv.Itoa(i%3)+": ", 1))
+		}
+	}
+	p := filepath.Join(t.TempDir(), "shuffled.txt")
+	if err := os.WriteFile(p, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestReadAllKeeps checks that the events ReadAll keeps, copies of the
@@ -48,20 +94,28 @@ func readAllOf(t *testing.T, path string, all func(*Reader) ([]Event, error)) []
 // ReadAllData's differ only in their empty Payload; and that a string
 // that repeats is one copy.
 func TestReadAllKeeps(t *testing.T) {
-	for _, name := range []string{
-		"vm16-1node-partition-busy-sleepers-6.12.txt", // tracing_mark_write lines
-		"cpu0-busy-3s.txt",
+	big := filepath.Join(tracesDir, "vm16-1node-partition-busy-sleepers-6.12.txt")
+	for name, path := range map[string]string{
+		"tracing_mark_write": big, // 797 kB: the Reader's buffers are read into again
+		"small":              filepath.Join(tracesDir, "cpu0-busy-3s.txt"),
+		"skipped-and-sorted": withSkippedAndSwapped(t, big),
 	} {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(tracesDir, name)
-			if _, err := os.Stat(path); err != nil {
-				t.Fatal(err)
-			}
-			want := readEach(t, path)
-			all := readAllOf(t, path, ReadAll)
-			data := readAllOf(t, path, ReadAllData)
+			want, wr := readEach(t, path)
+			all, ar := readAllOf(t, path, ReadAll)
+			data, dr := readAllOf(t, path, ReadAllData)
 			if len(all) != len(want) || len(data) != len(want) || len(want) == 0 {
 				t.Fatalf("ReadAll %d events, ReadAllData %d, Next %d", len(all), len(data), len(want))
+			}
+			// What the header and the counts keep of the text outlives
+			// the buffers it was read in.
+			for _, r := range []*Reader{ar, dr} {
+				if !reflect.DeepEqual(r.Header(), wr.Header()) || !reflect.DeepEqual(r.Stats(), wr.Stats()) {
+					t.Fatalf("header %+v and stats %+v, want %+v and %+v", r.Header(), r.Stats(), wr.Header(), wr.Stats())
+				}
+			}
+			if name == "skipped-and-sorted" && (len(wr.Stats().Skipped) != 3 || wr.Header().Machine == nil) {
+				t.Fatalf("skipped %v, machine %v: the copy holds no skipped tracepoints or no machine line", wr.Stats().Skipped, wr.Header().Machine)
 			}
 			tasks := map[string]*byte{}
 			marks := 0
@@ -83,7 +137,7 @@ func TestReadAllKeeps(t *testing.T) {
 				}
 				tasks[w.Task] = p
 			}
-			if name == "vm16-1node-partition-busy-sleepers-6.12.txt" && marks == 0 {
+			if name != "small" && marks == 0 {
 				t.Error("no tracing_mark_write event read")
 			}
 		})

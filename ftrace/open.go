@@ -250,7 +250,14 @@ func ReadAllData(r *Reader) ([]Event, error) { return readKept(r, keeper{}) }
 func readKept(r *Reader, keep keeper) ([]Event, error) {
 	var evs []Event
 	r.dec.syms = &keep.syms
-	defer func() { r.dec.syms = nil }()
+	// A text Reader that has read no event yet copies what it keeps as it
+	// reads each (and so reuses its buffers); events it holds from before
+	// are copied here, as a trace.dat's are.
+	inReader := r.dat == nil && r.stats.Events == 0
+	if inReader {
+		r.keep = &keep
+	}
+	defer func() { r.dec.syms, r.keep, r.kept = nil, nil, nil }()
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -265,7 +272,9 @@ func readKept(r *Reader, keep keeper) ([]Event, error) {
 			// copies, each twice the last.
 			evs = make([]Event, 0, min(max(r.hdr.Entries, 64), maxPrealloc))
 		}
-		keep.detach(&ev, r.dat == nil)
+		if !inReader {
+			keep.detach(&ev, r.dat == nil)
+		}
 		evs = append(evs, ev)
 	}
 }

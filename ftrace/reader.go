@@ -57,6 +57,11 @@ type Reader struct {
 	// live lets an event earlier than another CPU's latest through (see
 	// NewLiveReader).
 	live bool
+	// keep, set while ReadAll reads, copies what an event keeps of its
+	// line as the event is read, which lets fill reuse kept, the buffer
+	// that it read while keep was set, for the next text.
+	keep *keeper
+	kept []byte
 }
 
 // Stats counts what the Reader has read so far.
@@ -142,6 +147,9 @@ func (r *Reader) next() (Event, error) {
 		}
 		if ok {
 			r.stats.Events++
+			if r.keep != nil {
+				r.keep.detach(&ev, true)
+			}
 			return ev, nil
 		}
 	}
@@ -217,8 +225,24 @@ func (r *Reader) fill() {
 	rest := r.text[r.pos:]
 	// A new buffer each time, never written once it is the text: the
 	// text is its bytes, not a copy of them (the lines, and what the
-	// events keep of them, are slices of it).
-	b := append(make([]byte, 0, len(rest)+fillSize), rest...)
+	// events keep of them, are slices of it). A keeping Reader's lines
+	// leave nothing of theirs behind (own), so that it reads every buffer
+	// after the first into the one before: the recording's text is not
+	// left behind for the collector, only a buffer of it. (copy, which
+	// append is, moves the unread rest to the front of its own buffer.)
+	var b []byte
+	switch {
+	case r.keep == nil:
+		b = append(make([]byte, 0, len(rest)+fillSize), rest...)
+	case cap(r.kept) >= len(rest)+fillSize:
+		b = append(r.kept[:0], rest...)
+	default:
+		// Room for the rest of a line of any length the next time.
+		b = append(make([]byte, 0, len(rest)+fillSize+MaxLineLen), rest...)
+	}
+	if r.keep != nil {
+		r.kept = b
+	}
 	start := len(b)
 	for empty := 0; len(b) < cap(b) && !r.eof && r.rerr == nil; {
 		n, err := r.src.Read(b[len(b):cap(b)])
@@ -373,7 +397,7 @@ func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
 	case len(s) == 0:
 		return Event{}, false, nil
 	case s[0] == '#':
-		return r.comment(s)
+		return r.comment(r.own(s))
 	case strings.HasPrefix(s, "CPU:"):
 		return r.lost(s)
 	case strings.HasPrefix(s, " => "):
@@ -386,7 +410,7 @@ func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
 		// trace-cmd report -l: "record.s-10478   1d.h3.   503.191711: ..."
 		var ok bool
 		if ev, digits, tp, ok = parseLatencyLine(s); !ok {
-			return r.other(s)
+			return r.other(r.own(s))
 		}
 		r.sawReport()
 		err = nil
@@ -395,6 +419,16 @@ func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
 		return Event{}, false, r.lineErr(err)
 	}
 	return r.accept(ev, digits, tp)
+}
+
+// own returns a line that is no event, which the Reader may keep a part
+// of (the header's), as a copy of its own while the Reader keeps events
+// (its buffer is then read into again).
+func (r *Reader) own(s string) string {
+	if r.keep != nil {
+		return strings.Clone(s)
+	}
+	return s
 }
 
 // accept checks and decodes a parsed event line.
@@ -433,6 +467,12 @@ func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
 		name := ev.Name
 		if !tp && name[0] != '<' {
 			name = "<function>" // a line of the function tracer
+		}
+		if r.keep != nil {
+			// The key outlives the line, and a map takes the key of
+			// each assignment (a string key is replaced by the one
+			// given), not only of the first.
+			name = r.keep.syms.intern(name)
 		}
 		r.stats.Skipped[name]++
 		return Event{}, false, nil
