@@ -138,6 +138,7 @@ func (r *replayer) onCAS() {
 func (r *replayer) claimedFirst(j int) int {
 	p := r.ops[j]
 	busy := r.busyCPUs(-1, len(r.ops))
+	defer r.putSet(busy)
 	for k := j - 1; k >= 0 && k >= j-lookahead; k-- {
 		q := r.ops[k]
 		if r.done[k] || q.kind != opRemote || q.cpu == p.cpu {
@@ -590,6 +591,7 @@ func (r *replayer) catchUp(cpu int, g hier.GroupID) {
 	gl := r.groupLine(at)
 	readIdle := !gl.activate && gl.after.active&gl.childmask == 0
 	blocked := r.busyCPUs(cpu, len(r.ops))
+	defer r.putSet(blocked)
 	for j := o.idx + 1; j < len(r.ops) && r.ops[j].key() < at; j++ {
 		p := r.ops[j]
 		if r.done[j] || blocked[p.cpu] {

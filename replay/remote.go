@@ -761,6 +761,7 @@ func (r *replayer) expireRemote(handler, target int) {
 	// busy with them: their next operations come after (a CPU's lines are
 	// in program order).
 	busy := r.busyCPUs(handler, 0)
+	defer r.putSet(busy)
 	// A CPU the kernel claimed before this target, which the model has
 	// not yet (the two queues hold events of one expiry in different
 	// orders: swappedTies), had its expiry and walk done when its
@@ -1302,6 +1303,7 @@ func (r *replayer) updateBeforeRead(rd *round, k, li int) {
 		from = o.levels()[k-1]
 	}
 	busy := r.busyCPUs(o.cpu, len(r.ops))
+	defer r.putSet(busy)
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
 		p := r.ops[j]
 		if r.done[j] || busy[p.cpu] {
@@ -1333,6 +1335,7 @@ func (r *replayer) updateBeforeRead(rd *round, k, li int) {
 func (r *replayer) nestedInRound(rd *round, prev, li int) {
 	h := rd.o.cpu
 	busy := r.busyCPUs(h, 0)
+	defer r.putSet(busy)
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < li; j++ {
 		o := r.ops[j]
 		if r.done[j] || o.cpu != h || o.first() < prev || o.last() > li {

@@ -27,8 +27,10 @@ type replayer struct {
 	gm   *groupMap
 	ops  []*op
 	done []bool
-	// spare: lists of lines given back for reuse (run.go, lineBuf).
+	// spare: lists of lines given back for reuse (run.go, lineBuf);
+	// sets: sets of CPUs given back (run.go, takeSet).
 	spare [][]mline
+	sets  []cpuSet
 	// stamp and gen mark the CPUs seen by one look through a window of
 	// operations (ignoredBefore): CPU c is seen when stamp[c] is gen.
 	stamp []uint32

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"maps"
 
 	"github.com/tmigr/tmigr/hier"
 )
@@ -320,7 +319,9 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 		waitingBefore = from
 	}
 	blocked := r.busyCPUs(o.cpu, waitingBefore) // CPUs with an earlier pending operation
-	firstOf := maps.Clone(blocked)              // CPUs whose first pending operation was passed
+	defer r.putSet(blocked)
+	firstOf := r.cloneSet(blocked) // CPUs whose first pending operation was passed
+	defer r.putSet(firstOf)
 	pendingAt := func(j int) bool { return !r.done[j] || inWalk && r.waiting[j] && !r.walked[j] }
 	for j := from; j < len(r.ops) && j <= at+lookahead; j++ {
 		p := r.ops[j]
@@ -432,7 +433,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 // print its compare-and-swap long after it, past other CPUs' whole walks
 // that read its result (a vCPU descheduled in between).
 func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gstate, from, at int, until int64,
-	firstOf map[int]bool, pendingAt func(int) bool, inWalk bool) int {
+	firstOf cpuSet, pendingAt func(int) bool, inWalk bool) int {
 	g2, need := hier.NoGroup, prior{}
 	for _, i := range p.groups {
 		gl := r.groupLine(i)
@@ -466,7 +467,8 @@ func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gsta
 			}
 		}
 	}
-	passed := maps.Clone(firstOf)
+	passed := r.cloneSet(firstOf)
+	defer r.putSet(passed)
 	for k := from; k < len(r.ops) && k <= at+lookahead; k++ {
 		q := r.ops[k]
 		if k == at || !pendingAt(k) || passed[q.cpu] {
@@ -504,8 +506,13 @@ func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gsta
 // walks and rounds in progress, and the operations before index
 // waitingBefore waiting for others to be replayed first. None of them may
 // run another operation now: a CPU's operations run in its order.
-func (r *replayer) busyCPUs(self, waitingBefore int) map[int]bool {
-	busy := map[int]bool{self: true}
+//
+// The set is the caller's until it gives it back (putSet).
+func (r *replayer) busyCPUs(self, waitingBefore int) cpuSet {
+	busy := r.takeSet()
+	if self >= 0 {
+		busy[self] = true
+	}
 	for _, w := range r.walks {
 		busy[w.o.cpu] = true
 	}
@@ -554,3 +561,31 @@ const bridgeDepth = 8
 func fmtGroup(id hier.GroupID, s gstate) string {
 	return fmt.Sprintf("%v active=%x migrator=%x", id, s.active, s.migrator)
 }
+
+// cpuSet is a set of CPUs, by number. The replay's sets come from a pool
+// (takeSet) and go back to it (putSet): busyCPUs runs for nearly every
+// operation, and its sets, made anew each time, were most of what a
+// replay allocated after its setup.
+type cpuSet []bool
+
+// takeSet returns an empty set of the machine's CPUs, the caller's until
+// it gives it back.
+func (r *replayer) takeSet() cpuSet {
+	if n := len(r.sets); n > 0 {
+		s := r.sets[n-1]
+		r.sets = r.sets[:n-1]
+		clear(s)
+		return s
+	}
+	return make(cpuSet, len(r.ek))
+}
+
+// cloneSet returns a copy of s, taken as takeSet takes one.
+func (r *replayer) cloneSet(s cpuSet) cpuSet {
+	c := r.takeSet()
+	copy(c, s)
+	return c
+}
+
+// putSet gives a set back; its taker no longer reads it.
+func (r *replayer) putSet(s cpuSet) { r.sets = append(r.sets, s) }
