@@ -96,11 +96,18 @@ type tracepoint struct {
 	// (textAs[T] and recordAs[T], set by row).
 	fromText   func(t *tracepoint, d *dec) Payload
 	fromRecord func(t *tracepoint, r *recordFiller) Payload
+	id         int // its place in tracepoints
 }
 
-func textAs[T Payload](t *tracepoint, d *dec) Payload {
+func textAs[T interface {
+	Payload
+	comparable
+}](t *tracepoint, d *dec) Payload {
 	var p T
 	d.fill(t, unsafe.Pointer(&p))
+	if d.share != nil && d.err == nil {
+		return shareOf(d.share, t, &p)
+	}
 	return p
 }
 
@@ -113,7 +120,10 @@ func recordAs[T Payload](t *tracepoint, r *recordFiller) Payload {
 // row makes the tracepoint of payload type T. A field the type lacks, or
 // one of a Go type its conversion cannot fill, is a mistake in the table:
 // it panics when the package loads, so no test runs without finding it.
-func row[T Payload](columns ...column) *tracepoint {
+func row[T interface {
+	Payload
+	comparable
+}](columns ...column) *tracepoint {
 	var zero T
 	// A copy: rows that share a list of columns resolve them each for
 	// its own type.

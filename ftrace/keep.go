@@ -1,12 +1,17 @@
 package ftrace
 
-import "strings"
+import (
+	"hash/maphash"
+	"strings"
+	"unsafe"
+)
 
 // keeper copies the strings of events that are kept (ReadAll), so that
 // they do not hold the Reader's buffers.
 type keeper struct {
 	payloads bool // keep the events' Payload (ReadAll), or drop it (ReadAllData)
 	syms     interner
+	share    sharing
 	texts    arena
 	// last holds, per CPU, the task name and flags of its last event, as
 	// interned: a CPU's events mostly repeat its last task and flags, and
@@ -88,4 +93,75 @@ func (a *arena) clone(s string) string {
 	start := a.b.Len()
 	a.b.WriteString(s)
 	return a.b.String()[start:]
+}
+
+// sharing gives the events a keeping Reader decodes one copy of each
+// payload value of a tracepoint whose values repeat, as the interner does
+// their strings: an event holds its payload through a pointer, and a
+// recording's group transitions are few values (a group, its active and
+// migrator masks, a child) that every CPU going idle or waking prints
+// again. A tracepoint whose values seldom repeat (most hold a time) stops
+// being looked up once its first values show it.
+type sharing struct {
+	rows []any // by tracepoint.id: its *shared[T]
+}
+
+// shared is one tracepoint's copies: a table of them by the hash of
+// their bytes, each slot the last value that hashed there (a value whose
+// slot another took is copied again: the table bounds what sharing holds,
+// and costs a hash of a few words where a map's costs one per field).
+type shared[T comparable] struct {
+	slots       []shareSlot[T]
+	looks, hits int
+	off         bool
+}
+
+type shareSlot[T comparable] struct {
+	v T
+	c Payload // nil: empty
+}
+
+const (
+	// shareProbe is how many values of a tracepoint are looked up before
+	// it is found to repeat (half of them found) or not.
+	shareProbe = 1 << 12
+	// shareSlots is the size of a tracepoint's table.
+	shareSlots = 1 << 14
+)
+
+// shareSeed hashes the values (any seed: the hash only spreads them).
+var shareSeed = maphash.MakeSeed()
+
+// shareOf returns the copy of *p, made at its first value. The bytes of
+// *p between its fields are zero (textAs makes it zero and fills its
+// fields), so that equal values hash alike.
+func shareOf[T interface {
+	Payload
+	comparable
+}](sh *sharing, t *tracepoint, p *T) Payload {
+	for t.id >= len(sh.rows) {
+		sh.rows = append(sh.rows, nil)
+	}
+	s, _ := sh.rows[t.id].(*shared[T])
+	if s == nil {
+		s = &shared[T]{slots: make([]shareSlot[T], shareSlots)}
+		sh.rows[t.id] = s
+	}
+	if s.off {
+		return *p
+	}
+	s.looks++
+	h := maphash.Bytes(shareSeed, unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)))
+	sl := &s.slots[h&(shareSlots-1)]
+	if sl.c != nil && sl.v == *p {
+		s.hits++
+		return sl.c
+	}
+	if s.looks == shareProbe && 2*s.hits < s.looks {
+		s.off, s.slots = true, nil
+		return *p
+	}
+	var c Payload = *p
+	sl.v, sl.c = *p, c
+	return c
 }

@@ -143,3 +143,55 @@ func TestReadAllKeeps(t *testing.T) {
 		})
 	}
 }
+
+// dataPtr is where an event's payload lies: events that share a copy
+// hold the same.
+func dataPtr(p Payload) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(&p))[1] }
+
+// TestReadAllShares checks that ReadAll gives the repeated values of a
+// tracepoint one copy, and stops looking up those of a tracepoint whose
+// values do not repeat.
+func TestReadAllShares(t *testing.T) {
+	// 766 transitions of 4 values (a 2-CPU machine).
+	path := filepath.Join(tracesDir, "kvm2-6.18-window-begins-inside-tie.txt")
+	evs, _ := readAllOf(t, path, ReadAllData)
+	values := map[TmigrGroupSetCPUInactive]bool{}
+	copies := map[unsafe.Pointer]bool{}
+	n := 0
+	for _, ev := range evs {
+		if p, ok := ev.Data.(TmigrGroupSetCPUInactive); ok {
+			n++
+			values[p] = true
+			copies[dataPtr(ev.Data)] = true
+		}
+	}
+	// A value whose slot another took since is copied again: a few
+	// more copies than values.
+	if n < 500 || len(values) > n/4 || len(copies) > 2*len(values) {
+		t.Fatalf("%d tmigr_group_set_cpu_inactive events, %d values, %d copies", n, len(values), len(copies))
+	}
+
+	// A tracepoint's values that never repeat: looked up no more after
+	// shareProbe of them.
+	var sh sharing
+	row := byName["timer_expire_entry"]
+	var last Payload
+	for i := range 2 * shareProbe {
+		p := TimerExpireEntry{Timer: 0xffff888000000000, Now: uint64(i)}
+		last = shareOf(&sh, row, &p)
+		if got := last.(TimerExpireEntry); got != p {
+			t.Fatalf("value %d shared as %+v", i, got)
+		}
+	}
+	s := sh.rows[row.id].(*shared[TimerExpireEntry])
+	if !s.off || s.looks != shareProbe || s.slots != nil {
+		t.Fatalf("after %d distinct values: off %v, %d looked up, table %v", 2*shareProbe, s.off, s.looks, s.slots != nil)
+	}
+	// And repeating ones share one copy.
+	var sh2 sharing
+	p := TimerExpireEntry{Timer: 0xffff888000000000, Now: 7}
+	a, b := shareOf(&sh2, row, &p), shareOf(&sh2, row, &p)
+	if dataPtr(a) != dataPtr(b) {
+		t.Fatal("one value copied twice")
+	}
+}

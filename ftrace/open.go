@@ -249,7 +249,7 @@ func ReadAllData(r *Reader) ([]Event, error) { return readKept(r, keeper{}) }
 
 func readKept(r *Reader, keep keeper) ([]Event, error) {
 	var evs []Event
-	r.dec.syms = &keep.syms
+	r.dec.syms, r.dec.share = &keep.syms, &keep.share
 	// A text Reader that has read no event yet copies what it keeps as it
 	// reads each (and so reuses its buffers); events it holds from before
 	// are copied here, as a trace.dat's are.
@@ -257,7 +257,7 @@ func readKept(r *Reader, keep keeper) ([]Event, error) {
 	if inReader {
 		r.keep = &keep
 	}
-	defer func() { r.dec.syms, r.keep, r.kept = nil, nil, nil }()
+	defer func() { r.dec.syms, r.dec.share, r.keep, r.kept = nil, nil, nil, nil }()
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {

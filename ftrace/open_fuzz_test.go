@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,6 +50,56 @@ func FuzzOpen(f *testing.F) {
 					t.Fatalf("CPU %d: %d after %d", ev.CPU, ev.TS, last[ev.CPU])
 				}
 				last[ev.CPU] = ev.TS
+			}
+		}
+	})
+}
+
+// FuzzReadAll checks that a keeping Reader, which copies what events keep
+// of their lines and shares equal payloads, keeps what a streaming one
+// returns: the input read by ReadAll and ReadAllData and event by event.
+// (TestReadAllKeeps reads recordings long enough for the keeping Reader
+// to read its buffers into each other.)
+func FuzzReadAll(f *testing.F) {
+	for _, name := range []string{"cpu0-busy-3s.txt", "vm18-2node-mixed.txt"} {
+		data, err := os.ReadFile(filepath.Join(tracesDir, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(firstLines(data, 60))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := NewReader(bytes.NewReader(data))
+		var want []Event
+		var wantErr error
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				if err != io.EOF {
+					wantErr = err
+				}
+				break
+			}
+			want = append(want, ev)
+		}
+		for k, all := range []func(*Reader) ([]Event, error){ReadAll, ReadAllData} {
+			got, err := all(NewReader(bytes.NewReader(data)))
+			if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("error %v, event by event %v", err, wantErr)
+			}
+			if err != nil {
+				continue // ReadAll stops at the first error; Next may have gone on
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d events, event by event %d", len(got), len(want))
+			}
+			for i, w := range want {
+				if k == 1 {
+					w.Payload = "" // ReadAllData keeps none
+				}
+				if got[i] != w {
+					t.Fatalf("event %d: %+v, event by event %+v", i, got[i], w)
+				}
 			}
 		}
 	})

@@ -123,6 +123,9 @@ type dec struct {
 	// syms, when set, gives the functions (%ps) decoded copies of their
 	// own, shared, rather than slices of the payload (see ReadAll).
 	syms *interner
+	// share, when set, gives payloads of equal values one copy (see
+	// ReadAll).
+	share *sharing
 	// last is the tracepoint of the last event decoded: a recording's
 	// events come in runs of one name, and comparing the name with the
 	// table's own copy of it costs less than the table's map.

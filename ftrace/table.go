@@ -126,7 +126,8 @@ var (
 )
 
 func init() {
-	for _, t := range tracepoints {
+	for i, t := range tracepoints {
+		t.id = i
 		byName[t.name] = t
 		byType[t.typ] = t
 	}
