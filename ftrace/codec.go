@@ -97,17 +97,15 @@ type tracepoint struct {
 	fromText   func(t *tracepoint, d *dec) Payload
 	fromRecord func(t *tracepoint, r *recordFiller) Payload
 	id         int // its place in tracepoints
+	// plain: no field of the row is optional or bracketed, so that the
+	// kernel's text of it is every key in the row's order, one blank
+	// apart (dec.fillPlain reads that).
+	plain bool
 }
 
-func textAs[T interface {
-	Payload
-	comparable
-}](t *tracepoint, d *dec) Payload {
+func textAs[T Payload](t *tracepoint, d *dec) Payload {
 	var p T
 	d.fill(t, unsafe.Pointer(&p))
-	if d.share != nil && d.err == nil {
-		return shareOf(d.share, t, &p)
-	}
 	return p
 }
 
@@ -120,10 +118,7 @@ func recordAs[T Payload](t *tracepoint, r *recordFiller) Payload {
 // row makes the tracepoint of payload type T. A field the type lacks, or
 // one of a Go type its conversion cannot fill, is a mistake in the table:
 // it panics when the package loads, so no test runs without finding it.
-func row[T interface {
-	Payload
-	comparable
-}](columns ...column) *tracepoint {
+func row[T Payload](columns ...column) *tracepoint {
 	var zero T
 	// A copy: rows that share a list of columns resolve them each for
 	// its own type.
@@ -134,6 +129,7 @@ func row[T interface {
 		}
 	}
 	t.fromText, t.fromRecord = textAs[T], recordAs[T]
+	t.plain = !slices.ContainsFunc(t.columns, func(c column) bool { return c.flag != "" || c.bracket })
 	return t
 }
 
@@ -382,6 +378,9 @@ func (f *column) setFlag(p unsafe.Pointer, b bool) { *(*bool)(unsafe.Add(p, f.fl
 // fill decodes the payload text d holds into the value of t's type p
 // points to.
 func (d *dec) fill(t *tracepoint, p unsafe.Pointer) {
+	if t.plain && d.fillPlain(t, p) {
+		return
+	}
 	for i := range t.columns {
 		f := &t.columns[i]
 		if f.flag != "" {
@@ -408,6 +407,55 @@ func (d *dec) fill(t *tracepoint, p unsafe.Pointer) {
 		}
 		f.set(p, v)
 	}
+}
+
+// fillPlain decodes a plain row's text as the kernel prints it: each key
+// where the row puts it, one blank after the last value, and each value
+// one token that ends where the next key begins. At the first byte it
+// does not expect, or a value that does not parse, it reports false
+// having moved no cursor: fill then reads the payload the general way
+// (at, get), which looks for each key, allows blanks, tests the token
+// after each value for a value's continuation, and says what is wrong;
+// the fields fillPlain set are set again, or the payload is refused.
+func (d *dec) fillPlain(t *tracepoint, p unsafe.Pointer) bool {
+	s := d.payload
+	i := 0
+	for k := range t.columns {
+		f := &t.columns[k]
+		if !keyAt(s, i, f.key) {
+			return false
+		}
+		vs := i + len(f.key) + 1
+		j := vs
+		for j < len(s) && s[j] != ' ' {
+			j++
+		}
+		if j < len(s) && (k+1 == len(t.columns) || !keyAt(s, j+1, t.columns[k+1].key)) {
+			// A blank, and then no next field: trailing text, or a
+			// value of more than one token ("name [module]").
+			return false
+		}
+		v, why := f.parse(s[vs:j])
+		if why == "" {
+			why = f.check(v)
+		}
+		if why != "" {
+			return false
+		}
+		if f.conv == convSym && d.syms != nil {
+			v.s = d.syms.intern(v.s)
+		}
+		f.set(p, v)
+		i = j + 1
+	}
+	d.pos = len(s)
+	return true
+}
+
+// keyAt reports whether s holds "key=" at i.
+func keyAt(s string, i int, key string) bool {
+	e := i + len(key)
+	return e < len(s) && s[e] == '=' && s[i:e] == key
 }
 
 // appendText appends the TP_printk text of the value of the tracepoint's

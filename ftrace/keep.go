@@ -3,7 +3,6 @@ package ftrace
 import (
 	"hash/maphash"
 	"strings"
-	"unsafe"
 )
 
 // keeper copies the strings of events that are kept (ReadAll), so that
@@ -96,72 +95,75 @@ func (a *arena) clone(s string) string {
 }
 
 // sharing gives the events a keeping Reader decodes one copy of each
-// payload value of a tracepoint whose values repeat, as the interner does
-// their strings: an event holds its payload through a pointer, and a
-// recording's group transitions are few values (a group, its active and
-// migrator masks, a child) that every CPU going idle or waking prints
-// again. A tracepoint whose values seldom repeat (most hold a time) stops
-// being looked up once its first values show it.
+// payload of a tracepoint whose payloads repeat, as the interner does
+// their strings, and decodes such a payload's text once: an event holds
+// its payload through a pointer, and a recording's group transitions are
+// few texts (a group, its active and migrator masks, a child) that every
+// CPU going idle or waking prints again. Decoding is a function of the
+// tracepoint and the text alone, so that a text read before is the value
+// decoded then. A tracepoint whose texts seldom repeat (most hold a
+// time) stops being looked up once its first ones show it.
 type sharing struct {
-	rows []any // by tracepoint.id: its *shared[T]
+	rows []*shared // by tracepoint.id
 }
 
 // shared is one tracepoint's copies: a table of them by the hash of
-// their bytes, each slot the last value that hashed there (a value whose
-// slot another took is copied again: the table bounds what sharing holds,
-// and costs a hash of a few words where a map's costs one per field).
-type shared[T comparable] struct {
-	slots       []shareSlot[T]
+// their text, each slot the last text that hashed there (a text whose
+// slot another took is decoded again: the table bounds what sharing
+// holds).
+type shared struct {
+	slots       []shareSlot
 	looks, hits int
 	off         bool
 }
 
-type shareSlot[T comparable] struct {
-	v T
-	c Payload // nil: empty
+type shareSlot struct {
+	// text is a copy (the Reader's buffer is read into again), written
+	// over by the next text of the slot.
+	text []byte
+	p    Payload
 }
 
 const (
-	// shareProbe is how many values of a tracepoint are looked up before
-	// it is found to repeat (half of them found) or not.
+	// shareProbe is how many payloads of a tracepoint are looked up
+	// before it is found to repeat (half of them found) or not.
 	shareProbe = 1 << 12
 	// shareSlots is the size of a tracepoint's table.
-	shareSlots = 1 << 14
+	shareSlots = 1 << 12
 )
 
-// shareSeed hashes the values (any seed: the hash only spreads them).
+// shareSeed hashes the texts (any seed: the hash only spreads them).
 var shareSeed = maphash.MakeSeed()
 
-// shareOf returns the copy of *p, made at its first value. The bytes of
-// *p between its fields are zero (textAs makes it zero and fills its
-// fields), so that equal values hash alike.
-func shareOf[T interface {
-	Payload
-	comparable
-}](sh *sharing, t *tracepoint, p *T) Payload {
+// slot returns where t's payload text lies in the table, nil where t's
+// texts are not shared.
+func (sh *sharing) slot(t *tracepoint, text string) *shareSlot {
 	for t.id >= len(sh.rows) {
 		sh.rows = append(sh.rows, nil)
 	}
-	s, _ := sh.rows[t.id].(*shared[T])
+	s := sh.rows[t.id]
 	if s == nil {
-		s = &shared[T]{slots: make([]shareSlot[T], shareSlots)}
+		s = &shared{slots: make([]shareSlot, shareSlots)}
 		sh.rows[t.id] = s
 	}
 	if s.off {
-		return *p
+		return nil
 	}
-	s.looks++
-	h := maphash.Bytes(shareSeed, unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)))
-	sl := &s.slots[h&(shareSlots-1)]
-	if sl.c != nil && sl.v == *p {
-		s.hits++
-		return sl.c
-	}
-	if s.looks == shareProbe && 2*s.hits < s.looks {
+	if s.looks++; s.looks == shareProbe && 2*s.hits < s.looks {
 		s.off, s.slots = true, nil
-		return *p
+		return nil
 	}
-	var c Payload = *p
-	sl.v, sl.c = *p, c
-	return c
+	return &s.slots[maphash.String(shareSeed, text)&(shareSlots-1)]
 }
+
+// get returns the payload decoded from text, if the slot holds it.
+func (sh *sharing) get(t *tracepoint, sl *shareSlot, text string) (Payload, bool) {
+	if sl.p != nil && string(sl.text) == text {
+		sh.rows[t.id].hits++
+		return sl.p, true
+	}
+	return nil, false
+}
+
+// put keeps p, decoded from text, in the slot.
+func (sl *shareSlot) put(text string, p Payload) { sl.text, sl.p = append(sl.text[:0], text...), p }

@@ -171,27 +171,31 @@ func TestReadAllShares(t *testing.T) {
 		t.Fatalf("%d tmigr_group_set_cpu_inactive events, %d values, %d copies", n, len(values), len(copies))
 	}
 
-	// A tracepoint's values that never repeat: looked up no more after
+	// A tracepoint's texts that never repeat: looked up no more after
 	// shareProbe of them.
-	var sh sharing
+	d := dec{share: new(sharing)}
 	row := byName["timer_expire_entry"]
-	var last Payload
 	for i := range 2 * shareProbe {
-		p := TimerExpireEntry{Timer: 0xffff888000000000, Now: uint64(i)}
-		last = shareOf(&sh, row, &p)
-		if got := last.(TimerExpireEntry); got != p {
-			t.Fatalf("value %d shared as %+v", i, got)
+		text := "timer=ffff888000000000 function=f now=" + strconv.Itoa(i) + " baseclk=1"
+		p, known := decode(&d, row.name, text)
+		if want := (TimerExpireEntry{Timer: 0xffff888000000000, Function: "f", Now: uint64(i), BaseClk: 1}); !known || d.err != nil || p != want {
+			t.Fatalf("%q decoded as %+v (%v), want %+v", text, p, d.err, want)
 		}
 	}
-	s := sh.rows[row.id].(*shared[TimerExpireEntry])
+	s := d.share.rows[row.id]
 	if !s.off || s.looks != shareProbe || s.slots != nil {
-		t.Fatalf("after %d distinct values: off %v, %d looked up, table %v", 2*shareProbe, s.off, s.looks, s.slots != nil)
+		t.Fatalf("after %d distinct texts: off %v, %d looked up, table %v", 2*shareProbe, s.off, s.looks, s.slots != nil)
 	}
-	// And repeating ones share one copy.
-	var sh2 sharing
-	p := TimerExpireEntry{Timer: 0xffff888000000000, Now: 7}
-	a, b := shareOf(&sh2, row, &p), shareOf(&sh2, row, &p)
-	if dataPtr(a) != dataPtr(b) {
-		t.Fatal("one value copied twice")
+	// And a repeated one is decoded once, its value shared; a payload
+	// refused is not kept, and what follows it is read afresh.
+	d = dec{share: new(sharing)}
+	good := "timer=ffff888000000000 function=f now=7 baseclk=1"
+	a, _ := decode(&d, row.name, good)
+	if _, _ = decode(&d, row.name, "timer=ffff888000000000 function=f now=x baseclk=1"); d.err == nil {
+		t.Fatal("a bad payload decoded")
+	}
+	b, _ := decode(&d, row.name, good)
+	if d.err != nil || dataPtr(a) != dataPtr(b) || d.share.rows[row.id].hits != 1 {
+		t.Fatalf("a repeated text: %v, copies %p and %p", d.err, dataPtr(a), dataPtr(b))
 	}
 }

@@ -123,7 +123,7 @@ type dec struct {
 	// syms, when set, gives the functions (%ps) decoded copies of their
 	// own, shared, rather than slices of the payload (see ReadAll).
 	syms *interner
-	// share, when set, gives payloads of equal values one copy (see
+	// share, when set, gives payloads of equal texts one copy (see
 	// ReadAll).
 	share *sharing
 	// last is the tracepoint of the last event decoded: a recording's

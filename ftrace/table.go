@@ -160,10 +160,21 @@ func decode(d *dec, name, payload string) (p Payload, known bool) {
 		d.last = t
 	}
 	d.reset(name, payload)
+	var sl *shareSlot
+	if d.share != nil {
+		if sl = d.share.slot(t, payload); sl != nil {
+			if p, ok := d.share.get(t, sl, payload); ok {
+				return p, true
+			}
+		}
+	}
 	p = t.fromText(t, d)
 	d.finish()
 	if d.err != nil {
 		return nil, true
+	}
+	if sl != nil {
+		sl.put(payload, p)
 	}
 	return p, true
 }
