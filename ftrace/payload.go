@@ -126,10 +126,6 @@ type dec struct {
 	// share, when set, gives payloads of equal texts one copy (see
 	// ReadAll).
 	share *sharing
-	// last is the tracepoint of the last event decoded: a recording's
-	// events come in runs of one name, and comparing the name with the
-	// table's own copy of it costs less than the table's map.
-	last *tracepoint
 }
 
 func (d *dec) reset(event, payload string) {

@@ -123,11 +123,18 @@ var tracepoints = []*tracepoint{
 var (
 	byName = map[string]*tracepoint{}
 	byType = map[reflect.Type]*tracepoint{}
+	// byLen holds the tracepoints by the length of their names, which
+	// nearly always tells one from the others: decode finds a line's
+	// tracepoint with one comparison rather than hashing its name.
+	byLen [64][]*tracepoint
 )
 
 func init() {
 	for i, t := range tracepoints {
 		t.id = i
+		if len(t.name) < len(byLen) {
+			byLen[len(t.name)] = append(byLen[len(t.name)], t)
+		}
 		byName[t.name] = t
 		byType[t.typ] = t
 	}
@@ -152,12 +159,9 @@ func decode(d *dec, name, payload string) (p Payload, known bool) {
 		// The marker's text is free: it is taken as it is.
 		return TracingMark{Text: payload}, true
 	}
-	t := d.last
-	if t == nil || t.name != name {
-		if t = byName[name]; t == nil {
-			return nil, false
-		}
-		d.last = t
+	t := tracepointNamed(name)
+	if t == nil {
+		return nil, false
 	}
 	d.reset(name, payload)
 	var sl *shareSlot
@@ -177,6 +181,19 @@ func decode(d *dec, name, payload string) (p Payload, known bool) {
 		sl.put(payload, p)
 	}
 	return p, true
+}
+
+// tracepointNamed returns the row of the named tracepoint, nil if none.
+func tracepointNamed(name string) *tracepoint {
+	if len(name) >= len(byLen) {
+		return byName[name]
+	}
+	for _, t := range byLen[len(name)] {
+		if t.name == name {
+			return t
+		}
+	}
+	return nil
 }
 
 // knownEvent reports whether this package decodes the tracepoint.
