@@ -117,7 +117,7 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 	}
 	set := m.set
 	pre := f.preexisting(clk)
-	runs := baseRunsOf(t, s.CPUs)
+	runs := &lazyRuns{t: t, cpus: s.CPUs}
 	end := f.lastJiffies()
 	timers := map[uint64]*wheel.Timer{}
 	// remoteRun holds the timers a remote expiry ran in the model until
@@ -224,7 +224,7 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 				// due by then leaves with its own lines, which may come
 				// after the target's next ones (the handler runs the base
 				// after the claim's line).
-				if b, ok := clk.jiffyOf(runs.handedBefore(p.CPU, i)); ok && wheel.Before(j, b) && !dueBy(timers, p.CPU, b) {
+				if b, ok := clk.jiffyOf(runs.get().handedBefore(p.CPU, i)); ok && wheel.Before(j, b) && !dueBy(timers, p.CPU, b) {
 					pass := m.set.RunBase(p.CPU, cpu.BaseGlobal, cpu.Snapshot{J: b, M: clk.ns(b)})
 					for tm := pass.Next(); tm != nil; tm = pass.Next() {
 						remoteRun[tm] = true
@@ -460,7 +460,7 @@ func (m *idleMachine) handed(c int, kind hier.EventKind, basej uint64, now int64
 // checkNextevt checks one printed nextevt of CPU c against our tick and
 // timer code.
 func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c int, printed int64,
-	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, runs *baseRuns, late markedDue, lost, unseen bool) {
+	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, runs *lazyRuns, late markedDue, lost, unseen bool) {
 	if c < 0 || c >= len(m.cpus) {
 		cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String(), Kernel: fmt.Sprintf("cpu=%d", c), Model: "no such CPU"})
 		return
@@ -571,7 +571,7 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 			return
 		}
 	}
-	if printed != cpu.KtimeMax && (model == cpu.KtimeMax || model > printed) && runs.pendingThrough(c, i, printed, clk) {
+	if printed != cpu.KtimeMax && (model == cpu.KtimeMax || model > printed) && runs.get().pendingThrough(c, i, printed, clk) {
 		// Due within the recording, but no run of c's bases from here
 		// on would have expired it: it may be pending through the end.
 		cnt.undeterminedBy(reasonPendingBeyond)
@@ -631,6 +631,22 @@ type baseRuns struct {
 	// lines in order, with the event each handed over.
 	handed    [][]int
 	handedEvt [][]int64
+}
+
+// lazyRuns finds a trace's baseRuns when first asked (a pass over the
+// whole recording, which a recording whose decisions stop before they
+// read them never needs).
+type lazyRuns struct {
+	t    *Trace
+	cpus int
+	runs *baseRuns
+}
+
+func (l *lazyRuns) get() *baseRuns {
+	if l.runs == nil {
+		l.runs = baseRunsOf(l.t, l.cpus)
+	}
+	return l.runs
 }
 
 func baseRunsOf(t *Trace, cpus int) *baseRuns {

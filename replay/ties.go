@@ -29,11 +29,11 @@ const maxTieSteps = 10000
 // share one timestamp, where their group transitions chain in another
 // order and not in the printed one (see above).
 func (r *replayer) orderTies(ops []*op) {
-	last := map[hier.GroupID]gstate{} // each group's last printed state
+	last := sized[lastState](r.topo) // each group's last printed state
 	known := func(o *op) {
 		for _, i := range o.groups {
 			if gl := r.groupLine(i); gl.id != hier.NoGroup {
-				last[gl.id] = gl.after
+				*last.at(gl.id) = lastState{gl.after, true}
 			}
 		}
 	}
@@ -56,64 +56,95 @@ func (r *replayer) orderTies(ops []*op) {
 	}
 }
 
+// lastState is a group's last printed state, if ok.
+type lastState struct {
+	s  gstate
+	ok bool
+}
+
+// tieStates are the states of the groups a tie's transitions change, as
+// far as they are known: a few groups, looked up in a list.
+type tieStates []groupState
+
+type groupState struct {
+	g hier.GroupID
+	s gstate
+}
+
+func (st tieStates) get(g hier.GroupID) (gstate, bool) {
+	for _, x := range st {
+		if x.g == g {
+			return x.s, true
+		}
+	}
+	return gstate{}, false
+}
+
+func (st *tieStates) set(g hier.GroupID, s gstate) {
+	for k := range *st {
+		if (*st)[k].g == g {
+			(*st)[k].s = s
+			return
+		}
+	}
+	*st = append(*st, groupState{g, s})
+}
+
 // orderTie reorders one tie (see orderTies); last holds the groups'
 // states before it.
-func (r *replayer) orderTie(tie []*op, last map[hier.GroupID]gstate) {
+func (r *replayer) orderTie(tie []*op, last byGroup[lastState]) {
+	twoCPUs, any := false, false
+	for _, o := range tie {
+		twoCPUs = twoCPUs || o.cpu != tie[0].cpu
+		for _, i := range o.groups {
+			any = any || r.groupLine(i).id != hier.NoGroup
+		}
+	}
+	if !any || !twoCPUs {
+		return
+	}
 	type trans struct {
 		g     hier.GroupID
 		prior prior
 		after gstate
 	}
 	trs := make([][]trans, len(tie))
-	cpus := map[int]bool{}
-	any := false
 	for k, o := range tie {
-		cpus[o.cpu] = true
 		for _, i := range o.groups {
 			gl := r.groupLine(i)
 			if gl.id == hier.NoGroup {
 				continue
 			}
 			trs[k] = append(trs[k], trans{gl.id, priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
-			any = true
 		}
 	}
-	if !any || len(cpus) < 2 {
-		return
-	}
-	state := map[hier.GroupID]gstate{}
+	var state tieStates
 	for k := range trs {
 		for _, t := range trs[k] {
-			if s, ok := last[t.g]; ok {
-				state[t.g] = s
+			if l := last.at(t.g); l.ok {
+				state.set(t.g, l.s)
 			}
 		}
 	}
 	// step applies operation k to st if each of its transitions reads
 	// what the one before left (or a state not known), and reports
 	// whether it did.
-	step := func(st map[hier.GroupID]gstate, k int) bool {
+	step := func(st *tieStates, k int) bool {
 		for _, t := range trs[k] {
-			if s, ok := st[t.g]; ok && (t.prior.bad || !t.prior.admits(s)) {
+			if s, ok := st.get(t.g); ok && (t.prior.bad || !t.prior.admits(s)) {
 				return false
 			}
 		}
 		for _, t := range trs[k] {
-			st[t.g] = t.after
+			st.set(t.g, t.after)
 		}
 		return true
 	}
-	copyOf := func(st map[hier.GroupID]gstate) map[hier.GroupID]gstate {
-		c := make(map[hier.GroupID]gstate, len(st))
-		for g, s := range st {
-			c[g] = s
-		}
-		return c
-	}
+	copyOf := func(st tieStates) tieStates { return append(tieStates(nil), st...) }
 	printed := copyOf(state)
 	chains := true
 	for k := range tie {
-		if !step(printed, k) {
+		if !step(&printed, k) {
 			chains = false
 			break
 		}
@@ -126,8 +157,8 @@ func (r *replayer) orderTie(tie []*op, last map[hier.GroupID]gstate) {
 	order := make([]int, 0, len(tie))
 	used := make([]bool, len(tie))
 	steps := 0
-	var search func(st map[hier.GroupID]gstate) bool
-	search = func(st map[hier.GroupID]gstate) bool {
+	var search func(st tieStates) bool
+	search = func(st tieStates) bool {
 		if len(order) == len(tie) {
 			return true
 		}
@@ -139,7 +170,7 @@ func (r *replayer) orderTie(tie []*op, last map[hier.GroupID]gstate) {
 				continue
 			}
 			next := copyOf(st)
-			if !step(next, k) {
+			if !step(&next, k) {
 				continue
 			}
 			used[k] = true
