@@ -222,14 +222,19 @@ func CheckHrtimer(t *Trace, l Load) (*Counts, error) { return checkHrtimer(newFa
 
 func checkHrtimer(f *facts, l Load) (*Counts, error) {
 	t := f.t
-	rt := l.preemptRT(t)
 	sleptOn := map[int]int{} // a CPU's first guest thread that slept there
+	sleeps := false
 	for i := range t.Events {
 		ev := &t.Events[i]
 		if ev.Task == sleeperComm {
 			l.named = true
 		}
-		if d, ok := ev.Data.(ftrace.HrtimerStart); ok && ev.Task == guestComm && d.Function == "hrtimer_wakeup" && ev.CPU >= 0 && ev.CPU < cpumask.MaxCPUs {
+		d, ok := ev.Data.(ftrace.HrtimerStart)
+		if !ok || d.Function != "hrtimer_wakeup" {
+			continue
+		}
+		sleeps = true
+		if ev.Task == guestComm && ev.CPU >= 0 && ev.CPU < cpumask.MaxCPUs {
 			if pid, seen := sleptOn[ev.CPU]; !seen {
 				sleptOn[ev.CPU] = ev.PID
 			} else if pid != ev.PID {
@@ -237,7 +242,10 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 			}
 		}
 	}
-	cfg := hrtimer.Config{PreemptRT: rt, Sleepers: hrtimer.SleepersByPolicy}
+	if !sleeps {
+		return nil, nil // no sleeper starts: nothing to check
+	}
+	cfg := hrtimer.Config{PreemptRT: l.preemptRT(t), Sleepers: hrtimer.SleepersByPolicy}
 	base, err := hrtimer.NewCPUBase(0, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("hrtimer check: %v", err)

@@ -142,17 +142,25 @@ func (r *replayer) seedStart() error {
 		r.ek[c], r.wk[c] = reasonEvent, reasonWakeup
 	}
 	knownGroups := map[hier.GroupID]bool{}
+	// unknown counts the tree's groups not yet in knownGroups, unset the
+	// CPUs whose state is not yet known: the look ends when both are 0.
+	unknown, unset := len(r.topo.Groups), r.topo.NCPUs
 	cpuState := make([]int, r.topo.NCPUs) // 0 unknown, 1 idle, 2 active
 	for k, o := range r.ops {
+		if unknown == 0 && unset == 0 {
+			break
+		}
 		if cpuState[o.cpu] == 0 {
 			switch o.kind {
 			case opActivate, opNewTimer:
 				cpuState[o.cpu] = 1
+				unset--
 			case opDeactivate:
 				cpuState[o.cpu] = 2
+				unset--
 			}
 		}
-		if o.kind != opActivate && o.kind != opDeactivate {
+		if o.kind != opActivate && o.kind != opDeactivate || unknown == 0 {
 			continue
 		}
 		for _, i := range o.groups {
@@ -161,6 +169,9 @@ func (r *replayer) seedStart() error {
 				continue
 			}
 			knownGroups[gl.id] = true
+			if r.topo.Node(gl.id) != nil {
+				unknown--
+			}
 			p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 			if q, ok := r.casFirst(k, i, p); ok {
 				p = q
