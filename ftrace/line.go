@@ -66,10 +66,11 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 	if sep < 0 {
 		return Event{}, 0, false, errNotEvent
 	}
-	task := s[:sep]
-	for task != "" && task[0] == ' ' {
-		task = task[1:]
+	k := 0
+	for k < sep && s[k] == ' ' {
+		k++
 	}
+	task := s[k:sep]
 	if task == "" {
 		return Event{}, 0, false, errors.New("empty task name")
 	}
@@ -114,8 +115,17 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 		// "<stack trace>", "<user stack trace>"
 		n = indexByte(rest, '>') + 1
 	}
-	for n < len(rest) && rest[n] != ':' && rest[n] != ' ' {
-		n++
+	// The name ends at the first colon or blank (strings.IndexByte
+	// searches a name's length at once, where a loop goes a byte at a
+	// time).
+	from := n
+	if c := strings.IndexByte(rest[from:], ':'); c >= 0 {
+		n = from + c
+	} else {
+		n = len(rest)
+	}
+	if b := strings.IndexByte(rest[from:n], ' '); b >= 0 {
+		n = from + b
 	}
 	if n == 0 {
 		return Event{}, 0, false, errors.New("no event name after the timestamp")
@@ -146,9 +156,11 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 // when there is none.
 func findSep(s string) (sep, pidEnd, cpuStart, cpuEnd int) {
 	for i := 0; i < len(s); i++ {
-		if s[i] != '-' {
-			continue
+		d := strings.IndexByte(s[i:], '-')
+		if d < 0 {
+			break
 		}
+		i += d
 		j := i + 1
 		for j < len(s) && isDigit(s[j]) {
 			j++
@@ -178,10 +190,11 @@ func findSep(s string) (sep, pidEnd, cpuStart, cpuEnd int) {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func trimBlanks(s string) string {
-	for s != "" && s[0] == ' ' {
-		s = s[1:]
+	i := 0
+	for i < len(s) && s[i] == ' ' {
+		i++
 	}
-	return s
+	return s[i:]
 }
 
 func cutBlank(s string) (tok, rest string) {
