@@ -135,9 +135,10 @@ const (
 // shareSeed hashes the texts (any seed: the hash only spreads them).
 var shareSeed = maphash.MakeSeed()
 
-// slot returns where t's payload text lies in the table, nil where t's
-// texts are not shared.
-func (sh *sharing) slot(t *tracepoint, text string) *shareSlot {
+// lookup returns the payload decoded from text before, if its slot in
+// t's table holds it; else the slot to keep it in once decoded, nil where
+// t's texts are not shared.
+func (sh *sharing) lookup(t *tracepoint, text string) (Payload, *shareSlot) {
 	for t.id >= len(sh.rows) {
 		sh.rows = append(sh.rows, nil)
 	}
@@ -147,22 +148,18 @@ func (sh *sharing) slot(t *tracepoint, text string) *shareSlot {
 		sh.rows[t.id] = s
 	}
 	if s.off {
-		return nil
+		return nil, nil
 	}
 	if s.looks++; s.looks == shareProbe && 2*s.hits < s.looks {
 		s.off, s.slots = true, nil
-		return nil
+		return nil, nil
 	}
-	return &s.slots[maphash.String(shareSeed, text)&(shareSlots-1)]
-}
-
-// get returns the payload decoded from text, if the slot holds it.
-func (sh *sharing) get(t *tracepoint, sl *shareSlot, text string) (Payload, bool) {
+	sl := &s.slots[maphash.String(shareSeed, text)&(shareSlots-1)]
 	if sl.p != nil && string(sl.text) == text {
-		sh.rows[t.id].hits++
-		return sl.p, true
+		s.hits++
+		return sl.p, nil
 	}
-	return nil, false
+	return nil, sl
 }
 
 // put keeps p, decoded from text, in the slot.

@@ -166,10 +166,8 @@ func decode(d *dec, name, payload string) (p Payload, known bool) {
 	d.reset(name, payload)
 	var sl *shareSlot
 	if d.share != nil {
-		if sl = d.share.slot(t, payload); sl != nil {
-			if p, ok := d.share.get(t, sl, payload); ok {
-				return p, true
-			}
+		if p, sl = d.share.lookup(t, payload); p != nil {
+			return p, true
 		}
 	}
 	p = t.fromText(t, d)

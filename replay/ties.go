@@ -44,7 +44,7 @@ func (r *replayer) orderTies(ops []*op) {
 			b++
 		}
 		if b-a > 1 && b-a <= maxTie {
-			r.orderTie(ops[a:b], last)
+			r.orderTie(ops[a:b], &last)
 		}
 		for _, o := range ops[a:b] {
 			known(o)
@@ -92,7 +92,7 @@ func (st *tieStates) set(g hier.GroupID, s gstate) {
 
 // orderTie reorders one tie (see orderTies); last holds the groups'
 // states before it.
-func (r *replayer) orderTie(tie []*op, last byGroup[lastState]) {
+func (r *replayer) orderTie(tie []*op, last *byGroup[lastState]) {
 	twoCPUs, any := false, false
 	for _, o := range tie {
 		twoCPUs = twoCPUs || o.cpu != tie[0].cpu
