@@ -783,6 +783,13 @@ func (r *replayer) expireRemote(handler, target int) {
 			continue
 		}
 		p := r.ops[j]
+		if r.afterHandlerIdle(p, rd) {
+			// It ran after the handler went idle, which the handler
+			// does only after its round: replayed after the round,
+			// and so is what its CPU did next.
+			deferred[p.cpu] = true
+			continue
+		}
 		across := false
 		if p.kind == opRemote && len(p.targets()) == 0 && !printed {
 			// The walk that follows prints nothing: whether p read the
@@ -814,6 +821,45 @@ func (r *replayer) expireRemote(handler, target int) {
 			}
 		}
 	}
+}
+
+// afterHandlerIdle reports whether operation p printed a state of a group
+// on the path of the handler of round rd, a CPU active in the hierarchy,
+// without the handler's bit at that level: a state after the handler went
+// idle in the hierarchy, which it does not do during its round. A CPU
+// leaves the hierarchy's active CPUs when its tick stops
+// (tick_nohz_stop_tick, 6.9+ kernel/time/tick-sched.c): on its way into
+// idle, or on a nohz_full CPU also at an interrupt's exit. The round runs
+// in the timer softirq, which neither sleeps nor is preempted but on
+// PREEMPT_RT, where it runs in the CPU's timer thread (ktimers/N) and a
+// callback may block: so the rule holds for a handler neither nohz_full
+// nor running its round in that thread. Its bit is then set in its
+// level-0 group, and its group's in each group above, while the round
+// runs; the model's state of the level-0 group says whether it is active,
+// where that state is known.
+func (r *replayer) afterHandlerIdle(p *op, rd *round) bool {
+	handler := rd.o.cpu
+	if r.nohzFull.Test(handler) || strings.HasPrefix(r.ev[rd.o.first()].Task, "ktimers/") {
+		return false
+	}
+	g0 := r.topo.At(handler, 0)
+	if g0 == hier.NoGroup || *r.gk.at(g0) != known || r.m.current()[g0].active&r.topo.CPUBit[handler] == 0 {
+		return false
+	}
+	for _, i := range p.groups {
+		gl := r.groupLine(i)
+		if gl.id == hier.NoGroup || r.topo.At(handler, gl.lvl) != gl.id {
+			continue
+		}
+		bit := r.topo.CPUBit[handler]
+		if gl.lvl > 0 {
+			bit = r.topo.Node(r.topo.At(handler, gl.lvl-1)).Bit
+		}
+		if gl.after.active&bit == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // endWhileAwake moves the end of the k-th remote expiry of round rd, to
