@@ -342,6 +342,8 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm2-1node-rt-6.19-marked-bucket-a-jiffy-away-collected.txt":                    {2, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14; PREEMPT_RT; timerfd=1; period=12.3ms absolute"},
 		"vm5-3node-nohzfull-7.2-silent-cpu-named-by-child-event.txt":                    {5, 3, "7.2.13", "", "3-4", "QEMU TCG; fifo-sleepers=0; posix-timers=3; tcp=1; period=1.1ms absolute"},
 		"vm7-4node-isol-rt-7.0-sleeper-moved-before-offline-time.txt":                   {7, 4, "7.0.13", "3-6", "", "QEMU TCG; config of 7.2.6: Debian has none of 7.0.13; PREEMPT_RT; fifo-sleepers=0-1; period=3.5ms absolute"},
+		"vm3-3node-isol-rt-6.12-silent-cpu-event-after-window-end.txt":                  {3, 3, "6.12.118", "2", "", "QEMU TCG; PREEMPT_RT; posix-timers=0; period=4.8ms"},
+		"vm7-4node-7.3-silent-cpu-event-after-window-end.txt":                           {7, 4, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=2; epoll=6; tcp=3; period=10.9ms absolute"},
 		"vm7-4node-7.3-activation-after-handler-idle-replayed-after-round.txt":          {7, 4, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=2; epoll=6; tcp=3; period=10.9ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
@@ -349,6 +351,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm6-3node-nohzfull-7.3-claimed-cpu-round-waits-for-outer-round.txt":       1, // CPU 2, offline at 530 ms
 		"vm7-4node-isol-rt-7.0-sleeper-moved-before-offline-time.txt":              2, // CPUs 6 and 4, offline at 1.104 s and 1.256 s
 		"vm7-4node-7.3-activation-after-handler-idle-replayed-after-round.txt":     1, // CPU 4, offline at 913 ms
+		"vm7-4node-7.3-silent-cpu-event-after-window-end.txt":                      1, // CPU 4, offline at 913 ms
 		"vm7-1node-rt-6.19-split-activation-waits-for-earlier-activation.txt":      1, // CPU 6, offline at 889 ms
 		"vm6-2node-nohzfull-rt-7.0-cas-printed-after-child-activation.txt":         1, // CPU 2, offline at 837 ms
 		"vm5-1node-nohzfull-rt-6.12-window-moved-sleeper-first-seen-elsewhere.txt": 2, // CPU 4 (in the window) and CPU 3 (after it)

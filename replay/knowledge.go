@@ -39,6 +39,18 @@ type knowledge struct {
 	startTie byGroup[bool]
 	// opaque: CPUs whose transitions the trace does not show.
 	opaque []bool
+	// late: CPUs that print nothing in the recording, which the model
+	// leaves out of the hierarchy although its kernel would have them in
+	// (checkMembers), and whose event the recording does not rule out
+	// (eventless). In, such a CPU is idle with its event due after the
+	// recording's end, at lateFrom or later: one due before would have
+	// been claimed, or woken it, and printed. Out, or in with such an
+	// event, it leaves every group state and every value before lateFrom
+	// as the model has them; a value the kernel printed lower than the
+	// model's, at lateFrom or later, may be its event (lateWhy).
+	late     []bool
+	anyLate  bool
+	lateFrom int64
 	// lostWin: per CPU, the event index ranges its lost events lie in.
 	lostWin map[int][][2]int
 }

@@ -225,6 +225,7 @@ func (r *replayer) checkMembers(ms []membership) []bool {
 		default:
 			// Nothing shows it in: idle without events, or out.
 			avail[c] = false
+			r.late[c] = modelIn
 		}
 	}
 	return avail

@@ -78,7 +78,11 @@ func (r *replayer) runNewTimer(o *op) {
 	} else {
 		why = first(why, wWhy)
 	}
-	r.check(r.ev[o.last()].Line, "tmigr_cpu_new_timer_idle", why,
+	lw := why
+	if walked == o.walked {
+		lw = r.lateWhy(why, o.wakeup, ret)
+	}
+	r.check(r.ev[o.last()].Line, "tmigr_cpu_new_timer_idle", lw,
 		fmt.Sprintf("walk=%v wakeup=%s", o.walked, fmtNS(o.wakeup)),
 		fmt.Sprintf("walk=%v wakeup=%s", walked, fmtNS(ret)))
 	r.wk[c] = known

@@ -34,6 +34,7 @@ const (
 	reasonUndescribed
 	reasonUndeclared
 	reasonIgnoreLate
+	reasonLate
 
 	// The wheel check (wheel.go).
 	reasonEarlyNext
@@ -93,6 +94,7 @@ var reasonTexts = [numReasons]string{
 	reasonUndescribed:   whyUndescribed,
 	reasonUndeclared:    whyUndeclared,
 	reasonIgnoreLate:    whyIgnoreLate,
+	reasonLate:          whyLate,
 	reasonEarlyNext:     whyEarlyNext,
 	reasonHeldBack:      whyHeldBack,
 	reasonEmptyPass:     whyEmptyPass,

@@ -244,6 +244,47 @@ func (r *replayer) seedStart() error {
 	return r.m.seed(st, nil, r.avail0)
 }
 
+// eventless clears knowledge.late for the silent CPUs that the recording
+// shows have no event that counts:
+//
+//  1. A group on the CPU's path printed its next expiry as KTIME_MAX
+//     (tmigr_update_events' group_next_expiry): an idle CPU's event is
+//     queued in its level-0 group and goes up with each group's first
+//     event, and a silent CPU's state and event do not change, so that it
+//     had none, or was active (its event ignored), or out.
+//  2. A change of the machine line took it out before the recording's
+//     first event: its timers and event went with it (timers_dead_cpu,
+//     tmigr_cpu_offline).
+func (r *replayer) eventless() {
+	empty := map[hier.GroupID]bool{}
+	for _, o := range r.ops {
+		for _, i := range o.updates {
+			if u, ok := r.ev[i].Data.(ftrace.TmigrUpdateEvents); ok && u.NextExpiry == hier.KtimeMax {
+				if id, ok := r.gm.id(u.Group); ok {
+					empty[id] = true
+				}
+			}
+		}
+	}
+	for c, l := range r.late {
+		if !l {
+			continue
+		}
+		for _, k := range r.at {
+			if k.leave.Test(c) && k.done < r.firstTS {
+				r.late[c] = false
+			}
+		}
+		for _, g := range r.topo.Path[c] {
+			if empty[g] {
+				r.late[c] = false
+				break
+			}
+		}
+		r.anyLate = r.anyLate || r.late[c]
+	}
+}
+
 // emptyGroup reports whether no CPU below g was available when the
 // recording began.
 func (r *replayer) emptyGroup(g hier.GroupID) bool {

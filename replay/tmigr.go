@@ -3,6 +3,7 @@ package replay
 import (
 	"math/bits"
 	"strconv"
+	"time"
 
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
@@ -29,6 +30,7 @@ const (
 	whyOffline   = "CPU offline"
 	whyClaim     = "round read its wakeup before a claim reset it, order not printed"
 	whyClaimRead = "claim read the wakeup before its CPU's round wrote it, order not printed"
+	whyLate      = "event of a CPU silent in the recording, due after its end"
 )
 
 // CheckTmigr replays the hierarchy's inputs of a trace through package hier
@@ -129,6 +131,16 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 	n := s.CPUs
 	r.ek, r.wk, r.opaque, r.qpos = make([]reason, n), make([]reason, n), make([]bool, n), make([]bool, n)
 	r.evSet, r.evBefore = make([]bool, n), make([]reason, n)
+	r.late = make([]bool, n)
+	// The recording ends at its last event (a window's markers may lie
+	// beyond it); a claim comes up to a jiffy after the event it claims
+	// (the migrator's next tick), and its line after that.
+	for i := len(t.Events) - 1; i >= 0; i-- {
+		if _, mark := t.Events[i].Data.(ftrace.TracingMark); !mark {
+			r.lateFrom = t.Events[i].TS - int64(time.Second)/int64(s.HZ)
+			break
+		}
+	}
 
 	if h := t.Header.Hierarchy; h != nil {
 		r.check(0, "boot line", known, h.String(), m.h.BootLine())
@@ -154,6 +166,7 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 	} else {
 		ms := r.findMembers()
 		r.avail0 = r.checkMembers(ms)
+		r.eventless()
 		r.lostAtStart = make([]bool, n)
 		for c, m := range ms {
 			r.lostAtStart[c] = m.lost && m.in < 0
@@ -220,6 +233,16 @@ func (r *replayer) decide(line int, event string, why reason, ok bool, kernel, m
 
 // checkNS is check of two times (nanoseconds, or KTIME_MAX), formatted
 // only for a mismatch.
+// lateWhy is why, or reasonLate where why is known and the kernel's value,
+// lower than the model's, lies at lateFrom or later: it may be the event
+// of a silent CPU (knowledge.late), which the model leaves out.
+func (r *replayer) lateWhy(why reason, kernel, model int64) reason {
+	if why == known && r.anyLate && kernel < model && kernel >= r.lateFrom {
+		return reasonLate
+	}
+	return why
+}
+
 func (r *replayer) checkNS(line int, event string, why reason, kernel, model int64) {
 	k, m := "", ""
 	if why == known && kernel != model {

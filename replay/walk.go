@@ -109,7 +109,7 @@ func (r *replayer) runWalk(o *op) {
 			why = reasonIgnoreLate
 		}
 	}
-	r.checkNS(r.ev[o.last()].Line, "tmigr_cpu_idle", why, o.wakeup, ret)
+	r.checkNS(r.ev[o.last()].Line, "tmigr_cpu_idle", r.lateWhy(why, o.wakeup, ret), o.wakeup, ret)
 	r.evSet[c] = true
 	r.wk[c] = known
 	if ret != o.wakeup {
