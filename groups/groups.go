@@ -124,6 +124,16 @@ func (t *Tree) At(cpu, lvl int) hier.GroupID {
 	return t.Path[cpu][lvl]
 }
 
+// PathBit returns the bit that stands for cpu's path in its group at level
+// lvl: the CPU's own at level 0, its level lvl-1 group's above (the
+// childmask tmigr prints for that group). lvl must be on cpu's path.
+func (t *Tree) PathBit(cpu, lvl int) uint8 {
+	if lvl == 0 {
+		return t.CPUBit[cpu]
+	}
+	return t.Node(t.At(cpu, lvl-1)).Bit
+}
+
 // CPUsBelow returns the CPUs of g's subtree: its own members in bit order,
 // then each child group's, children in bit order.
 func (t *Tree) CPUsBelow(g hier.GroupID) []int {

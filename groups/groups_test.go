@@ -53,6 +53,13 @@ func TestTree(t *testing.T) {
 					}
 				}
 			}
+			for l := range path {
+				// The bit of c's path at each level leads back down it.
+				kid, cpu, ok := tr.Child(path[l], tr.PathBit(c, l))
+				if !ok || l == 0 && cpu != c || l > 0 && kid != path[l-1] {
+					t.Errorf("CPU %d: PathBit at level %d leads to %v %d %v", c, l, kid, cpu, ok)
+				}
+			}
 			if kid, cpu, ok := tr.Child(path[0], tr.CPUBit[c]); !ok || cpu != c || kid != hier.NoGroup {
 				t.Errorf("CPU %d: child of bit %x of %v is %v %d %v", c, tr.CPUBit[c], path[0], kid, cpu, ok)
 			}

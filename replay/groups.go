@@ -123,13 +123,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 		m.bind(e.Line, g.Group, id, "group")
 		m.bind(e.Line, g.Parent, n.Parent, "parent")
 		m.check(e.Line, "numa", g.Numa, n.Node)
-		var bit uint8
-		if g.Lvl == 0 {
-			bit = topo.CPUBit[cpu]
-		} else {
-			bit = topo.Node(topo.At(cpu, g.Lvl-1)).Bit
-		}
-		m.check(e.Line, "childmask", int(g.Childmask), int(bit))
+		m.check(e.Line, "childmask", int(g.Childmask), int(topo.PathBit(cpu, g.Lvl)))
 	}
 	updateLine := func(e ftrace.Event, cpu int, u ftrace.TmigrUpdateEvents) {
 		id := topo.At(cpu, u.GroupLvl)

@@ -149,11 +149,8 @@ func (r *replayer) roundDeps(h int, rd *round, idx int) reason {
 	if m := st[g0].migrator; m != r.topo.CPUBit[h] && m != hier.MigratorNone {
 		why = first(why, r.wk[h])
 	}
-	bit := r.topo.CPUBit[h]
 	for k, g := range r.topo.Path[h] {
-		if k > 0 {
-			bit = r.topo.Node(r.topo.Path[h][k-1]).Bit
-		}
+		bit := r.topo.PathBit(h, k)
 		if *r.gk.at(g) == reasonMigrator && r.topo.Node(g).Parent == hier.NoGroup && r.qReason(g, st[g]) == known && !live(queues[g]) {
 			// Whichever active child is the top's migrator, the visit
 			// finds nothing to expire and goes no further.
@@ -851,11 +848,7 @@ func (r *replayer) afterHandlerIdle(p *op, rd *round) bool {
 		if gl.id == hier.NoGroup || r.topo.At(handler, gl.lvl) != gl.id {
 			continue
 		}
-		bit := r.topo.CPUBit[handler]
-		if gl.lvl > 0 {
-			bit = r.topo.Node(r.topo.At(handler, gl.lvl-1)).Bit
-		}
-		if gl.after.active&bit == 0 {
+		if gl.after.active&r.topo.PathBit(handler, gl.lvl) == 0 {
 			return true
 		}
 	}
@@ -1263,10 +1256,7 @@ func (r *replayer) bridgeRoundOn(rd *round, k, li int) {
 // in a given state: its child there is the migrator, or the group has
 // none (tmigr_check_migrator).
 func (r *replayer) roundEnters(h, k int) func(gstate) bool {
-	child := r.topo.CPUBit[h]
-	if k > 0 {
-		child = r.topo.Node(r.topo.At(h, k-1)).Bit
-	}
+	child := r.topo.PathBit(h, k)
 	return func(s gstate) bool { return s.migrator == child || s.migrator == hier.MigratorNone }
 }
 
