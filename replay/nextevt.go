@@ -302,7 +302,7 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 			}
 			late := markedDue{tickK: tickK, timers: timers}
 			_, late.hi, _, late.hasHi = clk.bounds(i, ev.CPU)
-			checkNextevt(&c, ev, i, kind, c0, printed, m, clk, basej, start, end, pre, runs, late,
+			checkNextevt(&c, t.Events, i, kind, c0, printed, m, clk, basej, start, end, pre, runs, late,
 				c0 >= 0 && c0 < len(lost) && lost[c0], c0 >= 0 && c0 < len(unseen) && unseen[c0])
 		}
 	}
@@ -459,8 +459,9 @@ func (m *idleMachine) handed(c int, kind hier.EventKind, basej uint64, now int64
 
 // checkNextevt checks one printed nextevt of CPU c against our tick and
 // timer code.
-func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c int, printed int64,
+func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c int, printed int64,
 	m *idleMachine, clk *clock, basej, start, end uint64, pre []preTimer, runs *lazyRuns, late markedDue, lost, unseen bool) {
+	ev := &evs[i]
 	if c < 0 || c >= len(m.cpus) {
 		cnt.mismatch(Mismatch{Line: ev.Line, Event: kind.String(), Kernel: fmt.Sprintf("cpu=%d", c), Model: "no such CPU"})
 		return
@@ -520,7 +521,8 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 	// nextevt at the last jiffy the recording shows or later (that jiffy's
 	// softirq may run after the last line). One that expires shows its bucket
 	// (and its CPU); one that is cancelled does not, but it had not expired
-	// by then, so its bucket is no earlier than the jiffy before.
+	// by then, so its bucket is no earlier than the jiffy before, unless
+	// it was a global timer of a CPU idle until then (overdueAtCancel).
 	if lost {
 		// Its buffer lost events: timers started or removed in the gap
 		// are not in our bases.
@@ -566,7 +568,9 @@ func checkNextevt(cnt *Counts, ev ftrace.Event, i int, kind hier.EventKind, c in
 		}
 		switch {
 		case printed == cpu.KtimeMax && (model == cpu.KtimeMax || earliest <= model),
-			printed != cpu.KtimeMax && (p.revealed && printed == earliest || !p.revealed && printed >= earliest):
+			printed != cpu.KtimeMax && (p.revealed && printed == earliest || !p.revealed && printed >= earliest),
+			printed != cpu.KtimeMax && !p.revealed && (model == cpu.KtimeMax || model > printed) &&
+				overdueAtCancel(evs, i, p.until, c, clk.tick):
 			cnt.undeterminedBy(p.why())
 			return
 		}
@@ -854,6 +858,42 @@ func migratedUnseen(evs []ftrace.Event, i int, tm uint64, left map[int]bool) (pr
 		pt.marked = append(pt.marked, ((st.Expires>>s)+1)<<s)
 	}
 	return pt, true
+}
+
+// overdueAtCancel reports whether a timer cancelled at event k, which the
+// trace never shows started, may have been the global event that CPU c
+// handed over at event i though it was due before the cancel's jiffy:
+// c stayed idle from i until an activation a jiffy or less before the
+// cancel, its bases running nowhere in between. An idle CPU's global
+// timers run only in a migrator's remote round, which claims the CPU and
+// prints it (tmigr_handle_remote_cpu), or in the CPU's own timer softirq
+// once it is back, at its first tick (tick_nohz_idle_exit restarts the
+// tick on the next jiffy; kernel/time/timer_migration.c and tick-sched.c,
+// 6.9+): a migrator late past the event (its own tick late, a vCPU not
+// run) leaves the timer pending, overdue, where a cancel in the woken
+// CPU's first jiffy finds it.
+func overdueAtCancel(evs []ftrace.Event, i, k, c int, tick int64) bool {
+	if k >= len(evs) {
+		return false
+	}
+	act := -1
+	for j := i + 1; j < k; j++ {
+		switch p := evs[j].Data.(type) {
+		case ftrace.TmigrHandleRemoteCPU:
+			if p.CPU == c {
+				return false // claimed: its global base ran
+			}
+		case ftrace.TmigrCPUActive:
+			if p.CPU == c && act < 0 {
+				act = j
+			}
+		case ftrace.TimerExpireEntry:
+			if evs[j].CPU == c {
+				return false // its softirq ran its bases
+			}
+		}
+	}
+	return act >= 0 && evs[k].TS-evs[act].TS <= tick
 }
 
 // why is the reason of a decision the timer may explain.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tmigr/tmigr/ftrace"
 )
 
 // TestNextevtRecordings: every nextevt the kernel printed in the recordings
@@ -655,4 +657,36 @@ func TestNextevtMarkedBucketAJiffyAway(t *testing.T) {
 	}
 	lines, at := recordingAt(t, file, "3.873789: tmigr_cpu_idle: cpu=1 ")
 	mismatchWithJiffyAfter(t, lines, at, "3.873800", 4294893207)
+}
+
+// TestOverdueAtCancel: a timer cancelled after its due time explains the
+// event a CPU handed over only where nothing could have run it first: the
+// CPU idle from its hand-over to an activation a jiffy or less before the
+// cancel, no round claiming it, no expiry on it.
+func TestOverdueAtCancel(t *testing.T) {
+	const tick = 4_000_000 // HZ=250
+	idle := ftrace.Event{CPU: 6, TS: 1_000_000, Data: ftrace.TmigrCPUIdle{CPU: 6, NextEvt: 5_000_000}}
+	active := ftrace.Event{CPU: 6, TS: 14_000_000, Data: ftrace.TmigrCPUActive{CPU: 6}}
+	cancel := ftrace.Event{CPU: 6, TS: 14_030_000, Data: ftrace.TimerCancel{Timer: 0xa7}}
+	other := ftrace.Event{CPU: 5, TS: 9_000_000, Data: ftrace.TimerExpireEntry{Timer: 0xb1}}
+	claim := ftrace.Event{CPU: 5, TS: 9_000_000, Data: ftrace.TmigrHandleRemoteCPU{CPU: 6}}
+	ownExpiry := ftrace.Event{CPU: 6, TS: 14_010_000, Data: ftrace.TimerExpireEntry{Timer: 0xb2}}
+	late := cancel
+	late.TS = active.TS + tick + 1
+	for _, c := range []struct {
+		name string
+		evs  []ftrace.Event
+		want bool
+	}{
+		{"idle until just before the cancel", []ftrace.Event{idle, other, active, cancel}, true},
+		{"claimed in between", []ftrace.Event{idle, claim, active, cancel}, false},
+		{"its softirq ran", []ftrace.Event{idle, active, ownExpiry, cancel}, false},
+		{"cancelled more than a jiffy after waking", []ftrace.Event{idle, active, late}, false},
+		{"never woke", []ftrace.Event{idle, other, cancel}, false},
+	} {
+		k := len(c.evs) - 1
+		if got := overdueAtCancel(c.evs, 0, k, 6, tick); got != c.want {
+			t.Errorf("%s: overdueAtCancel = %v, want %v", c.name, got, c.want)
+		}
+	}
 }
