@@ -117,7 +117,8 @@ func (r *replayer) undeclaredCauses(c int, up bool, event string) []string {
 // ChangesStart returns the trace time the machine line's changes (at=)
 // count from: the guest's start marker, else the first event.
 func ChangesStart(events []ftrace.Event) int64 {
-	for _, ev := range events {
+	for ei := range events {
+		ev := &events[ei]
 		if m, ok := ev.Data.(ftrace.TracingMark); ok && m.Text == "tmigr-lab: start" {
 			return ev.TS
 		}
@@ -132,7 +133,8 @@ func ChangesStart(events []ftrace.Event) int64 {
 // marker (a window cut from a longer recording keeps the guest's start
 // marker, from before its first event).
 func firstEventTS(events []ftrace.Event) int64 {
-	for _, ev := range events {
+	for ei := range events {
+		ev := &events[ei]
 		if _, mark := ev.Data.(ftrace.TracingMark); !mark {
 			return ev.TS
 		}
@@ -321,7 +323,8 @@ func (r *replayer) explainAvailability(c int, up bool, ts int64, line int, event
 // lostIn reports whether cpu's buffer lost events between trace times
 // from and to.
 func (r *replayer) lostIn(cpu int, from, to int64) bool {
-	for _, ev := range r.ev {
+	for ei := range r.ev {
+		ev := &r.ev[ei]
 		if ev.TS > to {
 			break
 		}

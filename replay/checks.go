@@ -133,7 +133,8 @@ func Run(t *Trace, o Options) (*Result, error) {
 	if in.ShapeErr == nil {
 		// An event of a CPU the machine does not have would be dropped
 		// by the checks without a word.
-		for _, ev := range t.Events {
+		for ei := range t.Events {
+			ev := &t.Events[ei]
 			if ev.CPU < 0 {
 				return nil, fmt.Errorf("line %d: an event of CPU %d", ev.Line, ev.CPU)
 			}

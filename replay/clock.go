@@ -134,7 +134,8 @@ func buildClock(t *Trace, hz int, remote *RemoteExpiry) *clock {
 	type tickRun struct{ e, until int64 }
 	tickAt := map[int]tickRun{} // CPU -> the tick it runs: expiry, and trace time its jiffy ends
 	hexp := map[uint64]int64{}  // tick hrtimer -> its expiry
-	for i, ev := range t.Events {
+	for i := range t.Events {
+		ev := &t.Events[i]
 		target, inRemote := remote.Target(ev.CPU)
 		remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
@@ -290,7 +291,7 @@ func isTickHandler(f string) bool {
 	return f == "tick_nohz_handler" || f == "tick_sched_timer" || f == "tick_nohz_highres_handler"
 }
 
-func (c *clock) observe(i int, ev ftrace.Event, j uint64) {
+func (c *clock) observe(i int, ev *ftrace.Event, j uint64) {
 	o := jobs{idx: i, ts: ev.TS, j: j}
 	c.perCPU[ev.CPU] = append(c.perCPU[ev.CPU], o)
 	c.all = append(c.all, o)

@@ -194,7 +194,8 @@ func (r *replayer) findLost() {
 	// written for every line).
 	last := make([]int, r.topo.NCPUs)
 	var pending []struct{ cpu, from int }
-	for i, ev := range r.ev {
+	for i := range r.ev {
+		ev := &r.ev[i]
 		if ev.CPU < 0 {
 			continue // no reader makes one (Run refuses it)
 		}

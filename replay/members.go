@@ -89,7 +89,8 @@ func (r *replayer) findMembers() []membership {
 		return true
 	}
 	unsettled := n
-	for i, ev := range r.ev {
+	for i := range r.ev {
+		ev := &r.ev[i]
 		if i%settleEvery == 0 && unsettled > 0 {
 			unsettled = 0
 			for c := range n {

@@ -157,7 +157,8 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 	for k := range before {
 		before[k] = -1
 	}
-	for i, ev := range t.Events {
+	for i := range t.Events {
+		ev := &t.Events[i]
 		if ev.CPU >= 0 && ev.CPU < s.CPUs {
 			switch ev.Data.(type) {
 			case ftrace.TmigrGroupSetCPUInactive, ftrace.TmigrUpdateEvents, ftrace.TmigrCPUNewTimer,
@@ -660,7 +661,8 @@ func baseRunsOf(t *Trace, cpus int) *baseRuns {
 	for k := range published {
 		published[k] = hier.KtimeMax
 	}
-	for i, ev := range t.Events {
+	for i := range t.Events {
+		ev := &t.Events[i]
 		switch p := ev.Data.(type) {
 		case ftrace.TimerExpireEntry:
 			if ev.CPU >= 0 && ev.CPU < cpus {
@@ -941,7 +943,8 @@ func preexistingWith(t *Trace, clk *clock, remote *RemoteExpiry) []preTimer {
 		}
 		return -1
 	}
-	for i, ev := range t.Events {
+	for i := range t.Events {
+		ev := &t.Events[i]
 		owner, _ := remote.Observe(&t.Events[i])
 		switch p := ev.Data.(type) {
 		case ftrace.TmigrCPUOffline:
@@ -1009,7 +1012,8 @@ func preexistingWith(t *Trace, clk *clock, remote *RemoteExpiry) []preTimer {
 // lastJiffies is the last jiffies value the trace shows (0 if none).
 func lastJiffies(t *Trace) uint64 {
 	var j uint64
-	for _, ev := range t.Events {
+	for ei := range t.Events {
+		ev := &t.Events[ei]
 		switch p := ev.Data.(type) {
 		case ftrace.TimerStart:
 			j = later(j, p.Now())
@@ -1022,7 +1026,8 @@ func lastJiffies(t *Trace) uint64 {
 
 // firstJiffies is the first jiffies value the trace shows (0 if none).
 func firstJiffies(t *Trace) uint64 {
-	for _, ev := range t.Events {
+	for ei := range t.Events {
+		ev := &t.Events[ei]
 		switch p := ev.Data.(type) {
 		case ftrace.TimerStart:
 			return p.Now()

@@ -190,7 +190,8 @@ func splitOps(events []ftrace.Event) []*op {
 	// interrupt's exit inside the round may stop or restart the tick, and
 	// so deactivate or activate the CPU, before the round goes on a level
 	// up (tick_irq_exit, kernel/softirq.c).
-	for i, ev := range events {
+	for i := range events {
+		ev := &events[i]
 		cpu := ev.CPU
 		switch ev.Data.(type) {
 		case ftrace.TmigrCPUNewTimer, ftrace.TmigrCPUNewTimerIdle, ftrace.TmigrHandleRemoteCPU,

@@ -87,7 +87,8 @@ func (q *queue) first(cpu, base int) (bucket uint64, ok bool) {
 // rearm on the way out) may come between the two: they are skipped.
 func expiringCancel(events []ftrace.Event, i int, p ftrace.TimerCancel) (ftrace.TimerExpireEntry, bool) {
 	c := events[i].CPU
-	for _, ev := range events[i+1:] {
+	for ei := i + 1; ei < len(events); ei++ {
+		ev := &events[ei]
 		if ev.CPU != c {
 			continue
 		}

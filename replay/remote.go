@@ -709,7 +709,7 @@ func (r *replayer) expireRemote(handler, target int) {
 	// once the target's remote flag is clear (RemoteExpiry's rule 4).
 	inCallback, detached := false, false
 	for i := ti + 1; i < end; i++ {
-		ev := r.ev[i]
+		ev := &r.ev[i]
 		if c, ok := ev.Data.(ftrace.TmigrHandleRemoteCPU); ok && c.CPU == target {
 			end = r.roundStart(ev.CPU, i)
 			break
@@ -913,7 +913,7 @@ func (r *replayer) claimReadBefore(target, ti int, kw int64) bool {
 
 // isRearm reports whether ev is hrtimer_rearm, printed on an interrupt's
 // way out.
-func isRearm(ev ftrace.Event) bool {
+func isRearm(ev *ftrace.Event) bool {
 	_, ok := ev.Data.(ftrace.HrtimerRearm)
 	return ok
 }
@@ -1087,7 +1087,7 @@ func (r *replayer) predictRound(j int) (int64, bool) {
 func (r *replayer) wakeupAfter(j int) (int64, bool) {
 	o := r.ops[j]
 	for i := o.last() + 1; i < len(r.ev); i++ {
-		ev := r.ev[i]
+		ev := &r.ev[i]
 		switch p := ev.Data.(type) {
 		case ftrace.TmigrHandleRemoteCPU:
 			if p.CPU == o.cpu {
@@ -1483,7 +1483,8 @@ func wheelNext(events []ftrace.Event, ops []*op, pre []preTimer, clk *clock, boo
 		}
 		return false
 	}
-	for i, ev := range events {
+	for i := range events {
+		ev := &events[i]
 		for _, ti := range at[i] {
 			cpu := events[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
 			var g, l uint64
@@ -1530,7 +1531,7 @@ func wheelNext(events []ftrace.Event, ops []*op, pre []preTimer, clk *clock, boo
 func (r *replayer) callbackAround(handler, ti int, o *op) int {
 	in := false
 	for i := ti + 1; i < len(r.ev); i++ {
-		ev := r.ev[i]
+		ev := &r.ev[i]
 		if ev.CPU != handler {
 			continue
 		}

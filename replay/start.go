@@ -50,7 +50,8 @@ func (r *replayer) findOpaque() {
 	// its tick while busy (nohz_full, whether or not the command line says
 	// so): a task running on it is no evidence.
 	taskIdle := make([]bool, r.topo.NCPUs)
-	for _, ev := range r.ev {
+	for ei := range r.ev {
+		ev := &r.ev[ei]
 		switch ev.Data.(type) {
 		case ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:
 			if ev.PID != 0 && ev.CPU >= 0 && ev.CPU < len(taskIdle) {
@@ -68,7 +69,8 @@ func (r *replayer) findOpaque() {
 		}
 		kept++
 	}
-	for i, ev := range r.ev {
+	for i := range r.ev {
+		ev := &r.ev[i]
 		if i%settleEvery == 0 && !slices.Contains(own, false) {
 			break // every CPU traces its transitions: none is opaque
 		}
@@ -325,7 +327,8 @@ func (r *replayer) constantCPUs(cpuState []int) []bool {
 			moves[o.cpu] = true
 		}
 	}
-	for _, ev := range r.ev {
+	for ei := range r.ev {
+		ev := &r.ev[ei]
 		if ev.PID != 0 && ev.CPU >= 0 && ev.CPU < n {
 			if _, ok := ev.Data.(ftrace.TracingMark); !ok {
 				task[ev.CPU] = true

@@ -85,7 +85,8 @@ func checkTmigr(f *facts, s Shape, o TmigrOptions) (Counts, error) {
 // such a kernel holds none, and the check has nothing to decide.
 func noHierarchy(t *Trace) Counts {
 	var c Counts
-	for _, ev := range t.Events {
+	for ei := range t.Events {
+		ev := &t.Events[ei]
 		if ev.Data != nil && ftrace.IsTmigr(ev.Data) {
 			c.mismatch(Mismatch{Line: ev.Line, Event: ev.Name, Kernel: "printed",
 				Model: "no timer-migration hierarchy before 6.9 (7ee988770326): never printed"})
@@ -192,7 +193,8 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 // creation: its first tmigr line creates a group. The whole state is then
 // known from the start.
 func startsAtBoot(events []ftrace.Event) bool {
-	for _, ev := range events {
+	for ei := range events {
+		ev := &events[ei]
 		switch ev.Data.(type) {
 		case ftrace.TmigrGroupSet:
 			return true

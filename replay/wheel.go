@@ -448,7 +448,8 @@ func seedPreexisting(t *Trace, getBase func(baseKey) *wheelBase, where map[uint6
 		cpu      int
 	}
 	found := map[uint64]*pre{}
-	for i, ev := range t.Events {
+	for i := range t.Events {
+		ev := &t.Events[i]
 		switch p := ev.Data.(type) {
 		case ftrace.TimerInit:
 			seen[p.Timer] = true
@@ -501,7 +502,8 @@ var anywhere = baseKey{-1, -1}
 // nextOnCPU returns the payload of the first event after events[i] on the
 // same CPU, or nil.
 func nextOnCPU(events []ftrace.Event, i int) ftrace.Payload {
-	for _, ev := range events[i+1:] {
+	for ei := i + 1; ei < len(events); ei++ {
+		ev := &events[ei]
 		if ev.CPU == events[i].CPU {
 			return ev.Data
 		}
