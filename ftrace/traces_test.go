@@ -346,6 +346,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm7-4node-7.3-silent-cpu-event-after-window-end.txt":                           {7, 4, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=2; epoll=6; tcp=3; period=10.9ms absolute"},
 		"vm7-4node-7.3-activation-after-handler-idle-replayed-after-round.txt":          {7, 4, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=2; epoll=6; tcp=3; period=10.9ms absolute"},
 		"vm8-4node-isol-rt-7.2-global-timer-overdue-at-cancel.txt":                      {8, 4, "7.2.13", "1-4", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=0,4; posix-timers=6; tcp=7; storm=2; period=4.7ms absolute"},
+		"vm8-4node-isol-nohzfull-rt-7.2-local-timer-due-in-stall.txt":                   {8, 4, "7.2.13", "3-5,7", "3-5,7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=5; posix-timers=7; storm=1; period=2.6ms"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

@@ -117,7 +117,7 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 	}
 	set := m.set
 	pre := f.preexisting(clk)
-	runs := &lazyRuns{t: t, cpus: s.CPUs}
+	runs := &lazyRuns{t: t, cpus: s.CPUs, tick: clk.tick}
 	end := f.lastJiffies()
 	timers := map[uint64]*wheel.Timer{}
 	// remoteRun holds the timers a remote expiry ran in the model until
@@ -534,11 +534,13 @@ func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c
 		cnt.undeterminedBy(reasonPendingBeyond)
 		return
 	}
-	if printed == cpu.KtimeMax && model != cpu.KtimeMax && model >= clk.ns(end) {
+	if printed == cpu.KtimeMax && model != cpu.KtimeMax && (model >= clk.ns(end) || model > runs.get().stalledAt(c)-clk.tick) {
 		// A local timer due no later than the model's global event, so
-		// beyond the recording's end too: fetch_next_timer_interrupt
-		// (6.9+) leaves the global event KTIME_MAX when the local base
-		// comes first.
+		// beyond the recording's end too, or beyond the time the
+		// recording shows its CPU stop running (stalledFrom), whose
+		// softirq alone runs it: fetch_next_timer_interrupt (6.9+)
+		// leaves the global event KTIME_MAX when the local base comes
+		// first.
 		cnt.undeterminedBy(reasonPendingBeyond)
 		return
 	}
@@ -636,6 +638,9 @@ type baseRuns struct {
 	// lines in order, with the event each handed over.
 	handed    [][]int
 	handedEvt [][]int64
+	// stalled: per CPU, the time from which the recording shows it not
+	// running (stalledFrom), KtimeMax for none.
+	stalled []int64
 }
 
 // lazyRuns finds a trace's baseRuns when first asked (a pass over the
@@ -644,17 +649,18 @@ type baseRuns struct {
 type lazyRuns struct {
 	t    *Trace
 	cpus int
+	tick int64 // TICK_NSEC
 	runs *baseRuns
 }
 
 func (l *lazyRuns) get() *baseRuns {
 	if l.runs == nil {
-		l.runs = baseRunsOf(l.t, l.cpus)
+		l.runs = baseRunsOf(l.t, l.cpus, l.tick)
 	}
 	return l.runs
 }
 
-func baseRunsOf(t *Trace, cpus int) *baseRuns {
+func baseRunsOf(t *Trace, cpus int, tick int64) *baseRuns {
 	b := &baseRuns{expiries: make([][]int, cpus), maxNow: make([][]uint64, cpus), claims: make([][]int, cpus), claimed: make([][]int64, cpus),
 		handed: make([][]int, cpus), handedEvt: make([][]int64, cpus)}
 	published := make([]int64, cpus)
@@ -680,6 +686,7 @@ func baseRunsOf(t *Trace, cpus int) *baseRuns {
 			}
 		}
 	}
+	b.stalled = stalledFrom(t.Events, cpus, tick)
 	for _, m := range b.maxNow {
 		for k := len(m) - 2; k >= 0; k-- {
 			if wheel.After(m[k+1], m[k]) {
@@ -688,6 +695,89 @@ func baseRunsOf(t *Trace, cpus int) *baseRuns {
 		}
 	}
 	return b
+}
+
+// stalledFrom returns, per CPU, the CLOCK_MONOTONIC time from which the
+// recording shows it not running, KtimeMax for none: the expiry of its
+// tick hrtimer as last programmed, where neither that expiry nor any
+// other line of the CPU follows while a later tick of another CPU shows
+// the clock more than a tick past it. A running CPU takes its tick when
+// the hrtimer is due (hrtimer_interrupt) and prints hrtimer_expire_entry;
+// a vCPU its host does not run takes nothing (a TCG guest's whole machine
+// stalls for hundreds of milliseconds at times), and the timers due on it
+// meanwhile expire after the stall, beyond a recording that ends first.
+// Only a recording of the hrtimer events shows it.
+func stalledFrom(evs []ftrace.Event, cpus int, tick int64) []int64 {
+	out := make([]int64, cpus)
+	due, hr, last := make([]int64, cpus), make([]uint64, cpus), make([]int, cpus)
+	gone := make([]bool, cpus) // out of the hierarchy, not back
+	for c := range out {
+		out[c], due[c], last[c] = hier.KtimeMax, hier.KtimeMax, -1
+	}
+	var ticks []int     // the tick expiries of all CPUs, in order
+	var tickNow []int64 // ... and their now
+	for i := range evs {
+		ev := &evs[i]
+		c := ev.CPU
+		if c < 0 || c >= cpus {
+			continue
+		}
+		last[c] = i
+		switch p := ev.Data.(type) {
+		case ftrace.HrtimerStart:
+			if isTickHandler(p.Function) {
+				due[c], hr[c] = p.Expires, p.Hrtimer
+			}
+		case ftrace.HrtimerCancel:
+			if p.Hrtimer == hr[c] {
+				due[c] = hier.KtimeMax
+			}
+		case ftrace.TmigrCPUOffline, ftrace.TmigrCPUUnavailable, ftrace.TmigrCPUOnline, ftrace.TmigrCPUAvailable:
+			// A CPU out of the hierarchy at the end may have gone
+			// offline (6.19+ prints it unavailable), not stalled: its
+			// tick stops and its timers move to a CPU that runs them
+			// (tick_sched_timer_dying, timers_dead_cpu), with no line
+			// of the tick's.
+			if q, _ := ftrace.CPUGroupOf(p); q.CPU >= 0 && q.CPU < cpus {
+				switch p.(type) {
+				case ftrace.TmigrCPUOffline, ftrace.TmigrCPUUnavailable:
+					gone[q.CPU] = true
+				default:
+					gone[q.CPU] = false
+				}
+			}
+		case ftrace.HrtimerExpireEntry:
+			if isTickHandler(p.Function) {
+				if p.Hrtimer == hr[c] {
+					due[c] = hier.KtimeMax
+				}
+				ticks, tickNow = append(ticks, i), append(tickNow, p.Now)
+			}
+		}
+	}
+	// The greatest now of the ticks from each on.
+	for k := len(tickNow) - 2; k >= 0; k-- {
+		tickNow[k] = max(tickNow[k], tickNow[k+1])
+	}
+	for c := range out {
+		if gone[c] || due[c] == hier.KtimeMax {
+			continue
+		}
+		k := sort.SearchInts(ticks, last[c]+1)
+		if k < len(ticks) && tickNow[k] > due[c]+tick {
+			out[c] = due[c]
+		}
+	}
+	return out
+}
+
+// stalledAt is the time from which c is shown not running, KtimeMax for
+// none.
+func (b *baseRuns) stalledAt(c int) int64 {
+	if c < 0 || c >= len(b.stalled) {
+		return hier.KtimeMax
+	}
+	return b.stalled[c]
 }
 
 // handedBefore returns the event CPU c last handed over before event

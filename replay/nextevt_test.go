@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tmigr/tmigr/ftrace"
+	"github.com/tmigr/tmigr/hier"
 )
 
 // TestNextevtRecordings: every nextevt the kernel printed in the recordings
@@ -687,6 +688,36 @@ func TestOverdueAtCancel(t *testing.T) {
 		k := len(c.evs) - 1
 		if got := overdueAtCancel(c.evs, 0, k, 6, tick); got != c.want {
 			t.Errorf("%s: overdueAtCancel = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestStalledFrom: a CPU whose tick hrtimer came due with no line of it
+// after, while another CPU's tick shows the clock more than a tick past,
+// was not running from then; a tick taken, a tick cancelled, or a clock
+// not yet a tick past, says nothing.
+func TestStalledFrom(t *testing.T) {
+	const tick = 4_000_000
+	arm := ftrace.Event{CPU: 1, Data: ftrace.HrtimerStart{Hrtimer: 0xf1, Function: "tick_nohz_handler", Expires: 10_000_000}}
+	taken := ftrace.Event{CPU: 1, Data: ftrace.HrtimerExpireEntry{Hrtimer: 0xf1, Function: "tick_nohz_handler", Now: 10_000_100}}
+	cancelled := ftrace.Event{CPU: 1, Data: ftrace.HrtimerCancel{Hrtimer: 0xf1}}
+	other := func(now int64) ftrace.Event {
+		return ftrace.Event{CPU: 0, Data: ftrace.HrtimerExpireEntry{Hrtimer: 0xf0, Function: "tick_nohz_handler", Now: now}}
+	}
+	for _, c := range []struct {
+		name string
+		evs  []ftrace.Event
+		want int64
+	}{
+		{"silent past its tick", []ftrace.Event{arm, other(350_000_000)}, 10_000_000},
+		{"its tick taken", []ftrace.Event{arm, taken, other(350_000_000)}, hier.KtimeMax},
+		{"its tick cancelled", []ftrace.Event{arm, cancelled, other(350_000_000)}, hier.KtimeMax},
+		{"the clock not a tick past", []ftrace.Event{arm, other(10_000_000 + tick)}, hier.KtimeMax},
+		{"no later tick shown", []ftrace.Event{other(350_000_000), arm}, hier.KtimeMax},
+		{"gone offline", []ftrace.Event{arm, {CPU: 1, Data: ftrace.TmigrCPUOffline{CPU: 1}}, other(350_000_000)}, hier.KtimeMax},
+	} {
+		if got := stalledFrom(c.evs, 2, tick)[1]; got != c.want {
+			t.Errorf("%s: stalledFrom = %d, want %d", c.name, got, c.want)
 		}
 	}
 }
