@@ -347,6 +347,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm7-4node-7.3-activation-after-handler-idle-replayed-after-round.txt":          {7, 4, "7.3.4", "", "", "QEMU TCG; fifo-sleepers=2; epoll=6; tcp=3; period=10.9ms absolute"},
 		"vm8-4node-isol-rt-7.2-global-timer-overdue-at-cancel.txt":                      {8, 4, "7.2.13", "1-4", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=0,4; posix-timers=6; tcp=7; storm=2; period=4.7ms absolute"},
 		"vm8-4node-isol-nohzfull-rt-7.2-local-timer-due-in-stall.txt":                   {8, 4, "7.2.13", "3-5,7", "3-5,7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=5; posix-timers=7; storm=1; period=2.6ms"},
+		"vm5-1node-nohzfull-rt-6.12-window-tick-handler-into-next-jiffy.txt":            {5, 1, "6.12.118", "", "1-2,4", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; storm=0; period=2.3ms absolute"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{
@@ -371,6 +372,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm7-3node-nohzfull-rt-7.3-round-goes-on-after-nested-deactivation.txt":    1, // CPU 3, offline at the dump, after the window
 		"vm7-3node-nohzfull-rt-7.3-expiry-window-skips-busy-round-cpu.txt":         1, // CPU 3, taken offline before the window
 		"vm5-1node-nohzfull-rt-6.12-late-softirq-tick-bound.txt":                   2, // CPU 4 (in the window) and CPU 3 (after it)
+		"vm5-1node-nohzfull-rt-6.12-window-tick-handler-into-next-jiffy.txt":       2, // CPU 4 (in the window) and CPU 3 (after it)
 		"vm4-1node-rt-7.2-marked-bucket-collected-at-late-jiffy.txt":               1, // CPU 2, taken offline in the window
 		"vm8-3node-nohzfull-rt-7.3-published-expiries-below-tick-bound.txt":        1, // CPU 6, offline at the dump, after the window
 		"vm6-4node-isol-7.2-split-resumes-after-walk-ended.txt":                    1, // CPU 5, taken offline before the window

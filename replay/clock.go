@@ -131,7 +131,10 @@ func buildClock(t *Trace, hz int, remote *RemoteExpiry) *clock {
 	// expires on the grid at E, and the timer softirq it raises prints the
 	// jiffies J it read (timer_expire_entry's now=).
 	ticks := map[int64]int{}
-	type tickRun struct{ e, until int64 }
+	type tickRun struct {
+		e, until int64
+		hr       uint64
+	}
 	tickAt := map[int]tickRun{} // CPU -> the tick it runs: expiry, and trace time its jiffy ends
 	hexp := map[uint64]int64{}  // tick hrtimer -> its expiry
 	for i := range t.Events {
@@ -142,11 +145,25 @@ func buildClock(t *Trace, hz int, remote *RemoteExpiry) *clock {
 		case ftrace.HrtimerStart:
 			if isTickHandler(p.Function) {
 				hexp[p.Hrtimer] = p.Expires
+				// The handler's restart: hrtimer_forward put the tick
+				// on the first grid point after the handler's now
+				// (tick_nohz_handler, tick_sched_timer, 6.1-7.3), read
+				// after the expiry's. One more than a tick past the
+				// expiry says the handler ran into a later jiffy, and
+				// jiffies may have moved there (tick_sched_do_timer)
+				// before its softirq read them: the jiffy that softirq
+				// may read at most is the restart's less a tick.
+				if k, ok := tickAt[ev.CPU]; ok && k.hr == p.Hrtimer && !(p.HasWasArmed && p.WasArmed) &&
+					p.Expires-c.tick > k.e && (p.Expires-k.e)%c.tick == 0 {
+					k.until += p.Expires - c.tick - k.e
+					k.e = p.Expires - c.tick
+					tickAt[ev.CPU] = k
+				}
 			}
 		case ftrace.HrtimerExpireEntry:
 			delete(tickAt, ev.CPU)
 			if e, ok := hexp[p.Hrtimer]; ok && p.Now-e < c.tick {
-				tickAt[ev.CPU] = tickRun{e, ev.TS + c.tick - (p.Now - e)}
+				tickAt[ev.CPU] = tickRun{e, ev.TS + c.tick - (p.Now - e), p.Hrtimer}
 			}
 		case ftrace.TimerStart:
 			c.observe(i, ev, p.Now())

@@ -226,3 +226,24 @@ func TestTickBelowPublishedBound(t *testing.T) {
 		t.Errorf("only %d nextevt values matched (%s)", c.Matched, c.Reasons())
 	}
 }
+
+// TestClockTickHandlerPastNextJiffy: a tick handler that ran into the next
+// jiffy restarts its hrtimer two ticks on, past the handler's now
+// (hrtimer_forward), and its softirq reads the jiffy that now moved
+// jiffies to: in the window, the tick due at 6800000000 (line 1319)
+// restarted for 6808000000 (line 1325) and its softirq read jiffies
+// 4294893933 (line 1329). Its
+// bound on the clock is the restart's less a tick. Taken from the expiry,
+// two such ticks bounded the clock a jiffy below the offset that five
+// others and a published expiry give, and nextevt values came out 4 ms
+// early.
+func TestClockTickHandlerPastNextJiffy(t *testing.T) {
+	tr, err := ReadFile("../testdata/traces/vm5-1node-nohzfull-rt-6.12-window-tick-handler-into-next-jiffy.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClock(tr, 250)
+	if want := int64(6708000000 - 4294893909*4000000); !c.known || c.off != want {
+		t.Errorf("off %d (known %v), want %d", c.off, c.known, want)
+	}
+}
