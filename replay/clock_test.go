@@ -22,14 +22,7 @@ const cutTrace = "kvm2-6.18-remote-target-woke-cut.txt"
 // kvm2-1node-sleepers.txt is the tick due at 6288480000000 ns, line 33 its
 // softirq at jiffies 4296464367.
 func TestClockFromTheTick(t *testing.T) {
-	tr, err := ReadFile("../testdata/traces/kvm2-1node-sleepers.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newClock(tr, 250)
-	if want := int64(6288480000000 - 4296464367*4000000); !c.known || c.off != want {
-		t.Errorf("off %d (known %v), want %d", c.off, c.known, want)
-	}
+	wantOffset(t, "kvm2-1node-sleepers.txt", 6288480000000-4296464367*4000000)
 }
 
 // TestClockNotFromOnePublication: one published expiry, however often
@@ -238,12 +231,18 @@ func TestTickBelowPublishedBound(t *testing.T) {
 // others and a published expiry give, and nextevt values came out 4 ms
 // early.
 func TestClockTickHandlerPastNextJiffy(t *testing.T) {
-	tr, err := ReadFile("../testdata/traces/vm5-1node-nohzfull-rt-6.12-window-tick-handler-into-next-jiffy.txt")
+	wantOffset(t, "vm5-1node-nohzfull-rt-6.12-window-tick-handler-into-next-jiffy.txt", 6708000000-4294893909*4000000)
+}
+
+// wantOffset reads a recording of testdata/traces made at HZ=250 and
+// holds its clock's offset to want.
+func wantOffset(t *testing.T, name string, want int64) {
+	t.Helper()
+	tr, err := ReadFile(filepath.Join("../testdata/traces", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClock(tr, 250)
-	if want := int64(6708000000 - 4294893909*4000000); !c.known || c.off != want {
-		t.Errorf("off %d (known %v), want %d", c.off, c.known, want)
+	if c := newClock(tr, 250); !c.known || c.off != want {
+		t.Errorf("%s: off %d (known %v), want %d", name, c.off, c.known, want)
 	}
 }
