@@ -725,13 +725,13 @@ func quietNewTimer(o *op) bool { return o.kind == opNewTimer && !o.walked }
 // fits reports whether every transition of p, except that of group g,
 // starts from the model's state of its group: replayed inside a walk, p
 // must need no resynchronisation.
-func (r *replayer) fits(p *op, g hier.GroupID, states map[hier.GroupID]gstate) bool {
+func (r *replayer) fits(p *op, g hier.GroupID, states *groupStates) bool {
 	for _, i := range p.groups {
 		gl := r.groupLine(i)
 		if gl.id == hier.NoGroup || gl.id == g {
 			continue
 		}
-		if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); pr.bad || !pr.admits(states[gl.id]) {
+		if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); pr.bad || !pr.admits(*states.at(gl.id)) {
 			return false
 		}
 	}

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"maps"
 
 	"github.com/tmigr/tmigr/groups"
 	"github.com/tmigr/tmigr/hier"
@@ -43,8 +42,13 @@ type recorder struct {
 	// it (nil: not known, read it whole): every compare-and-swap of a
 	// group's state is followed by its tracepoint, which carries the new
 	// state, so the model need not read the whole hierarchy after each.
-	states map[hier.GroupID]gstate
+	states *groupStates
 }
+
+// groupStates is the state of each group (the zero state for a group
+// not in the hierarchy), in a table by level and index: the replay reads
+// it for nearly every line.
+type groupStates = byGroup[gstate]
 
 // interleave implements hier.Interleave.
 func (r *recorder) interleave(p hier.Point, cpu int, g hier.GroupID, _ int) {
@@ -58,7 +62,7 @@ func (r *recorder) Trace(e hier.Event) {
 	switch e.Kind {
 	case hier.EvGroupSetCPUActive, hier.EvGroupSetCPUInactive:
 		if r.states != nil {
-			r.states[e.Group] = gstate{e.Active, e.Migrator}
+			*r.states.at(e.Group) = gstate{e.Active, e.Migrator}
 		}
 	case hier.EvGroupSet, hier.EvConnectChildParent, hier.EvConnectCPUParent:
 		// The hierarchy grows: read it whole again.
@@ -191,23 +195,29 @@ func (m *model) fresh(avail []bool) error {
 
 // states returns every group's state, a map of the caller's own.
 func (m *model) states() map[hier.GroupID]gstate {
-	return maps.Clone(m.current())
+	cur := m.current()
+	s := map[hier.GroupID]gstate{}
+	for _, gi := range m.h.Groups() {
+		s[gi.ID] = *cur.at(gi.ID)
+	}
+	return s
 }
 
 // state returns group g's state now.
 func (m *model) state(g hier.GroupID) gstate {
-	return m.current()[g]
+	return *m.current().at(g)
 }
 
-// current is the recorder's map of the groups' states, read from the
-// hierarchy when it was replaced.
-func (m *model) current() map[hier.GroupID]gstate {
+// current is the recorder's table of the groups' states, read from the
+// hierarchy when it was replaced. A table read before stays as it was:
+// the new one is made afresh.
+func (m *model) current() *groupStates {
 	if m.rec.states == nil || m.statesOf != m.h {
-		s := map[hier.GroupID]gstate{}
+		s := sized[gstate](m.topo)
 		for _, gi := range m.h.Groups() {
-			s[gi.ID] = gstate{gi.Active, gi.Migrator}
+			*s.at(gi.ID) = gstate{gi.Active, gi.Migrator}
 		}
-		m.rec.states, m.statesOf = s, m.h
+		m.rec.states, m.statesOf = &s, m.h
 	}
 	return m.rec.states
 }

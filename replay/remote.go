@@ -840,7 +840,7 @@ func (r *replayer) afterHandlerIdle(p *op, rd *round) bool {
 		return false
 	}
 	g0 := r.topo.At(handler, 0)
-	if g0 == hier.NoGroup || *r.gk.at(g0) != known || r.m.current()[g0].active&r.topo.CPUBit[handler] == 0 {
+	if g0 == hier.NoGroup || *r.gk.at(g0) != known || r.m.state(g0).active&r.topo.CPUBit[handler] == 0 {
 		return false
 	}
 	for _, i := range p.groups {

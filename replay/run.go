@@ -189,10 +189,10 @@ func (r *replayer) preResync(o *op) reason {
 		for k, i := range o.groups {
 			gl := r.groupLine(i)
 			p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
-			if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) {
+			if gl.id == hier.NoGroup || p.bad || p.admits(*cur.at(gl.id)) {
 				continue
 			}
-			if j, split := r.bridge(o, gl.id, cur[gl.id], p.admits, false, -1); j >= 0 && tries < lookahead {
+			if j, split := r.bridge(o, gl.id, *cur.at(gl.id), p.admits, false, -1); j >= 0 && tries < lookahead {
 				if k > 0 && r.catchesUp(o, j, i) {
 					// Its lines come after o's first transition and
 					// clearly before this one: it ran while o's CPU
@@ -225,7 +225,7 @@ func (r *replayer) preResync(o *op) reason {
 		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 		// A transition no consistent state leads to, or one from a state
 		// the model knows, is left to the comparison.
-		if gl.id == hier.NoGroup || p.bad || p.admits(cur[gl.id]) || *r.gk.at(gl.id) == known {
+		if gl.id == hier.NoGroup || p.bad || p.admits(*cur.at(gl.id)) || *r.gk.at(gl.id) == known {
 			continue
 		}
 		if caught[i] {
@@ -432,7 +432,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 // from the state now and replays after the chain, can start. A CPU may
 // print its compare-and-swap long after it, past other CPUs' whole walks
 // that read its result (a vCPU descheduled in between).
-func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gstate, from, at int, until int64,
+func (r *replayer) prereq(o, p *op, g hier.GroupID, states *groupStates, from, at int, until int64,
 	firstOf cpuSet, pendingAt func(int) bool, inWalk bool) int {
 	g2, need := hier.NoGroup, prior{}
 	for _, i := range p.groups {
@@ -444,7 +444,7 @@ func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gsta
 		if pr.bad {
 			return -1
 		}
-		if !pr.admits(states[gl.id]) {
+		if !pr.admits(*states.at(gl.id)) {
 			if g2 != hier.NoGroup {
 				return -1 // two groups out of step: not one prerequisite
 			}
@@ -460,7 +460,7 @@ func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gsta
 	if !inWalk {
 		for _, i := range o.groups {
 			if gl := r.groupLine(i); gl.id == g2 {
-				if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !pr.bad && pr.admits(states[g2]) {
+				if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !pr.bad && pr.admits(*states.at(g2)) {
 					own = &pr
 				}
 				break
@@ -486,7 +486,7 @@ func (r *replayer) prereq(o, p *op, g hier.GroupID, states map[hier.GroupID]gsta
 		}
 		for _, i := range q.groups {
 			if gl := r.groupLine(i); gl.id == g2 {
-				if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !pr.bad && pr.admits(states[g2]) && need.admits(gl.after) {
+				if pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl); !pr.bad && pr.admits(*states.at(g2)) && need.admits(gl.after) {
 					if own != nil && !own.admits(gl.after) {
 						// It would leave g2 where o's transition,
 						// which reads the state now, could not

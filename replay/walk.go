@@ -173,7 +173,7 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 	post := postBuf[:0]
 	cur := r.m.current()
 	for _, i := range o.groups {
-		post = append(post, cur[r.groupLine(i).id])
+		post = append(post, *cur.at(r.groupLine(i).id))
 	}
 	for k, i := range o.groups {
 		gl := r.groupLine(i)
