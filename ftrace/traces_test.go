@@ -348,6 +348,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"vm8-4node-isol-rt-7.2-global-timer-overdue-at-cancel.txt":                      {8, 4, "7.2.13", "1-4", "", "QEMU TCG; PREEMPT_RT; fifo-sleepers=0,4; posix-timers=6; tcp=7; storm=2; period=4.7ms absolute"},
 		"vm8-4node-isol-nohzfull-rt-7.2-local-timer-due-in-stall.txt":                   {8, 4, "7.2.13", "3-5,7", "3-5,7", "QEMU TCG; PREEMPT_RT; fifo-sleepers=5; posix-timers=7; storm=1; period=2.6ms"},
 		"vm5-1node-nohzfull-rt-6.12-window-tick-handler-into-next-jiffy.txt":            {5, 1, "6.12.118", "", "1-2,4", "QEMU TCG; PREEMPT_RT; fifo-sleepers=2,4; storm=0; period=2.3ms absolute"},
+		"vm2-1node-6.19-target-round-read-wakeup-before-claim.txt":                      {2, 1, "6.19.14", "", "", "QEMU TCG; config of 7.2.6: Debian has none of 6.19.14"},
 	}
 	// The header's #P: counts the CPUs online at the dump.
 	offlineAtDump := map[string]int{

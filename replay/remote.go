@@ -1121,11 +1121,12 @@ func (r *replayer) wakeupAfter(j int) (int64, bool) {
 // migrator and takes the group's lock, and holds no lock there. When the
 // round's next line is a claim (tmigr_handle_remote_cpu prints the target's
 // wakeup, read under the target's lock, before it resets it) whose wakeup
-// is not the model's, and the target's own operations the trace shows
-// wholly between the two lines are pending, those came first: the target's
-// round read its wakeup (its fast exit) and wrote it at its end. They are
-// replayed here, before the dequeue and the claim; if they do not explain
-// the printed wakeup, the claim's check says so.
+// is not the model's, or the model's is unknown, and the target's own
+// operations the trace shows wholly between the two lines are pending,
+// those came first: the target's round read its wakeup (its fast exit)
+// and wrote it at its end. They are replayed here, before the dequeue and
+// the claim; if they do not explain the printed wakeup, the claim's check
+// says so.
 func (r *replayer) onRemote() {
 	if len(r.rounds) == 0 {
 		return
@@ -1151,7 +1152,7 @@ func (r *replayer) onRemote() {
 		return
 	}
 	p, ok := r.ev[end].Data.(ftrace.TmigrHandleRemoteCPU)
-	if !ok || p.CPU == rd.o.cpu || r.wk[p.CPU] != known || r.m.h.CPU(p.CPU).Wakeup == p.Wakeup {
+	if !ok || p.CPU == rd.o.cpu || r.wk[p.CPU] == known && r.m.h.CPU(p.CPU).Wakeup == p.Wakeup {
 		return
 	}
 	for j := rd.idx + 1; j < len(r.ops) && r.ops[j].key() < end; j++ {
