@@ -136,6 +136,13 @@ func readOracle(t *testing.T, path string) *oracle {
 		}
 	}
 	for i, e := range evs {
+		if _, ok := target[e.CPU]; ok && e.PID == claimer[e.CPU] && e.Flags != "" &&
+			!e.Flags.SoftIRQ() && !e.Flags.HardIRQ() && !e.Flags.NMI() {
+			// The task that claimed the target, out of softirq
+			// context: its softirq, and the expiry in it, are over (a
+			// task that preempts a PREEMPT_RT timer thread is another).
+			delete(target, e.CPU)
+		}
 		if _, round := e.Data.(ftrace.TmigrHandleRemoteCPU); !round && e.Data != nil && ftrace.IsTmigr(e.Data) {
 			// The walk after the expiry, the next level, or the CPU's
 			// own idle path once its softirq is over (a target that
