@@ -238,6 +238,7 @@ func TestRealTracesHeaders(t *testing.T) {
 		"kvm2-6.18-update-beside-activation-ignore.txt":                                 {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
 		"kvm2-6.18-window-begins-inside-tie.txt":                                        {2, 1, "6.18.44-fc-v1300", "", "", "tmigr record"},
 		"kvm2-6.18-window-idle-reads-unignored-old-event.txt":                           {2, 1, "6.18.44-fc-v1300", "", "", "tmigr record"},
+		"kvm2-6.18-round-checks-top-after-migrator-idles.txt":                           {2, 1, "6.18.44-fc-v1300", "", "", "tmigr record"},
 		"vm3-3node-6.12-window-starts-after-silent-cas.txt":                             {3, 3, "6.12.118", "", "", "QEMU TCG; period=3.2ms"},
 		"kvm2-6.18-idle-walk-beside-activation-ignore.txt":                              {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},
 		"kvm2-6.18-round-entry-before-printed-cas.txt":                                  {2, 1, "6.18.44-fc-v1272", "", "", "tmigr record"},

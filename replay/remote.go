@@ -1228,9 +1228,16 @@ func (r *replayer) bridgeRoundStop(rd *round, k, li int) {
 // line). A deactivation whose later levels were printed after the round's
 // is replayed up to that compare-and-swap (splitsAt), the rest after the
 // round.
+//
+// A round whose last line is its level-0 line in the top group shows
+// whether it handled that group by the wakeup it wrote (enteredTop); there
+// the transition may also have come first because the round's CPU printed
+// nothing between its line and the transition's (its check, after its
+// line, came later).
 func (r *replayer) bridgeRoundOn(rd *round, k, li int) {
 	o := rd.o
-	if k+1 >= len(o.levels()) {
+	top := k+1 >= len(o.levels())
+	if top && !r.enteredTop(rd, k, li) {
 		return
 	}
 	h := o.cpu
@@ -1245,12 +1252,92 @@ func (r *replayer) bridgeRoundOn(rd *round, k, li int) {
 			return
 		}
 		j, split := r.bridge(o, g, cur, enters, false, -1)
-		if j < 0 || !r.silent(r.ops[j].cpu, li, r.ops[j].first()) {
+		if j < 0 && top {
+			r.aheadOfTopCheck(rd, g, li, enters)
+			return
+		}
+		if j < 0 || !r.silent(r.ops[j].cpu, li, r.ops[j].first()) && !(top && r.silent(h, li, r.ops[j].first())) {
 			return
 		}
 		rd.nested = true
 		r.execBridged(j, split, o, g)
 	}
+}
+
+// aheadOfTopCheck replays, before round rd's check of the top group g
+// (its line li), the next transition of g by another CPU, one that leaves
+// g where the round enters, with that CPU's operations pending before it
+// (its own round, which changes no state): the round entered
+// (enteredTop), so its check came after that compare-and-swap, and the
+// round's CPU printed nothing between its line and the transition's.
+func (r *replayer) aheadOfTopCheck(rd *round, g hier.GroupID, li int, enters func(gstate) bool) {
+	h := rd.o.cpu
+	for j := rd.idx + 1; j < len(r.ops) && j <= rd.idx+lookahead; j++ {
+		p := r.ops[j]
+		if r.done[j] || p.cpu == h || len(p.groups) == 0 {
+			continue
+		}
+		gl := r.groupLine(p.groups[0])
+		if gl.id != g {
+			continue
+		}
+		pr := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
+		if !enters(gl.after) || pr.bad || !pr.admits(r.m.state(g)) || !r.silent(h, li, p.first()) {
+			return
+		}
+		for k := range j {
+			if !r.done[k] && r.ops[k].cpu == p.cpu && (k < rd.idx || len(r.ops[k].groups) > 0) {
+				return // an earlier operation of its CPU changes groups, or waits
+			}
+		}
+		for k := rd.idx + 1; k <= j; k++ {
+			if !r.done[k] && r.ops[k].cpu == p.cpu {
+				rd.nested = true
+				r.exec(k)
+			}
+		}
+		return
+	}
+}
+
+// enteredTop reports whether round rd, whose last line li is its level-k
+// line, handled that group, the top one, at level 0: a round that stops at
+// its level-0 check writes its CPU's wakeup KTIME_MAX (tmigr_handle_remote's
+// firstexp), one that handles the top writes the top's next expiry, and the
+// CPU's next tmigr_cpu_active or tmigr_cpu_new_timer, which print the
+// stored wakeup, says which. A claim of the CPU before that line tells
+// nothing: it may have read the wakeup before the round's write, and it
+// resets it. (A round that handles level 0 below the top prints its
+// parent's line.)
+func (r *replayer) enteredTop(rd *round, k, li int) bool {
+	o := rd.o
+	if k != 0 || o.cut || o.last() != li || r.topo.At(o.cpu, 0) != r.topo.Top {
+		return false
+	}
+	for i := li + 1; i < len(r.ev); i++ {
+		ev := &r.ev[i]
+		switch p := ev.Data.(type) {
+		case ftrace.TmigrHandleRemoteCPU:
+			if p.CPU == o.cpu {
+				return false
+			}
+		case ftrace.Lost, ftrace.BufferStarted:
+			if ev.CPU == o.cpu {
+				return false
+			}
+		}
+		if ev.CPU != o.cpu || ev.Data == nil || !ftrace.IsTmigr(ev.Data) {
+			continue
+		}
+		switch p := ev.Data.(type) {
+		case ftrace.TmigrCPUActive:
+			return p.Wakeup != hier.KtimeMax
+		case ftrace.TmigrCPUNewTimer:
+			return p.Wakeup != hier.KtimeMax
+		}
+		return false
+	}
+	return false
 }
 
 // roundEnters returns whether a round of cpu h handles its level-k group
