@@ -1085,35 +1085,48 @@ func (r *replayer) predictRound(j int) (int64, bool) {
 // line and no walk, and tmigr_cpu_new_timer stores that (6.9+
 // kernel/time/timer_migration.c).
 func (r *replayer) wakeupAfter(j int) (int64, bool) {
+	i := r.wakeupLine(j)
+	if i < 0 {
+		return 0, false
+	}
+	switch p := r.ev[i].Data.(type) {
+	case ftrace.TmigrHandleRemoteCPU:
+		return p.Wakeup, true
+	case ftrace.TmigrCPUActive:
+		return p.Wakeup, true
+	case ftrace.TmigrCPUNewTimer:
+		return p.Wakeup, true
+	case ftrace.TmigrCPUNewTimerIdle:
+		return p.Wakeup, p.Wakeup != hier.KtimeMax || p.NextEvt == hier.KtimeMax
+	}
+	return 0, false
+}
+
+// wakeupLine returns the index of the line after operation j's last that
+// next speaks of its CPU's stored wakeup, or -1: another CPU's claim of it,
+// or the CPU's next tmigr line (which wakeupAfter and enteredTop read); -1
+// where the CPU's buffer lost events first, or the trace ends.
+func (r *replayer) wakeupLine(j int) int {
 	o := r.ops[j]
 	for i := o.last() + 1; i < len(r.ev); i++ {
 		ev := &r.ev[i]
 		switch p := ev.Data.(type) {
 		case ftrace.TmigrHandleRemoteCPU:
 			if p.CPU == o.cpu {
-				return p.Wakeup, true
+				return i
 			}
 			continue
 		case ftrace.Lost, ftrace.BufferStarted:
 			if ev.CPU == o.cpu {
-				return 0, false
+				return -1
 			}
 			continue
 		}
-		if ev.CPU != o.cpu || ev.Data == nil || !ftrace.IsTmigr(ev.Data) {
-			continue
+		if ev.CPU == o.cpu && ev.Data != nil && ftrace.IsTmigr(ev.Data) {
+			return i
 		}
-		switch p := ev.Data.(type) {
-		case ftrace.TmigrCPUActive:
-			return p.Wakeup, true
-		case ftrace.TmigrCPUNewTimer:
-			return p.Wakeup, true
-		case ftrace.TmigrCPUNewTimerIdle:
-			return p.Wakeup, p.Wakeup != hier.KtimeMax || p.NextEvt == hier.KtimeMax
-		}
-		return 0, false
 	}
-	return 0, false
+	return -1
 }
 
 // onRemote is called when the model's round enters a group: hier's
@@ -1314,28 +1327,15 @@ func (r *replayer) enteredTop(rd *round, k, li int) bool {
 	if k != 0 || o.cut || o.last() != li || r.topo.At(o.cpu, 0) != r.topo.Top {
 		return false
 	}
-	for i := li + 1; i < len(r.ev); i++ {
-		ev := &r.ev[i]
-		switch p := ev.Data.(type) {
-		case ftrace.TmigrHandleRemoteCPU:
-			if p.CPU == o.cpu {
-				return false
-			}
-		case ftrace.Lost, ftrace.BufferStarted:
-			if ev.CPU == o.cpu {
-				return false
-			}
-		}
-		if ev.CPU != o.cpu || ev.Data == nil || !ftrace.IsTmigr(ev.Data) {
-			continue
-		}
-		switch p := ev.Data.(type) {
-		case ftrace.TmigrCPUActive:
-			return p.Wakeup != hier.KtimeMax
-		case ftrace.TmigrCPUNewTimer:
-			return p.Wakeup != hier.KtimeMax
-		}
+	i := r.wakeupLine(rd.idx)
+	if i < 0 {
 		return false
+	}
+	switch p := r.ev[i].Data.(type) {
+	case ftrace.TmigrCPUActive:
+		return p.Wakeup != hier.KtimeMax
+	case ftrace.TmigrCPUNewTimer:
+		return p.Wakeup != hier.KtimeMax
 	}
 	return false
 }
