@@ -248,35 +248,84 @@ func ReadAll(r *Reader) ([]Event, error) { return readKept(r, keeper{payloads: t
 func ReadAllData(r *Reader) ([]Event, error) { return readKept(r, keeper{}) }
 
 func readKept(r *Reader, keep keeper) ([]Event, error) {
+	k := newKeeping(r, keep)
+	defer k.Close()
 	var evs []Event
-	r.dec.syms, r.dec.share = &keep.syms, &keep.share
+	for {
+		if evs == nil {
+			// The header, complete once the first event is read, may
+			// say how many events follow: one slice of that size
+			// rather than a series of copies, each twice the last.
+			ev, err := k.Read(nil, 1)
+			if err == io.EOF {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			evs = append(make([]Event, 0, min(max(r.hdr.Entries, 64), maxPrealloc)), ev...)
+		}
+		var err error
+		if evs, err = k.Read(evs, 1<<16); err == io.EOF {
+			return evs, nil
+		} else if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// A Keeping reads a Reader's events a batch at a time and keeps each as
+// ReadAllData keeps it: for a check that holds a bounded window of a
+// recording rather than the whole (the replay of a recording longer than
+// its segment, replay.RunFile). What it shares among the events (the
+// repeated strings, the repeated payloads) is bounded by the machine, not
+// by the recording's length.
+type Keeping struct {
+	r        *Reader
+	keep     *keeper
+	inReader bool
+}
+
+// KeepData starts keeping r's events as ReadAllData does. Close ends it.
+func KeepData(r *Reader) *Keeping { return newKeeping(r, keeper{}) }
+
+func newKeeping(r *Reader, keep keeper) *Keeping {
+	k := &Keeping{r: r, keep: &keep}
+	r.dec.syms, r.dec.share = &k.keep.syms, &k.keep.share
 	// A text Reader that has read no event yet copies what it keeps as it
 	// reads each (and so reuses its buffers); events it holds from before
 	// are copied here, as a trace.dat's are.
-	inReader := r.dat == nil && r.stats.Events == 0
-	if inReader {
-		r.keep = &keep
+	k.inReader = r.dat == nil && r.stats.Events == 0
+	if k.inReader {
+		r.keep = k.keep
 	}
-	defer func() { r.dec.syms, r.dec.share, r.keep, r.kept = nil, nil, nil, nil }()
-	for {
-		ev, err := r.Next()
+	return k
+}
+
+// Read appends up to n of the next events to dst. At the end of the
+// recording it returns the events it appended and io.EOF; on an error,
+// dst as it was and the error.
+func (k *Keeping) Read(dst []Event, n int) ([]Event, error) {
+	start := len(dst)
+	for range n {
+		ev, err := k.r.Next()
 		if err == io.EOF {
-			return evs, nil
+			return dst, io.EOF
 		}
 		if err != nil {
-			return nil, err
+			return dst[:start], err
 		}
-		if evs == nil {
-			// The header, complete now, may say how many events
-			// follow: one slice of that size rather than a series of
-			// copies, each twice the last.
-			evs = make([]Event, 0, min(max(r.hdr.Entries, 64), maxPrealloc))
+		if !k.inReader {
+			k.keep.detach(&ev, k.r.dat == nil)
 		}
-		if !inReader {
-			keep.detach(&ev, r.dat == nil)
-		}
-		evs = append(evs, ev)
+		dst = append(dst, ev)
 	}
+	return dst, nil
+}
+
+// Close ends the keeping: the Reader reads on as before it began.
+func (k *Keeping) Close() {
+	k.r.dec.syms, k.r.dec.share, k.r.keep, k.r.kept = nil, nil, nil, nil
 }
 
 // maxPrealloc bounds what a header's count of entries makes ReadAll
