@@ -114,12 +114,15 @@ func (r *replayer) undeclaredCauses(c int, up bool, event string) []string {
 	return causes
 }
 
+// labStart is the marker the lab's guest writes as its recording starts.
+const labStart = "tmigr-lab: start"
+
 // ChangesStart returns the trace time the machine line's changes (at=)
 // count from: the guest's start marker, else the first event.
 func ChangesStart(events []ftrace.Event) int64 {
 	for ei := range events {
 		ev := &events[ei]
-		if m, ok := ev.Data.(ftrace.TracingMark); ok && m.Text == "tmigr-lab: start" {
+		if m, ok := ev.Data.(ftrace.TracingMark); ok && m.Text == labStart {
 			return ev.TS
 		}
 	}
@@ -149,7 +152,7 @@ func (r *replayer) planChanges(s Shape, t *Trace) error {
 	if len(s.At) == 0 {
 		return nil
 	}
-	base := ChangesStart(t.Events)
+	base := t.changesStart()
 	r.firstTS = firstEventTS(t.Events)
 	online := cpumask.Range(0, s.CPUs-1)
 	var partition cpumask.Mask
@@ -290,7 +293,9 @@ func (r *replayer) explainAvailability(c int, up bool, ts int64, line int, event
 		// every one it made; one that lists none (a user's recording)
 		// says nothing of what was done to the machine meanwhile.
 		if causes := r.undeclaredCauses(c, up, event); len(causes) > 0 {
-			r.c.Inferred = append(r.c.Inferred, Inference{Line: line, CPU: c, Event: event, Causes: causes})
+			if r.c.own.has(line) {
+				r.c.Inferred = append(r.c.Inferred, Inference{Line: line, CPU: c, Event: event, Causes: causes})
+			}
 			why = reasonUndeclared
 		}
 	}

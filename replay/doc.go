@@ -48,6 +48,20 @@
 // the replay never guesses. A difference between the model and the kernel
 // on a decision whose inputs are all known is a mismatch.
 //
+// # Long recordings
+//
+// ReadFile and Run hold a whole recording. RunFile reads it as a stream and
+// checks one longer than a segment (Options.Segment, a million events by
+// default) a segment at a time (segment.go): each segment is replayed with
+// the events of a margin before and after it (Options.Margin, 65,536, more
+// than the farthest the checks read ahead), as a recording of its own, and
+// counts only the decisions made on the lines it owns. The owned lines tile
+// the recording, so every decision is counted once, by the segment that
+// holds what it reads around it; the margin before replays the history
+// from which the state is known again. A decision the margin does not
+// settle is undetermined, as at the start of any recording. The machine
+// line's changes count from the recording's start in every segment.
+//
 // # The machine
 //
 // The "# machine:" line (or Options) gives the possible CPUs, the nodes and

@@ -29,10 +29,10 @@ func (f *facts) lastJiffies() uint64 {
 	return f.lastJ
 }
 
-// changesStart returns ChangesStart(f.t.Events).
+// changesStart returns f.t.changesStart().
 func (f *facts) changesStart() int64 {
 	if !f.hasChange {
-		f.changes, f.hasChange = ChangesStart(f.t.Events), true
+		f.changes, f.hasChange = f.t.changesStart(), true
 	}
 	return f.changes
 }

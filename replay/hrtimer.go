@@ -250,7 +250,7 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hrtimer check: %v", err)
 	}
-	var c Counts
+	c := f.t.counts()
 	ok := false
 	// model returns the mode the sleeper starts with and whether it is
 	// soft, for a task of policy p that asked for mode.
@@ -315,7 +315,7 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 			if known {
 				if prev, moved := cpuOf[ev.PID]; moved && prev != ev.CPU {
 					dec.why = reasonTwoCPUs
-					c.undeterminedBy(dec.why)
+					c.undeterminedBy(ev.Line, dec.why)
 					continue
 				}
 				cpuOf[ev.PID] = ev.CPU
@@ -326,7 +326,7 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 				}
 				if ev.Task == sleeperComm && l.movedHere(ev.CPU, p, ev.TS, changesAt, ts) {
 					dec.why = reasonMovedSleeper
-					c.undeterminedBy(dec.why)
+					c.undeterminedBy(ev.Line, dec.why)
 					continue
 				}
 				policies = policies[:0]
@@ -352,21 +352,21 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 				mode, dec.soft = m, soft
 			}
 			if !agree {
-				c.undeterminedBy(dec.why)
+				c.undeterminedBy(ev.Line, dec.why)
 				continue
 			}
 			if kernel := d.Mode.String(); kernel != mode.String() && !seen && lost[ev.CPU] {
 				// Its setup line, which says how it was set up, may be
 				// among the lost events.
 				dec.why = reasonLost
-				c.undeterminedBy(dec.why)
+				c.undeterminedBy(ev.Line, dec.why)
 				continue
 			}
 			dec.determined = true
 			if d.NoMode {
 				// trace-cmd's hrtimer plugin prints no mode; the expiry
 				// context (below) is still checked.
-				c.undeterminedBy(reasonNoStartMode)
+				c.undeterminedBy(ev.Line, reasonNoStartMode)
 				continue
 			}
 			if kernel := d.Mode.String(); kernel != mode.String() {
@@ -375,7 +375,7 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 					Model:  fmt.Sprintf("mode=%s for a %s that asked for %s", mode, dec.who, in.mode)})
 				continue
 			}
-			c.match()
+			c.match(ev.Line)
 		case ftrace.HrtimerExpireEntry:
 			if d.Function != "hrtimer_wakeup" {
 				continue
@@ -384,13 +384,13 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 			delete(pending, d.Hrtimer)
 			switch {
 			case dec == nil:
-				c.undeterminedBy(reasonStartedBefore)
+				c.undeterminedBy(ev.Line, reasonStartedBefore)
 				continue
 			case !dec.determined:
-				c.undeterminedBy(dec.why)
+				c.undeterminedBy(ev.Line, dec.why)
 				continue
 			case ev.Flags == "":
-				c.undeterminedBy(reasonNoContext)
+				c.undeterminedBy(ev.Line, reasonNoContext)
 				continue
 			}
 			kernelSoft := !ev.Flags.HardIRQ() && ev.Flags.SoftIRQ()
@@ -406,7 +406,7 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 					Model:  fmt.Sprintf("%s expiry of the %s started at line %d", hardSoft(dec.soft), dec.who, dec.line)})
 				continue
 			}
-			c.match()
+			c.match(ev.Line)
 		}
 	}
 	if !ok {

@@ -102,7 +102,7 @@ func CheckNextevt(t *Trace, s Shape) (Counts, error) {
 // runNextevt is CheckNextevt, returning the machine it drove as well.
 func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 	t := f.t
-	var c Counts
+	c := f.t.counts()
 	if s.CPUs <= 0 {
 		return c, nil, fmt.Errorf("the trace does not say how many CPUs the machine has; give it with --cpus")
 	}
@@ -468,12 +468,12 @@ func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c
 		return
 	}
 	if !clk.known {
-		cnt.undeterminedBy(reasonTimeBase)
+		cnt.undeterminedBy(ev.Line, reasonTimeBase)
 		return
 	}
 	model, idle := m.handed(c, kind, basej, clk.ns(basej))
 	if idle && model == printed {
-		cnt.match()
+		cnt.match(ev.Line)
 		return
 	}
 	if kind == hier.EvCPUIdle {
@@ -494,7 +494,7 @@ func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c
 				break
 			}
 			if next == printed {
-				cnt.undeterminedBy(reasonNow)
+				cnt.undeterminedBy(ev.Line, reasonNow)
 				return
 			}
 		}
@@ -527,11 +527,11 @@ func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c
 	if lost {
 		// Its buffer lost events: timers started or removed in the gap
 		// are not in our bases.
-		cnt.undeterminedBy(reasonLost)
+		cnt.undeterminedBy(ev.Line, reasonLost)
 		return
 	}
 	if printed != cpu.KtimeMax && printed >= clk.ns(end) && (model == cpu.KtimeMax || model > printed) {
-		cnt.undeterminedBy(reasonPendingBeyond)
+		cnt.undeterminedBy(ev.Line, reasonPendingBeyond)
 		return
 	}
 	if printed == cpu.KtimeMax && model != cpu.KtimeMax && (model >= clk.ns(end) || model > runs.get().stalledAt(c)-clk.tick) {
@@ -541,13 +541,13 @@ func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c
 		// softirq alone runs it: fetch_next_timer_interrupt (6.9+)
 		// leaves the global event KTIME_MAX when the local base comes
 		// first.
-		cnt.undeterminedBy(reasonPendingBeyond)
+		cnt.undeterminedBy(ev.Line, reasonPendingBeyond)
 		return
 	}
 	if printed != cpu.KtimeMax && printed < clk.ns(start) && (model == cpu.KtimeMax || model > printed) {
 		// Due before the first jiffy the trace shows, and pending on a
 		// CPU whose lines the trace clock may put too late.
-		cnt.undeterminedBy(reasonDueBefore)
+		cnt.undeterminedBy(ev.Line, reasonDueBefore)
 		return
 	}
 	for _, p := range pre {
@@ -563,7 +563,7 @@ func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c
 			// comes first.
 			for _, b := range p.marked {
 				if printed == clk.ns(b) && (model == cpu.KtimeMax || model > printed) {
-					cnt.undeterminedBy(p.why())
+					cnt.undeterminedBy(ev.Line, p.why())
 					return
 				}
 			}
@@ -574,20 +574,20 @@ func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c
 			printed != cpu.KtimeMax && (p.revealed && printed == earliest || !p.revealed && printed >= earliest),
 			printed != cpu.KtimeMax && !p.revealed && (model == cpu.KtimeMax || model > printed) &&
 				overdueAtCancel(evs, i, p.until, c, clk.tick):
-			cnt.undeterminedBy(p.why())
+			cnt.undeterminedBy(ev.Line, p.why())
 			return
 		}
 	}
 	if printed != cpu.KtimeMax && (model == cpu.KtimeMax || model > printed) && runs.get().pendingThrough(c, i, printed, clk) {
 		// Due within the recording, but no run of c's bases from here
 		// on would have expired it: it may be pending through the end.
-		cnt.undeterminedBy(reasonPendingBeyond)
+		cnt.undeterminedBy(ev.Line, reasonPendingBeyond)
 		return
 	}
 	if idle && clk.upper && lowerOffExplains(printed, model, clk, end, i, c, pre) {
 		// The offset is the ticks' upper bound alone: one a few
 		// jiffies lower, which the recording allows, explains it.
-		cnt.undeterminedBy(reasonTimeBase)
+		cnt.undeterminedBy(ev.Line, reasonTimeBase)
 		return
 	}
 	if unseen {
@@ -600,7 +600,7 @@ func checkNextevt(cnt *Counts, evs []ftrace.Event, i int, kind hier.EventKind, c
 		// (kernel/time/timer.c, 6.9-7.3). So the CPU may hand over a
 		// bucket marked before it left, or no longer hold a timer the
 		// model holds: which, the recording does not tell.
-		cnt.undeterminedBy(reasonLeftUnseen)
+		cnt.undeterminedBy(ev.Line, reasonLeftUnseen)
 		return
 	}
 	got := fmtNS(model)

@@ -41,11 +41,11 @@ func (r *replayer) runPartial(o *op, why reason) {
 		case ftrace.TmigrHandleRemote:
 			round = true
 		case ftrace.TmigrGroupSetCPUActive, ftrace.TmigrGroupSetCPUInactive, ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:
-			r.c.undeterminedBy(why)
+			r.c.undeterminedBy(r.ev[i].Line, why)
 		}
 	}
 	if round {
-		r.c.undeterminedBy(why)
+		r.c.undeterminedBy(r.ev[o.first()].Line, why)
 	}
 	r.volatile()
 }

@@ -164,7 +164,7 @@ func CheckPlacement(t *Trace, s Shape) (Counts, error) { return checkPlacement(n
 
 func checkPlacement(f *facts, s Shape) (Counts, error) {
 	t := f.t
-	var c Counts
+	c := f.t.counts()
 	km, err := s.model()
 	if err != nil {
 		return c, err
@@ -333,7 +333,7 @@ func checkPlacement(f *facts, s Shape) (Counts, error) {
 			if st, ok := hpending[d.Hrtimer]; ok {
 				delete(hpending, d.Hrtimer)
 				if at, ok := hotplug[st.ev.CPU]; ok && at > st.ev.TS && !st.want.Test(ev.CPU) {
-					c.undeterminedBy(reasonHotplug)
+					c.undeterminedBy(st.ev.Line, reasonHotplug)
 					break
 				}
 				p.decide(&c, st.ev, "hrtimer_start", ev.CPU, st.want, st.why, lost[st.ev.CPU])
@@ -437,13 +437,13 @@ func (p *placer) hrtimer(a int, ev ftrace.Event) (cpumask.Mask, reason) {
 func (p *placer) decide(c *Counts, ev ftrace.Event, event string, got int, want cpumask.Mask, why reason, lost bool) {
 	switch {
 	case want.Test(got) && want.Weight() == 1 && why == known:
-		c.match()
+		c.match(ev.Line)
 	case want.Test(got) && why != known:
-		c.undeterminedBy(why)
+		c.undeterminedBy(ev.Line, why)
 	case want.Test(got):
-		c.undeterminedBy(reasonPushTarget)
+		c.undeterminedBy(ev.Line, reasonPushTarget)
 	case lost:
-		c.undeterminedBy(reasonLost) // a line that would explain it may be lost
+		c.undeterminedBy(ev.Line, reasonLost) // a line that would explain it may be lost
 	default:
 		c.mismatch(Mismatch{Line: ev.Line, Event: event + " placement",
 			Kernel: fmt.Sprintf("armed on CPU %d, queued on CPU %d", ev.CPU, got),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +20,43 @@ type Trace struct {
 	// Data, never the text of their payloads, which is not kept (every
 	// Payload is "", see ftrace.ReadAllData).
 	Events []ftrace.Event
+
+	// own is the lines whose decisions the checks count: a segment of a
+	// longer recording counts those it owns (segment.go).
+	own lineSpan
+	// origin is, for a segment, its recording's ChangesStart: the time
+	// the machine line's changes count from (hasOrigin).
+	origin    int64
+	hasOrigin bool
+}
+
+// changesStart returns the trace time the machine line's changes count
+// from: ChangesStart of its events, or of its recording's for a segment.
+func (t *Trace) changesStart() int64 {
+	if t.hasOrigin {
+		return t.origin
+	}
+	return ChangesStart(t.Events)
+}
+
+// counts returns the Counts of a check of t, which count the decisions of
+// the lines t owns.
+func (t *Trace) counts() Counts { return Counts{own: t.own} }
+
+// lineSpan is the trace lines a segment of a recording owns (segment.go):
+// from and up to, not including, to (0: no end), or where listed is not
+// nil, those it lists, in order. The zero value is every line.
+type lineSpan struct {
+	from, to int
+	listed   []int
+}
+
+func (s lineSpan) has(line int) bool {
+	if s.listed != nil {
+		_, ok := slices.BinarySearch(s.listed, line)
+		return ok
+	}
+	return line >= s.from && (s.to == 0 || line < s.to)
 }
 
 // ReadFile reads a whole recording: tracefs or trace-cmd report text, or a
@@ -73,6 +111,8 @@ type Counts struct {
 	// its machine line does not declare, each one the kernel's rules allow
 	// (the decisions they explain are undetermined, whyUndeclared).
 	Inferred []Inference `json:"inferred,omitempty"`
+
+	own lineSpan // the lines whose decisions are counted (Trace.own)
 }
 
 // Inference is one undeclared change of the machine the trace shows: what
@@ -95,7 +135,13 @@ type Mismatch struct {
 	Model  string `json:"model"`
 }
 
-func (c *Counts) match() { c.Checked++; c.Matched++ }
+// match counts one decision, made at line, matched.
+func (c *Counts) match(line int) {
+	if c.own.has(line) {
+		c.Checked++
+		c.Matched++
+	}
+}
 
 // forJSON returns c with empty rather than nil maps and lists, so that the
 // JSON form always has every key.
@@ -128,11 +174,16 @@ func (c *Counts) Reasons() string {
 	return strings.Join(s, ", ")
 }
 
-// undeterminedBy counts one decision undetermined for the reason why.
-func (c *Counts) undeterminedBy(why reason) { c.undetermined(why.String()) }
+// undeterminedBy counts one decision, made at line, undetermined for the
+// reason why.
+func (c *Counts) undeterminedBy(line int, why reason) { c.undetermined(line, why.String()) }
 
-// undetermined counts one decision undetermined, by its reason's text.
-func (c *Counts) undetermined(why string) {
+// undetermined counts one decision, made at line, undetermined, by its
+// reason's text.
+func (c *Counts) undetermined(line int, why string) {
+	if !c.own.has(line) {
+		return
+	}
 	c.Checked++
 	c.Undetermined++
 	if c.UndeterminedReasons == nil {
@@ -141,6 +192,9 @@ func (c *Counts) undetermined(why string) {
 	c.UndeterminedReasons[why]++
 }
 func (c *Counts) mismatch(m Mismatch) {
+	if !c.own.has(m.Line) {
+		return
+	}
 	c.Checked++
 	c.Mismatches = append(c.Mismatches, m)
 }
@@ -175,6 +229,10 @@ type Options struct {
 	// Check runs the hierarchy's invariant checker after every operation
 	// of the tmigr check (see TmigrOptions.Invariants).
 	Check bool
+	// Segment and Margin are, for RunFile, the events a segment of a
+	// longer recording owns and the events replayed before and after
+	// them (0: DefaultSegment, DefaultMargin; see segment.go).
+	Segment, Margin int
 }
 
 // Result is the outcome of the checks on one trace.
@@ -193,6 +251,18 @@ type Result struct {
 	Nextevt   *Counts `json:"nextevt,omitempty"`
 	Hrtimer   *Counts `json:"hrtimer,omitempty"`
 	Placement *Counts `json:"placement,omitempty"`
+	// Segmented says how a recording longer than a segment was checked
+	// (RunFile); nil for one checked whole.
+	Segmented *Segmented `json:"segmented,omitempty"`
+}
+
+// Segmented is how a recording was checked a segment at a time
+// (segment.go): in Segments segments, each owning Events events and
+// replayed with the Margin events before and after them.
+type Segmented struct {
+	Segments int `json:"segments"`
+	Events   int `json:"events"`
+	Margin   int `json:"margin"`
 }
 
 // add appends a check's outcome to Checks and sets the field of its name.

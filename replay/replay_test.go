@@ -11,7 +11,7 @@ func TestCountsReasons(t *testing.T) {
 		t.Errorf("no reasons: got %q", got)
 	}
 	for _, why := range []string{"b", "a", "c", "a", "c", "a"} {
-		c.undetermined(why)
+		c.undetermined(1, why)
 	}
 	if got, want := c.Reasons(), "3 a, 2 c, 1 b"; got != want {
 		t.Errorf("Reasons() = %q, want %q", got, want)

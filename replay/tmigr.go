@@ -84,7 +84,7 @@ func checkTmigr(f *facts, s Shape, o TmigrOptions) (Counts, error) {
 // one the trace holds is a decision that model contradicts. A recording of
 // such a kernel holds none, and the check has nothing to decide.
 func noHierarchy(t *Trace) Counts {
-	var c Counts
+	c := t.counts()
 	for ei := range t.Events {
 		ev := &t.Events[ei]
 		if ev.Data != nil && ftrace.IsTmigr(ev.Data) {
@@ -97,7 +97,7 @@ func noHierarchy(t *Trace) Counts {
 
 func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 	t := f.t
-	r := &replayer{ev: t.Events, rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy}}
+	r := &replayer{ev: t.Events, c: t.counts(), rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy}}
 	km, err := s.model()
 	if err != nil {
 		return nil, err
@@ -212,9 +212,9 @@ func startsAtBoot(events []ftrace.Event) bool {
 func (r *replayer) check(line int, event string, why reason, kernel, model string) {
 	switch {
 	case why != known:
-		r.c.undeterminedBy(why)
+		r.c.undeterminedBy(line, why)
 	case kernel == model:
-		r.c.match()
+		r.c.match(line)
 	default:
 		r.c.mismatch(Mismatch{Line: line, Event: event, Kernel: kernel, Model: model})
 	}
@@ -225,9 +225,9 @@ func (r *replayer) check(line int, event string, why reason, kernel, model strin
 func (r *replayer) decide(line int, event string, why reason, ok bool, kernel, model string) {
 	switch {
 	case why != known:
-		r.c.undeterminedBy(why)
+		r.c.undeterminedBy(line, why)
 	case ok:
-		r.c.match()
+		r.c.match(line)
 	default:
 		r.c.mismatch(Mismatch{Line: line, Event: event, Kernel: kernel, Model: model})
 	}

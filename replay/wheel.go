@@ -134,7 +134,7 @@ func CheckWheel(t *Trace, hz int) Counts { return checkWheel(newFacts(t), hz) }
 func checkWheel(f *facts, hz int) Counts {
 	t := f.t
 	depth := wheel.DepthForHZ(hz)
-	var c Counts
+	c := f.t.counts()
 	bases := map[baseKey]*wheelBase{}
 	getBase := func(k baseKey) *wheelBase {
 		b := bases[k]
@@ -262,15 +262,15 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 	}
 	idx, be := wheel.Index(p.Expires, clk, depth)
 	if idx == p.Idx && (be == p.BucketExpiry || p.NoBucketExpiry) {
-		c.match()
+		c.match(ev.Line)
 		return be
 	}
 	if lower != clk && explainable(p, lower, clk, depth) {
-		c.undeterminedBy(reasonHeldBack)
+		c.undeterminedBy(ev.Line, reasonHeldBack)
 		return be
 	}
 	if b.hasEarly && wheel.Before(b.early, clk) && !wheel.After(b.early, jiffies) && explainable(p, b.early, clk, depth) {
-		c.undeterminedBy(reasonEarlyNext)
+		c.undeterminedBy(ev.Line, reasonEarlyNext)
 		return be
 	}
 	if next, ok := b.nextExpiry(); b.hasEarly && !wheel.After(b.early, jiffies) && (!ok || wheel.After(next, jiffies)) &&
@@ -280,26 +280,26 @@ func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, u
 		// (run_local_timers), whose __run_timers counts the clock up a
 		// tick per pass over the empty buckets and prints nothing: the
 		// clock may have gone on up to jiffies+1.
-		c.undeterminedBy(reasonEmptyPass)
+		c.undeterminedBy(ev.Line, reasonEmptyPass)
 		return be
 	}
 	if !b.ran && !wheel.After(jiffies, startJ) && explainable(p, clk, jiffies+1, depth) {
 		// The base's softirq of this jiffy may have run before the
 		// recording began, its lines unrecorded, leaving the clock at
 		// jiffies+1 (7.2 kernel/time/timer.c, __run_timers).
-		c.undeterminedBy(reasonRanBefore)
+		c.undeterminedBy(ev.Line, reasonRanBefore)
 		return be
 	}
 	if b.lost && explainable(p, 0, later(clk, jiffies), depth) {
 		// A lost start may hold the clock back, a lost cancel or expiry
 		// may have let it run up to jiffies.
-		c.undeterminedBy(reasonLost)
+		c.undeterminedBy(ev.Line, reasonLost)
 		return be
 	}
 	if hasFloor && wheel.Before(floor, jiffies) && explainable(p, b.forwarded(floor), clk, depth) {
 		// The forward read jiffies somewhere between the floor and
 		// what the line printed.
-		c.undeterminedBy(reasonJiffiesMoved)
+		c.undeterminedBy(ev.Line, reasonJiffiesMoved)
 		return be
 	}
 	kernel := fmt.Sprintf("idx=%d bucket_expiry=%d", p.Idx, p.BucketExpiry)

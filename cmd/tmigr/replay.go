@@ -116,12 +116,21 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	var results []*replay.Result
 	status := 0
 	for _, f := range fs.Args() {
-		tr, err := replay.ReadFile(f)
-		if err != nil {
-			fmt.Fprintf(stderr, "tmigr replay: %v\n", err)
-			return 2
-		}
-		if pics.Any() {
+		var r *replay.Result
+		if !pics.Any() {
+			// Read as a stream: a long recording is checked a segment at
+			// a time, in memory bounded by the segment.
+			var err error
+			if r, err = replay.RunFile(f, opts); err != nil {
+				fmt.Fprintf(stderr, "tmigr replay: %v\n", err)
+				return 2
+			}
+		} else {
+			tr, err := replay.ReadFile(f)
+			if err != nil {
+				fmt.Fprintf(stderr, "tmigr replay: %v\n", err)
+				return 2
+			}
 			// A trace the pictures cannot be drawn from is bad input (2);
 			// a picture that cannot be written after the work is the
 			// run's failure (1), as in sim and explain.
@@ -134,11 +143,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "tmigr replay: %s: %v\n", f, err)
 				return 1
 			}
-		}
-		r, err := replay.Run(tr, opts)
-		if err != nil {
-			fmt.Fprintf(stderr, "tmigr replay: %s: %v\n", f, err)
-			return 2
+			if r, err = replay.Run(tr, opts); err != nil {
+				fmt.Fprintf(stderr, "tmigr replay: %s: %v\n", f, err)
+				return 2
+			}
 		}
 		if r.Mismatched() {
 			status = 1
@@ -174,6 +182,10 @@ func printResult(w io.Writer, r *replay.Result, maxShow int) {
 		fmt.Fprintf(w, "%s%s %d/%d", sep, c.Name, c.Matched, c.Checked)
 	}
 	fmt.Fprintln(w, " matched")
+	if s := r.Segmented; s != nil {
+		fmt.Fprintf(w, "  checked in %d segments of %d events, each replayed with the %d events before and after it\n",
+			s.Segments, s.Events, s.Margin)
+	}
 	for _, c := range r.Checks {
 		if c.Undetermined > 0 {
 			fmt.Fprintf(w, "  %s: %d undetermined: %s\n", c.Name, c.Undetermined, c.Reasons())
