@@ -179,3 +179,87 @@ func TestSegmentedTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentCarriesTimers: a segment's nextevt check knows the wheel
+// timers the recording armed before the segment (Trace.carried), so that
+// on these recordings, checked in thirds with margins of a tenth, it
+// determines every nextevt the whole recording does; without them it
+// takes those timers for ones armed before the recording and determines
+// fewer.
+func TestSegmentCarriesTimers(t *testing.T) {
+	for _, name := range []string{"vm2-1node-busy-sleeper.txt", "vm3-1node-isol-6.12-cas-printed-after-end.txt"} {
+		f := filepath.Join("..", "testdata", "traces", name)
+		tr, err := ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := Run(tr, allChecks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := allChecks
+		o.Segment, o.Margin = len(tr.Events)/3, len(tr.Events)/10
+		run := func(carry bool) *Counts {
+			rd, c, err := ftrace.Open(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			r, err := runStream(rd, f, o, func(st *Trace, o Options) (*Result, error) {
+				if !carry {
+					st.carried = nil
+				}
+				return Run(st, o)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Segmented == nil || r.Segmented.Segments != 3 {
+				t.Fatalf("%s: not checked in 3 segments: %+v", name, r.Segmented)
+			}
+			return r.Nextevt
+		}
+		with, without := run(true), run(false)
+		if with.Matched != whole.Nextevt.Matched || with.Checked != whole.Nextevt.Checked {
+			t.Errorf("%s: segments matched %d of %d nextevt, the whole recording %d of %d", name, with.Matched, with.Checked, whole.Nextevt.Matched, whole.Nextevt.Checked)
+		}
+		if without.Matched >= with.Matched {
+			t.Errorf("%s: without the timers armed before them, segments matched %d nextevt, with them %d", name, without.Matched, with.Matched)
+		}
+	}
+}
+
+// TestPending: pending follows each timer's last start until its cancel
+// or expiry, and forgets every timer at lost events.
+func TestPending(t *testing.T) {
+	var p pending
+	start := func(line int, tm uint64) *ftrace.Event {
+		return &ftrace.Event{Line: line, Data: ftrace.TimerStart{Timer: tm}}
+	}
+	p.observe(start(1, 0xa))
+	p.observe(start(2, 0xb))
+	p.observe(start(3, 0xc))
+	p.observe(start(4, 0xa)) // re-armed
+	p.observe(&ftrace.Event{Line: 5, Data: ftrace.TimerCancel{Timer: 0xb}})
+	p.observe(&ftrace.Event{Line: 6, Data: ftrace.TimerExpireEntry{Timer: 0xd}})
+	got := p.starts()
+	if len(got) != 2 || got[0].Line != 3 || got[1].Line != 4 {
+		t.Errorf("pending after starts of a, b, c, a, cancel of b: lines %v, want [3 4]", lines(got))
+	}
+	p.observe(&ftrace.Event{Line: 7, Data: ftrace.TimerExpireEntry{Timer: 0xc}})
+	if got := p.starts(); len(got) != 1 || got[0].Line != 4 {
+		t.Errorf("after the expiry of c: lines %v, want [4]", lines(got))
+	}
+	p.observe(&ftrace.Event{Line: 8, CPU: 1, Data: ftrace.Lost{Count: 3}})
+	if got := p.starts(); len(got) != 0 {
+		t.Errorf("after lost events: lines %v, want none", lines(got))
+	}
+}
+
+func lines(evs []ftrace.Event) []int {
+	l := make([]int, len(evs))
+	for i := range evs {
+		l[i] = evs[i].Line
+	}
+	return l
+}
