@@ -113,16 +113,15 @@ func BenchmarkStreamRead(b *testing.B) {
 	reportRate(b, path, events)
 }
 
-// BenchmarkStreamReplay is tmigr replay of the recording, every check.
+// BenchmarkStreamReplay is tmigr replay of the recording, every check:
+// read whole and checked (whole, as ReadFile and Run), and read as a
+// stream and checked a quarter of it at a time, with margins of the
+// default's proportion to the segment (segments, as RunFile checks a
+// recording longer than its segment), side by side.
 func BenchmarkStreamReplay(b *testing.B) {
 	path, events := simRecording(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		t, err := replay.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := replay.Run(t, replay.Options{Wheel: true, Tmigr: true, Hrtimer: true, Placement: true})
+	o := replay.Options{Wheel: true, Tmigr: true, Hrtimer: true, Placement: true}
+	check := func(b *testing.B, res *replay.Result, err error) {
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -130,7 +129,32 @@ func BenchmarkStreamReplay(b *testing.B) {
 			b.Fatal("no tmigr decision checked")
 		}
 	}
-	reportRate(b, path, events)
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			t, err := replay.ReadFile(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res, err := replay.Run(t, o)
+			check(b, res, err)
+		}
+		reportRate(b, path, events)
+	})
+	b.Run("segments", func(b *testing.B) {
+		o := o
+		o.Segment = events / 4
+		o.Margin = o.Segment * replay.DefaultMargin / replay.DefaultSegment
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := replay.RunFile(path, o)
+			check(b, res, err)
+			if res.Segmented == nil || res.Segmented.Segments != 4 {
+				b.Fatalf("checked in %+v, want 4 segments", res.Segmented)
+			}
+		}
+		reportRate(b, path, events)
+	})
 }
 
 // BenchmarkStreamExplain is tmigr explain of the recording, in one pass.
