@@ -185,6 +185,21 @@ func ownedSpan(evs []ftrace.Event, from, to int, first, last bool) lineSpan {
 	return s
 }
 
+// add adds o's decisions to c's, its mismatches and inferences after c's.
+func (c *Counts) add(o *Counts) {
+	c.Checked += o.Checked
+	c.Matched += o.Matched
+	c.Undetermined += o.Undetermined
+	for why, n := range o.UndeterminedReasons {
+		if c.UndeterminedReasons == nil {
+			c.UndeterminedReasons = map[string]int{}
+		}
+		c.UndeterminedReasons[why] += n
+	}
+	c.Mismatches = append(c.Mismatches, o.Mismatches...)
+	c.Inferred = append(c.Inferred, o.Inferred...)
+}
+
 // mergeSegments adds up the segments' outcomes: each check's counts, its
 // reasons, and its mismatches and inferences in the order of their
 // segments.
@@ -200,17 +215,7 @@ func mergeSegments(name string, parts []*Result, o Options, seg, margin int) *Re
 			if sum == nil {
 				sum = &Counts{}
 			}
-			sum.Checked += c.Checked
-			sum.Matched += c.Matched
-			sum.Undetermined += c.Undetermined
-			for why, n := range c.UndeterminedReasons {
-				if sum.UndeterminedReasons == nil {
-					sum.UndeterminedReasons = map[string]int{}
-				}
-				sum.UndeterminedReasons[why] += n
-			}
-			sum.Mismatches = append(sum.Mismatches, c.Mismatches...)
-			sum.Inferred = append(sum.Inferred, c.Inferred...)
+			sum.add(c)
 		}
 		if sum != nil {
 			res.add(chk.Name(), sum)
