@@ -51,18 +51,16 @@
 // # Long recordings
 //
 // ReadFile and Run hold a whole recording. RunFile reads it as a stream and
-// checks one longer than a segment (Options.Segment, 524,288 events by
+// checks one longer than a segment (Options.Segment, a million events by
 // default) a segment at a time (segment.go): each segment is replayed with
-// the events of a margin before and after it (Options.Margin, 16,384), as
-// a recording of its own, and counts only the decisions made on the lines
-// it owns. The owned lines tile the recording, so every decision is
-// counted once, by the segment that holds what it reads around it; the
-// margin before replays the history from which the state is known again,
-// and the wheel timers the recording armed before the segment and still
-// pending are carried into it (their timer_start lines), so that the
-// nextevt check knows them. A decision the margin does not settle is
-// undetermined, as at the start of any recording. The machine line's
-// changes count from the recording's start in every segment.
+// the events of a margin before and after it (Options.Margin, 65,536, more
+// than the farthest the checks read ahead), as a recording of its own, and
+// counts only the decisions made on the lines it owns. The owned lines tile
+// the recording, so every decision is counted once, by the segment that
+// holds what it reads around it; the margin before replays the history
+// from which the state is known again. A decision the margin does not
+// settle is undetermined, as at the start of any recording. The machine
+// line's changes count from the recording's start in every segment.
 //
 // # The machine
 //

@@ -157,14 +157,6 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 	for k := range before {
 		before[k] = -1
 	}
-	// A segment's timers armed before it (Trace.carried) are on the
-	// wheel as their starts put them.
-	for ci := range t.carried {
-		if p, ok := t.carried[ci].Data.(ftrace.TimerStart); ok && p.CPU >= 0 && p.CPU < s.CPUs {
-			set.Restore(timer(p.Timer), p.CPU, uint32(p.Flags)&(cpu.Deferrable|cpu.Pinned), p.Expires, p.Now(), p.Idx, p.BucketExpiry)
-			wq.start(p)
-		}
-	}
 	for i := range t.Events {
 		ev := &t.Events[i]
 		if ev.CPU >= 0 && ev.CPU < s.CPUs {
@@ -1025,11 +1017,6 @@ func preexistingWith(t *Trace, clk *clock, remote *RemoteExpiry) []preTimer {
 	ended := map[uint64]int{}     // timer -> the line that took it off the wheel; no start since
 	flagsOf := map[uint64][]int{} // timer -> its entries in out still waiting for a start's flags
 	detaching := map[uint64]int{} // timer -> index in out (-1: a started one), cancelled for the expiry that follows
-	for ci := range t.carried {
-		if p, ok := t.carried[ci].Data.(ftrace.TimerStart); ok {
-			started[p.Timer] = true
-		}
-	}
 	var out []preTimer
 	left := map[int]bool{} // CPUs that left the hierarchy and have not come back
 	// unseen records a timer found pending with no start shown, at its

@@ -28,11 +28,6 @@ type Trace struct {
 	// the machine line's changes count from (hasOrigin).
 	origin    int64
 	hasOrigin bool
-	// carried are, for a segment, the timer_start lines before it of the
-	// wheel timers still pending at its first event, in the recording's
-	// order: timers the nextevt check knows rather than takes for ones
-	// armed before the recording.
-	carried []ftrace.Event
 }
 
 // changesStart returns the trace time the machine line's changes count

@@ -1,11 +1,9 @@
 package replay
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 
 	"github.com/tmigr/tmigr/ftrace"
@@ -37,20 +35,13 @@ import (
 // not show. Memory is then bounded by the segment and the machine's
 // state, whatever the recording's length.
 
-// Segment sizes: Options.Segment and Options.Margin, where zero. A segment
-// of half a million events holds about 60 MB of them. The margin is what
-// the state needs to be known again (the timers the recording armed
-// before a segment are carried, Trace.carried): decisions that read
-// farther ahead than it (up to 46,000 events, docs/performance.md) are
-// undetermined in their segment. On this machine's recordings of 0.7 and
-// 1.2 million events, segments of 200,000 with this margin determine
-// every decision the whole recording does.
+// Segment sizes: Options.Segment and Options.Margin, where zero.
 const (
 	// DefaultSegment is the events a segment owns.
-	DefaultSegment = 1 << 19
+	DefaultSegment = 1 << 20
 	// DefaultMargin is the events replayed before and after a segment's
-	// own.
-	DefaultMargin = 1 << 14
+	// own: beyond the farthest lookahead measured (46,235 events).
+	DefaultMargin = 1 << 16
 )
 
 // RunFile runs the checks o selects on the recording at path, read as a
@@ -105,10 +96,6 @@ func runStream(rd *ftrace.Reader, name string, o Options, check func(*Trace, Opt
 	// (ChangesStart): the guest's start marker, found in the events read
 	// so far, else the first event.
 	origin, marked, scanned := evs[0].TS, false, 0
-	// The wheel timers pending where the next segment starts, each with
-	// its last timer_start: what the events before it tell of the
-	// machine's timers (Trace.carried).
-	var pend pending
 	for {
 		for ; !marked && scanned < len(evs); scanned++ {
 			if m, ok := evs[scanned].Data.(ftrace.TracingMark); ok && m.Text == labStart {
@@ -123,7 +110,6 @@ func runStream(rd *ftrace.Reader, name string, o Options, check func(*Trace, Opt
 		t := &Trace{File: name, Header: rd.Header(), Events: evs[:min(to+margin, len(evs))]}
 		t.own = ownedSpan(evs, from, to, base == 0 && from == 0, last)
 		t.origin, t.hasOrigin = origin, true
-		t.carried = pend.starts()
 		r, rerr := check(t, o)
 		if rerr != nil {
 			return nil, rerr
@@ -135,9 +121,6 @@ func runStream(rd *ftrace.Reader, name string, o Options, check func(*Trace, Opt
 		// Keep the margin before the next segment's own and what follows
 		// it; read on to the margin after it.
 		keep := max(to-margin, 0)
-		for i := range keep {
-			pend.observe(&evs[i])
-		}
 		n := copy(evs, evs[keep:])
 		clear(evs[n:])
 		evs = evs[:n]
@@ -222,36 +205,4 @@ func mergeSegments(name string, parts []*Result, o Options, seg, margin int) *Re
 		}
 	}
 	return res
-}
-
-// pending follows the wheel timers a recording shows armed and not yet
-// expired or cancelled, by the timer's address: at a segment's start,
-// those the recording armed before it, which a check of the segment would
-// otherwise take for timers from before the recording (Trace.carried).
-// Lost events may have hidden any timer's cancel: after them none is
-// known.
-type pending map[uint64]ftrace.Event
-
-func (p *pending) observe(ev *ftrace.Event) {
-	switch d := ev.Data.(type) {
-	case ftrace.TimerStart:
-		if *p == nil {
-			*p = pending{}
-		}
-		(*p)[d.Timer] = *ev
-	case ftrace.TimerCancel:
-		delete(*p, d.Timer)
-	case ftrace.TimerExpireEntry:
-		delete(*p, d.Timer)
-	case ftrace.Lost, ftrace.BufferStarted:
-		clear(*p)
-	}
-}
-
-// starts returns the timer_start events of the pending timers, in the
-// recording's order.
-func (p pending) starts() []ftrace.Event {
-	l := slices.Collect(maps.Values(p))
-	slices.SortFunc(l, func(a, b ftrace.Event) int { return cmp.Compare(a.Line, b.Line) })
-	return l
 }
