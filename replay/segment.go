@@ -31,9 +31,10 @@ import (
 // from before it unknown until the trace shows it), so that what the
 // owned lines' decisions read is known as in the whole recording; a
 // decision whose state the margin does not settle is undetermined, as at
-// the start of any recording, never a mismatch the whole recording would
-// not show. Memory is then bounded by the segment and the machine's
-// state, whatever the recording's length.
+// the start of any recording (TestSegmentedTraces holds the recordings of
+// testdata/traces to that in segments of a few thousand events). Memory is
+// then bounded by the segment and the machine's state, whatever the
+// recording's length.
 
 // Segment sizes: Options.Segment and Options.Margin, where zero.
 const (
@@ -47,7 +48,7 @@ const (
 // RunFile runs the checks o selects on the recording at path, read as a
 // stream (see ftrace.Open; "-" reads standard input): one longer than
 // Options.Segment events plus its margin is checked a segment at a time
-// (Result.Segments), in memory bounded by the segment rather than by the
+// (Result.Segmented), in memory bounded by the segment rather than by the
 // recording.
 func RunFile(path string, o Options) (*Result, error) {
 	rd, c, err := ftrace.Open(path)
@@ -88,10 +89,9 @@ func runStream(rd *ftrace.Reader, name string, o Options, check func(*Trace, Opt
 		return nil, err
 	}
 	// Within the slice evs: the segment's own starts at from and ends at
-	// to, the margin after it at end (len(evs) unless the recording
-	// ended); base is the index of evs[0] in the recording.
+	// to, and the margin after it follows to.
 	var parts []*Result
-	from, base := 0, 0
+	from := 0
 	// The machine line's changes count from the recording's start
 	// (ChangesStart): the guest's start marker, found in the events read
 	// so far, else the first event.
@@ -108,7 +108,7 @@ func runStream(rd *ftrace.Reader, name string, o Options, check func(*Trace, Opt
 			to = len(evs)
 		}
 		t := &Trace{File: name, Header: rd.Header(), Events: evs[:min(to+margin, len(evs))]}
-		t.own = ownedSpan(evs, from, to, base == 0 && from == 0, last)
+		t.own = ownedSpan(evs, from, to, len(parts) == 0, last)
 		t.origin, t.hasOrigin = origin, true
 		r, rerr := check(t, o)
 		if rerr != nil {
@@ -124,7 +124,6 @@ func runStream(rd *ftrace.Reader, name string, o Options, check func(*Trace, Opt
 		n := copy(evs, evs[keep:])
 		clear(evs[n:])
 		evs = evs[:n]
-		base += keep
 		from = to - keep
 		scanned = max(scanned-keep, 0)
 		if err != io.EOF {
