@@ -293,9 +293,7 @@ func (r *replayer) explainAvailability(c int, up bool, ts int64, line int, event
 		// every one it made; one that lists none (a user's recording)
 		// says nothing of what was done to the machine meanwhile.
 		if causes := r.undeclaredCauses(c, up, event); len(causes) > 0 {
-			if r.c.own.has(line) {
-				r.c.Inferred = append(r.c.Inferred, Inference{Line: line, CPU: c, Event: event, Causes: causes})
-			}
+			r.c.infer(Inference{Line: line, CPU: c, Event: event, Causes: causes})
 			why = reasonUndeclared
 		}
 	}

@@ -143,6 +143,14 @@ func (c *Counts) match(line int) {
 	}
 }
 
+// infer lists one inference, made at its line, as the decisions are
+// counted: where c owns the line.
+func (c *Counts) infer(x Inference) {
+	if c.own.has(x.Line) {
+		c.Inferred = append(c.Inferred, x)
+	}
+}
+
 // forJSON returns c with empty rather than nil maps and lists, so that the
 // JSON form always has every key.
 func (c Counts) forJSON() *Counts {
