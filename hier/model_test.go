@@ -159,6 +159,12 @@ func (m *model) check() {
 	if w := m.h.Warnings(); w != 0 {
 		m.t.Fatalf("%d kernel WARN conditions met", w)
 	}
+	// Queue reads one group's queue as Groups reports it.
+	for _, gi := range m.h.Groups() {
+		if q := m.h.Queue(gi.ID); !slices.Equal(q, gi.Events) {
+			m.t.Fatalf("Queue(%s) = %v, Groups has %v", gi.Name, q, gi.Events)
+		}
+	}
 	anyActive := false
 	minArmed, minTimer := KtimeMax, KtimeMax
 	for c := range m.cpus {

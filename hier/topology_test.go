@@ -305,3 +305,25 @@ func TestImbalancedNUMATree(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueOfNoGroup: Queue of an ID that names no group is nil, and of
+// a group with a queued event, that event.
+func TestQueueOfNoGroup(t *testing.T) {
+	h := newPrepared(t, 16, 2, Options{})
+	for _, id := range []GroupID{NoGroup, {Level: 0, Index: 99}, {Level: 9, Index: 0}, {Level: 0, Index: -1}} {
+		if q := h.Queue(id); q != nil {
+			t.Errorf("Queue(%v) = %v, want nil", id, q)
+		}
+	}
+	for c := 0; c < 16; c++ {
+		if err := h.SetAvailable(c, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Deactivate(3, 5000)
+	g := h.CPU(3).Group
+	q := h.Queue(g)
+	if len(q) != 1 || q[0].CPU != 3 || q[0].Expires != 5000 || q[0].Owner != "cpu3" {
+		t.Errorf("Queue(%v) after CPU 3 went idle with its timer at 5000: %v", g, q)
+	}
+}

@@ -123,6 +123,26 @@ func (h *Hierarchy) groupsLocked() []GroupInfo {
 	return out
 }
 
+// Queue returns the events queued in group id, in queue order: what
+// Groups reports as its Events, read without a snapshot of every group (a
+// replay reads a group's queue at each remote round). Nil for no such
+// group.
+func (h *Hierarchy) Queue(id GroupID) []EventInfo {
+	h.setupMu.Lock()
+	defer h.setupMu.Unlock()
+	if id.Level < 0 || id.Level >= len(h.lists) || id.Index < 0 || id.Index >= len(h.lists[id.Level]) {
+		return nil
+	}
+	g := h.lists[id.Level][id.Index]
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []EventInfo
+	for i := 0; i < g.events.n; i++ {
+		out = append(out, eventInfo(g.events.e[i]))
+	}
+	return out
+}
+
 func eventInfo(e *event) EventInfo {
 	ei := EventInfo{CPU: e.cpu, Expires: e.expires, Ignore: e.ignore.Load()}
 	if e.ownerGroup != nil {

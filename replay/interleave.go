@@ -328,12 +328,7 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 
 // queueOf returns the events queued in group g, in queue order.
 func (r *replayer) queueOf(g hier.GroupID) []hier.EventInfo {
-	for _, gi := range r.m.h.Groups() {
-		if gi.ID == g {
-			return gi.Events
-		}
-	}
-	return nil
+	return r.m.h.Queue(g)
 }
 
 // updatesAfter reports whether p is a deactivation whose event update of

@@ -137,36 +137,30 @@ func (r *replayer) findWitnesses() {
 // own group (the fast exit). With rd, it also notes the queued events that
 // now decides about.
 func (r *replayer) roundDeps(h int, rd *round, idx int) reason {
-	gis := r.m.h.Groups()
-	st := map[hier.GroupID]gstate{}
-	queues := map[hier.GroupID][]hier.EventInfo{}
-	for _, gi := range gis {
-		st[gi.ID] = gstate{gi.Active, gi.Migrator}
-		queues[gi.ID] = gi.Events
-	}
+	st := r.m.current()
 	g0 := r.topo.CPUGroup[h]
 	why := *r.gk.at(g0)
-	if m := st[g0].migrator; m != r.topo.CPUBit[h] && m != hier.MigratorNone {
+	if m := st.at(g0).migrator; m != r.topo.CPUBit[h] && m != hier.MigratorNone {
 		why = first(why, r.wk[h])
 	}
 	for k, g := range r.topo.Path[h] {
 		bit := r.topo.PathBit(h, k)
-		if *r.gk.at(g) == reasonMigrator && r.topo.Node(g).Parent == hier.NoGroup && r.qReason(g, st[g]) == known && !live(queues[g]) {
+		if *r.gk.at(g) == reasonMigrator && r.topo.Node(g).Parent == hier.NoGroup && r.qReason(g, *st.at(g)) == known && !live(r.m.h.Queue(g)) {
 			// Whichever active child is the top's migrator, the visit
 			// finds nothing to expire and goes no further.
 			continue
 		}
 		why = first(why, *r.gk.at(g))
-		if m := st[g].migrator; m != bit && m != hier.MigratorNone {
+		if m := st.at(g).migrator; m != bit && m != hier.MigratorNone {
 			break
 		}
 		if k == 0 {
-			why = first(why, r.q0Reason(g, st[g], idx, rd))
+			why = first(why, r.q0Reason(g, *st.at(g), idx, rd))
 		} else {
-			why = first(why, r.qReason(g, st[g]))
+			why = first(why, r.qReason(g, *st.at(g)))
 		}
 		if rd != nil {
-			for _, e := range queues[g] {
+			for _, e := range r.m.h.Queue(g) {
 				if !e.Ignore {
 					rd.note(e.CPU, e.Expires)
 				}
@@ -306,11 +300,11 @@ func (r *replayer) claimOrder(o *op) bool {
 // walk must not read a CPU's own state, whose lock the walking CPU holds.
 func (r *replayer) queuedExpiries() map[int]int64 {
 	out := make(map[int]int64, r.topo.NCPUs)
-	for _, gi := range r.m.h.Groups() {
-		if gi.Level != 0 {
+	for _, g := range r.topo.Groups {
+		if g.Level != 0 {
 			continue
 		}
-		for _, e := range gi.Events {
+		for _, e := range r.m.h.Queue(g) {
 			if c, ok := ownerCPU(e.Owner); ok {
 				out[c] = e.Expires
 			}
@@ -1041,12 +1035,9 @@ func (r *replayer) predictRound(j int) (int64, bool) {
 			hi = r.clk.ns(h)
 		}
 	}
-	st := map[hier.GroupID]hier.GroupInfo{}
-	for _, gi := range r.m.h.Groups() {
-		st[gi.ID] = gi
-	}
+	st := r.m.current()
 	bit := r.topo.CPUBit[cpu]
-	if m := st[path[0]].Migrator; m != bit && m != hier.MigratorNone {
+	if m := st.at(path[0]).migrator; m != bit && m != hier.MigratorNone {
 		if w := r.m.h.CPU(cpu).Wakeup; w == hier.KtimeMax {
 			return w, true
 		}
@@ -1057,11 +1048,11 @@ func (r *replayer) predictRound(j int) (int64, bool) {
 		if k > 0 {
 			bit = r.topo.Node(path[k-1]).Bit
 		}
-		if m := st[g].Migrator; m != bit && m != hier.MigratorNone {
+		if m := st.at(g).migrator; m != bit && m != hier.MigratorNone {
 			break
 		}
 		first = hier.KtimeMax
-		for _, e := range st[g].Events {
+		for _, e := range r.m.h.Queue(g) {
 			switch {
 			case e.Ignore || e.Expires <= lo:
 				// Skipped, or due and dequeued.
