@@ -37,8 +37,10 @@ type knowledge struct {
 	// startTie: the group's last transition was printed at the
 	// recording's first time (compareGroups).
 	startTie byGroup[bool]
-	// opaque: CPUs whose transitions the trace does not show.
-	opaque []bool
+	// opaque: CPUs whose transitions the trace does not show; opaqueCPUs
+	// lists them (volatile marks them before every operation).
+	opaque     []bool
+	opaqueCPUs []int
 	// late: CPUs that print nothing in the recording, which the model
 	// leaves out of the hierarchy although its kernel would have them in
 	// (checkMembers), and whose event the recording does not rule out
@@ -171,10 +173,8 @@ func (r *replayer) volatile() {
 			*r.gk.at(g) = why
 		}
 	}
-	for c, o := range r.opaque {
-		if o {
-			mark(c, reasonOpaque)
-		}
+	for _, c := range r.opaqueCPUs {
+		mark(c, reasonOpaque)
 	}
 	for c, ws := range r.lostWin {
 		for _, w := range ws {

@@ -39,7 +39,9 @@ func (r *replayer) findOpaque() {
 	}
 	defer func() {
 		for c := range r.opaque {
-			r.opaque[c] = changed[c] && !own[c]
+			if r.opaque[c] = changed[c] && !own[c]; r.opaque[c] {
+				r.opaqueCPUs = append(r.opaqueCPUs, c)
+			}
 		}
 	}()
 	// A CPU out of the hierarchy has no bit in any group and its tasks
