@@ -77,7 +77,9 @@ func runStream(rd *ftrace.Reader, name string, o Options, check func(*Trace, Opt
 	defer k.Close()
 	// The first segment: its own and the margin after it, and one event
 	// more, which says whether the recording goes on.
-	evs, err := k.Read(make([]ftrace.Event, 0, seg+2*margin+1), seg+margin+1)
+	buf := make([]ftrace.Event, 0, seg+2*margin+1)
+	adviseHugePages(buf)
+	evs, err := k.Read(buf, seg+margin+1)
 	if err == io.EOF {
 		if len(evs) == 0 {
 			return nil, errors.New("the trace holds no events")
