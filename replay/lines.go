@@ -37,6 +37,16 @@ func (r *replayer) groupLine(i int) kgroup {
 		after: gstate{g.Active, g.Migrator}, childmask: uint8(g.Childmask)}
 }
 
+// groupLines appends the group lines of o (groupLine of each of o.groups)
+// to buf: a walk's comparison reads each several times, and decoding it
+// once reads its event once.
+func (r *replayer) groupLines(buf []kgroup, o *op) []kgroup {
+	for _, i := range o.groups {
+		buf = append(buf, r.groupLine(i))
+	}
+	return buf
+}
+
 // prior is a group's state before a transition, inferred from the state
 // the transition printed.
 type prior struct {

@@ -183,11 +183,13 @@ func (r *replayer) preResync(o *op) reason {
 	// The transitions whose state an operation replayed inside the walk
 	// will give (catchesUp): no resynchronisation gives it before.
 	var caught map[int]bool
+	var glBuf [8]kgroup
+	gls := r.groupLines(glBuf[:0], o)
 	for tries := 0; ; tries++ {
 		cur := r.m.current() // read only: bridge changes nothing, exec is last
 		bridged := false
-		for k, i := range o.groups {
-			gl := r.groupLine(i)
+		for k, gl := range gls {
+			i := o.groups[k]
 			p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 			if gl.id == hier.NoGroup || p.bad || p.admits(*cur.at(gl.id)) {
 				continue
@@ -220,8 +222,8 @@ func (r *replayer) preResync(o *op) reason {
 	cur := r.m.current() // read only, until resyncTo
 	var want map[hier.GroupID]gstate
 	why := known
-	for _, i := range o.groups {
-		gl := r.groupLine(i)
+	for k, gl := range gls {
+		i := o.groups[k]
 		p := priorOf(gl.activate, gl.after, gl.childmask, gl.lvl)
 		// A transition no consistent state leads to, or one from a state
 		// the model knows, is left to the comparison.

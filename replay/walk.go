@@ -124,6 +124,8 @@ func (r *replayer) runWalk(o *op) {
 // known from now on. It returns why the walk was undetermined.
 func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynced reason, pathWhy []reason) reason {
 	lastWhy := known
+	var glBuf [8]kgroup
+	gls := r.groupLines(glBuf[:0], o)
 	for k := 0; k < max(len(o.groups), len(mg)); k++ {
 		why := resynced
 		if k < len(pathWhy) {
@@ -132,7 +134,7 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 		line := r.ev[o.last()].Line
 		var kernel, model transition
 		if k < len(o.groups) {
-			gl := r.groupLine(o.groups[k])
+			gl := gls[k]
 			line = gl.line
 			kernel = transition{gl.id, gl.after, true}
 			if !*r.seen.at(gl.id) {
@@ -172,11 +174,10 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 	var postBuf [8]gstate
 	post := postBuf[:0]
 	cur := r.m.current()
-	for _, i := range o.groups {
-		post = append(post, *cur.at(r.groupLine(i).id))
+	for _, gl := range gls {
+		post = append(post, *cur.at(gl.id))
 	}
-	for k, i := range o.groups {
-		gl := r.groupLine(i)
+	for k, gl := range gls {
 		*r.seen.at(gl.id) = true
 		same := k < len(mg) && mg[k].group == gl.id && gstate{mg[k].active, mg[k].migrator} == gl.after
 		if gl.id != hier.NoGroup && !same && post[k] != gl.after {
@@ -190,15 +191,14 @@ func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynce
 	if len(fix) > 0 {
 		applied = r.resyncTo(fix, first(lastWhy, reasonDiverged))
 	}
-	for k, i := range o.groups {
-		gl := r.groupLine(i)
+	for k, gl := range gls {
 		if gl.id == hier.NoGroup {
 			continue
 		}
 		if applied || post[k] == gl.after {
 			*r.gk.at(gl.id) = known
 		}
-		*r.startTie.at(gl.id) = r.ev[i].TS == r.startTS && !r.boot
+		*r.startTie.at(gl.id) = r.ev[o.groups[k]].TS == r.startTS && !r.boot
 	}
 	return lastWhy
 }
