@@ -123,10 +123,9 @@ func (h *Hierarchy) groupsLocked() []GroupInfo {
 	return out
 }
 
-// Queue returns the events queued in group id, in queue order: what
-// Groups reports as its Events, read without a snapshot of every group (a
-// replay reads a group's queue at each remote round). Nil for no such
-// group.
+// Queue returns the events queued in group id, in queue order: the Events
+// Groups reports for it, without a snapshot of every other group. Nil for
+// no such group.
 func (h *Hierarchy) Queue(id GroupID) []EventInfo {
 	h.setupMu.Lock()
 	defer h.setupMu.Unlock()

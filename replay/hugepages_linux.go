@@ -14,8 +14,8 @@ const hugePage = 2 << 20
 
 // adviseHugePages asks the kernel to back the array of buf (its capacity)
 // by transparent huge pages, madvise(MADV_HUGEPAGE), as it does on request
-// where /sys/kernel/mm/transparent_hugepage/enabled is "madvise" (the
-// default of many distributions). A segment's buffer (runStream) is a
+// where /sys/kernel/mm/transparent_hugepage/enabled is "madvise" (as on
+// the CI VM; "always" backs it so unasked). A segment's buffer (runStream) is a
 // hundred megabytes and more, written from start to end and read back and
 // forth by the checks: 2 MiB pages take a 512th of the page faults and of
 // the TLB entries that 4 KiB ones do (docs/performance.md). Only the whole

@@ -314,7 +314,7 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 			continue
 		}
 		if !read {
-			queue, read = r.queueOf(g), true
+			queue, read = r.m.h.Queue(g), true
 		}
 		owner := child.String()
 		for _, e := range queue {
@@ -324,11 +324,6 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 		}
 	}
 	return -1
-}
-
-// queueOf returns the events queued in group g, in queue order.
-func (r *replayer) queueOf(g hier.GroupID) []hier.EventInfo {
-	return r.m.h.Queue(g)
 }
 
 // updatesAfter reports whether p is a deactivation whose event update of
