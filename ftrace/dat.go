@@ -179,7 +179,8 @@ func (d *datSource) event(r *Reader, rec tracedat.Record) (Event, bool, error) {
 		ev.Payload = string(d.buf)
 	}
 	// An event without Data is only counted, by accept.
-	return r.accept(ev, 9, true)
+	ok, err = r.accept(&ev, 9, true)
+	return ev, ok, err
 }
 
 // source is where a trace.dat record holds a column's value: the record's

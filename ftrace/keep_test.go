@@ -65,13 +65,15 @@ func withSkippedAndSwapped(t *testing.T, path string) string {
 		if strings.HasPrefix(l, "# entries-in-buffer") {
 			continue // the count would not hold
 		}
-		ev, _, _, err := parseLine(l)
+		var ev Event
+		_, _, err := parseLine(l, &ev)
 		if err != nil || strings.HasPrefix(l, "#") {
 			out = append(out, l)
 			continue
 		}
 		if i%89 == 0 && i+1 < len(lines) {
-			if next, _, _, err := parseLine(lines[i+1]); err == nil && next.CPU != ev.CPU && next.TS-ev.TS < 1000 {
+			var next Event
+			if _, _, err := parseLine(lines[i+1], &next); err == nil && next.CPU != ev.CPU && next.TS-ev.TS < 1000 {
 				out = append(out, lines[i+1], l)
 				i++
 				continue

@@ -37,7 +37,8 @@ var errNotEvent = errors.New("not an event line: no TASK-PID [CPU] part")
 // tracepoint, and for a line of the function tracer, Data is nil. Line is
 // left 0.
 func ParseLine(line string) (Event, error) {
-	ev, _, tp, err := parseLine(line)
+	var ev Event
+	_, tp, err := parseLine(line, &ev)
 	if err != nil || !tp {
 		return ev, err
 	}
@@ -50,8 +51,8 @@ func ParseLine(line string) (Event, error) {
 	return ev, nil
 }
 
-// parseLine splits an event line into its parts, without decoding the
-// payload; digits is the number of decimals of the timestamp (6 or 9). tp
+// parseLine splits an event line into its parts, into *ev (which it
+// leaves as it was on an error), without decoding the payload; digits is the number of decimals of the timestamp (6 or 9). tp
 // is false for a line whose name is not followed by a colon, which is no
 // tracepoint (the function tracer prints "hrtimer_cancel <-tick_nohz_idle_exit").
 //
@@ -61,10 +62,10 @@ func ParseLine(line string) (Event, error) {
 // "-digits blanks [digits]" from the left is taken, so a comm that itself
 // holds such a part is the one thing that can mislead it; the Writer refuses
 // such names.
-func parseLine(s string) (ev Event, digits int, tp bool, err error) {
+func parseLine(s string, ev *Event) (digits int, tp bool, err error) {
 	sep, pidEnd, cpuStart, cpuEnd := findSep(s)
 	if sep < 0 {
-		return Event{}, 0, false, errNotEvent
+		return 0, false, errNotEvent
 	}
 	k := 0
 	for k < sep && s[k] == ' ' {
@@ -72,26 +73,26 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 	}
 	task := s[k:sep]
 	if task == "" {
-		return Event{}, 0, false, errors.New("empty task name")
+		return 0, false, errors.New("empty task name")
 	}
 	pid, why := parseUint(s[sep+1:pidEnd], math.MaxInt32)
 	if why != "" {
-		return Event{}, 0, false, fmt.Errorf("PID %q %s", s[sep+1:pidEnd], why)
+		return 0, false, fmt.Errorf("PID %q %s", s[sep+1:pidEnd], why)
 	}
 	cpu, why := parseUint(s[cpuStart:cpuEnd], cpumask.MaxCPUs-1)
 	if why != "" {
-		return Event{}, 0, false, fmt.Errorf("CPU %q %s", s[cpuStart:cpuEnd], why)
+		return 0, false, fmt.Errorf("CPU %q %s", s[cpuStart:cpuEnd], why)
 	}
 	rest := s[cpuEnd+1:]
 	if rest == "" || rest[0] != ' ' {
-		return Event{}, 0, false, errors.New("no blank after [CPU]")
+		return 0, false, errors.New("no blank after [CPU]")
 	}
 	rest = trimBlanks(rest)
 	tok, after := cutBlank(rest)
 	var flags string
 	if !looksLikeTimestamp(tok) {
 		if why := checkFlags(tok); why != "" {
-			return Event{}, 0, false, fmt.Errorf("flags %q %s", clip(tok), why)
+			return 0, false, fmt.Errorf("flags %q %s", clip(tok), why)
 		}
 		flags = tok
 		tok, after = cutBlank(trimBlanks(after))
@@ -99,9 +100,9 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 	ts, digits, why := parseTimestamp(tok)
 	if why != "" {
 		if err := rawCount(tok); err != nil {
-			return Event{}, 0, false, err
+			return 0, false, err
 		}
-		return Event{}, 0, false, fmt.Errorf("timestamp %q %s", clip(tok), why)
+		return 0, false, fmt.Errorf("timestamp %q %s", clip(tok), why)
 	}
 	if after = trimBlanks(after); strings.HasPrefix(after, "(+") {
 		// trace-cmd report --ts-diff: "(+123)" after the time.
@@ -128,7 +129,7 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 		n = from + b
 	}
 	if n == 0 {
-		return Event{}, 0, false, errors.New("no event name after the timestamp")
+		return 0, false, errors.New("no event name after the timestamp")
 	}
 	name, payload := rest[:n], ""
 	switch {
@@ -138,9 +139,9 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 		// "<stack trace>", or the function tracer's "func <-parent".
 		payload = trimBlanks(rest[n:])
 	default:
-		return Event{}, 0, false, fmt.Errorf("no colon after the event name %q", clip(name))
+		return 0, false, fmt.Errorf("no colon after the event name %q", clip(name))
 	}
-	return Event{
+	*ev = Event{
 		Task:    task,
 		PID:     int(pid),
 		CPU:     int(cpu),
@@ -148,7 +149,8 @@ func parseLine(s string) (ev Event, digits int, tp bool, err error) {
 		TS:      ts,
 		Name:    name,
 		Payload: payload,
-	}, digits, tp, nil
+	}
+	return digits, tp, nil
 }
 
 // findSep finds the first "-PID<blanks>[CPU]" in s and returns the index of

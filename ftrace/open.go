@@ -308,17 +308,20 @@ func newKeeping(r *Reader, keep keeper) *Keeping {
 func (k *Keeping) Read(dst []Event, n int) ([]Event, error) {
 	start := len(dst)
 	for range n {
-		ev, err := k.r.Next()
-		if err == io.EOF {
-			return dst, io.EOF
-		}
-		if err != nil {
+		// Each event is read into its place in dst (Reader.nextTo).
+		dst = append(dst, Event{})
+		ev := &dst[len(dst)-1]
+		if err := k.r.nextTo(ev); err != nil {
+			*ev = Event{} // dst's array is kept: it holds nothing it does not need
+			dst = dst[:len(dst)-1]
+			if err == io.EOF {
+				return dst, io.EOF
+			}
 			return dst[:start], err
 		}
 		if !k.inReader {
-			k.keep.detach(&ev, k.r.dat == nil)
+			k.keep.detach(ev, k.r.dat == nil)
 		}
-		dst = append(dst, ev)
 	}
 	return dst, nil
 }

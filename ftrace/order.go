@@ -73,7 +73,7 @@ func (o *orderCheck) grow(cpu int) {
 
 // check records ev, or says why it is out of order; strict refuses an
 // event earlier than another CPU's latest.
-func (o *orderCheck) check(ev Event, strict bool) error {
+func (o *orderCheck) check(ev *Event, strict bool) error {
 	o.grow(ev.CPU)
 	if l := o.last[ev.CPU]; l > ev.TS {
 		return fmt.Errorf("time goes backwards on CPU %d: %s after %s on line %d (a broken recording, or recordings spliced together?)",
@@ -248,8 +248,7 @@ func (q *ring) drain() []keyed {
 }
 
 func (w *window) next(r *Reader) (Event, error) {
-	if r.asWritten && w.held() == 0 && r.format != FormatReport {
-		// The simulator's trace is read as written: nothing to hold.
+	if w.passes(r) {
 		return r.next()
 	}
 	for w.err == nil && (w.held() == 0 || w.held() <= w.size && !r.asWritten || r.format == FormatReport) {
@@ -267,6 +266,12 @@ func (w *window) next(r *Reader) (Event, error) {
 		return ev, nil
 	}
 	return Event{}, w.err
+}
+
+// passes reports whether the next event passes through the window as it
+// is read: the simulator's trace is read as written, with nothing held.
+func (w *window) passes(r *Reader) bool {
+	return r.asWritten && w.held() == 0 && r.format != FormatReport
 }
 
 // end notes what ended the input. A Reader that sorts cannot return an

@@ -127,30 +127,53 @@ func (r *Reader) Next() (Event, error) {
 	return r.next()
 }
 
+// nextTo is Next into *ev, which it leaves undefined on an error: an
+// event that passes through the window is parsed in the place it is kept
+// (Keeping.Read), not copied there from each function that makes it.
+func (r *Reader) nextTo(ev *Event) error {
+	if r.win != nil && !r.win.passes(r) {
+		e, err := r.win.next(r)
+		*ev = e
+		return err
+	}
+	return r.nextInto(ev)
+}
+
 // next is Next without sorting.
 func (r *Reader) next() (Event, error) {
+	var ev Event
+	if err := r.nextInto(&ev); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// nextInto is next into *ev, which it leaves undefined on an error.
+func (r *Reader) nextInto(ev *Event) error {
 	if r.err != nil {
-		return Event{}, r.err
+		return r.err
 	}
 	if r.dat != nil {
-		return r.dat.next(r)
+		e, err := r.dat.next(r)
+		*ev = e
+		return err
 	}
 	for {
 		raw, err := r.readLine()
 		if err != nil {
 			r.err = err
-			return Event{}, err
+			return err
 		}
-		ev, ok, err := r.handle(raw)
+		ok, err := r.handle(raw, ev)
 		if err != nil {
-			return Event{}, err
+			return err
 		}
 		if ok {
 			r.stats.Events++
 			if r.keep != nil {
-				r.keep.detach(&ev, true)
+				r.keep.detach(ev, true)
 			}
-			return ev, nil
+			return nil
 		}
 	}
 }
@@ -336,7 +359,8 @@ func classify(s string) lineKind {
 	case s[0] == '#':
 		return kindComment
 	}
-	if _, _, _, err := parseLine(s); !errors.Is(err, errNotEvent) {
+	var ev Event
+	if _, _, err := parseLine(s, &ev); !errors.Is(err, errNotEvent) {
 		return kindEvent
 	}
 	return kindOther
@@ -382,41 +406,54 @@ func controlChar(b string) int {
 	return -1
 }
 
-// handle interprets one line. ok reports an event to return.
-func (r *Reader) handle(s string) (ev Event, ok bool, err error) {
+// handle interprets one line into *ev (undefined unless ok). ok reports
+// an event to return.
+func (r *Reader) handle(s string, ev *Event) (ok bool, err error) {
 	if i := controlChar(s); i >= 0 {
 		if !r.seen {
-			return Event{}, false, r.fatal(r.notFtraceLine(s))
+			return false, r.fatal(r.notFtraceLine(s))
 		}
-		return Event{}, false, r.lineErr(fmt.Errorf("control character %#02x at column %d", s[i], i+1))
+		return false, r.lineErr(fmt.Errorf("control character %#02x at column %d", s[i], i+1))
 	}
 	if r.format == FormatReport {
 		s = r.cutInstance(s)
 	}
+	var special func(string) (Event, bool, error)
 	switch {
 	case len(s) == 0:
-		return Event{}, false, nil
+		return false, nil
 	case s[0] == '#':
-		return r.comment(r.own(s))
+		special, s = r.comment, r.own(s)
 	case strings.HasPrefix(s, "CPU:"):
-		return r.lost(s)
+		special = r.lost
 	case strings.HasPrefix(s, " => "):
 		// A frame of a stack trace, which follows a skipped
 		// "<stack trace>" event.
-		return Event{}, false, nil
+		return false, nil
 	}
-	ev, digits, tp, err := parseLine(s)
-	if errors.Is(err, errNotEvent) {
-		// trace-cmd report -l: "record.s-10478   1d.h3.   503.191711: ..."
-		var ok bool
-		if ev, digits, tp, ok = parseLatencyLine(s); !ok {
-			return r.other(r.own(s))
+	digits, tp, err := 0, false, error(nil)
+	if special == nil {
+		digits, tp, err = parseLine(s, ev)
+		if errors.Is(err, errNotEvent) {
+			// trace-cmd report -l: "record.s-10478   1d.h3.   503.191711: ..."
+			var e Event
+			var ok bool
+			if e, digits, tp, ok = parseLatencyLine(s); ok {
+				*ev = e
+				r.sawReport()
+				err = nil
+			} else {
+				special, s = r.other, r.own(s)
+			}
 		}
-		r.sawReport()
-		err = nil
+	}
+	if special != nil {
+		e, ok, err := special(s)
+		*ev = e
+		return ok, err
 	}
 	if err != nil {
-		return Event{}, false, r.lineErr(err)
+		return false, r.lineErr(err)
 	}
 	return r.accept(ev, digits, tp)
 }
@@ -432,12 +469,12 @@ func (r *Reader) own(s string) string {
 }
 
 // accept checks and decodes a parsed event line.
-func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
+func (r *Reader) accept(ev *Event, digits int, tp bool) (bool, error) {
 	r.seen = true
 	r.entryLines++
 	ev.Line = r.line
 	if m := r.hdr.Machine; m != nil && ev.CPU >= m.CPUs {
-		return Event{}, false, r.lineErr(fmt.Errorf("CPU %d outside the machine's %d CPUs", ev.CPU, m.CPUs))
+		return false, r.lineErr(fmt.Errorf("CPU %d outside the machine's %d CPUs", ev.CPU, m.CPUs))
 	}
 	switch r.digits {
 	case 0:
@@ -445,11 +482,11 @@ func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
 		r.hdr.Nanoseconds = digits == 9
 	case digits:
 	default:
-		return Event{}, false, r.lineErr(fmt.Errorf("timestamp with %d decimals after ones with %d", digits, r.digits))
+		return false, r.lineErr(fmt.Errorf("timestamp with %d decimals after ones with %d", digits, r.digits))
 	}
 	if !r.asWritten {
 		if err := r.order.check(ev, r.win == nil && !r.live); err != nil {
-			return Event{}, false, r.lineErr(err)
+			return false, r.lineErr(err)
 		}
 	}
 	r.lastTS = ev.TS
@@ -475,17 +512,17 @@ func (r *Reader) accept(ev Event, digits int, tp bool) (Event, bool, error) {
 			name = r.keep.syms.intern(name)
 		}
 		r.stats.Skipped[name]++
-		return Event{}, false, nil
+		return false, nil
 	}
 	if r.dec.err != nil {
 		if r.format == FormatReport {
-			return Event{}, false, r.lineErr(fmt.Errorf("%w (trace-cmd report -R prints raw fields, which this reader does not decode: print the report without -R)", r.dec.err))
+			return false, r.lineErr(fmt.Errorf("%w (trace-cmd report -R prints raw fields, which this reader does not decode: print the report without -R)", r.dec.err))
 		}
-		return Event{}, false, r.lineErr(r.dec.err)
+		return false, r.lineErr(r.dec.err)
 	}
 	ev.Data = p
 	ev.Name = p.Name()
-	return ev, true, nil
+	return true, nil
 }
 
 // other handles a line that is neither a comment nor an event.

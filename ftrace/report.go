@@ -136,7 +136,8 @@ func parseLatencyLine(s string) (ev Event, digits int, tp bool, ok bool) {
 		// Rebuild the kernel's layout and parse that: one parser for the
 		// timestamp, the name and the payload.
 		line := s[:j] + " [" + s[k:c] + "] " + s[c:flagsEnd] + s[flagsEnd:]
-		e, d, t, err := parseLine(line)
+		var e Event
+		d, t, err := parseLine(line, &e)
 		if err != nil {
 			return Event{}, 0, false, false
 		}

@@ -113,7 +113,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 	}
 	// groupLine binds a group printed at level lvl on cpu's path, with its
 	// parent and node.
-	groupLine := func(e ftrace.Event, cpu int, g ftrace.TmigrGroupAndCPU) {
+	groupLine := func(e *ftrace.Event, cpu int, g ftrace.TmigrGroupAndCPU) {
 		id := topo.At(cpu, g.Lvl)
 		if id == hier.NoGroup {
 			m.fail(e.Line, fmt.Sprintf("group at lvl=%d on the path of CPU %d", g.Lvl, cpu), fmt.Sprintf("%d levels above CPU %d", len(topo.Path[cpu]), cpu))
@@ -125,7 +125,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 		m.check(e.Line, "numa", g.Numa, n.Node)
 		m.check(e.Line, "childmask", int(g.Childmask), int(topo.PathBit(cpu, g.Lvl)))
 	}
-	updateLine := func(e ftrace.Event, cpu int, u ftrace.TmigrUpdateEvents) {
+	updateLine := func(e *ftrace.Event, cpu int, u ftrace.TmigrUpdateEvents) {
 		id := topo.At(cpu, u.GroupLvl)
 		if id == hier.NoGroup {
 			m.fail(e.Line, fmt.Sprintf("group at group_lvl=%d on the path of CPU %d", u.GroupLvl, cpu), fmt.Sprintf("%d levels above CPU %d", len(topo.Path[cpu]), cpu))
@@ -137,7 +137,8 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 	// A trace from boot shows the groups being created, GRPl:i being the
 	// i-th of level l, and connected.
 	created := map[int]int{}
-	for _, e := range ev {
+	for i := range ev {
+		e := &ev[i]
 		switch p := e.Data.(type) {
 		case ftrace.TmigrGroupSet:
 			id := hier.GroupID{Level: p.Lvl, Index: created[p.Lvl]}
@@ -190,7 +191,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 			walker = -1
 		}
 		for _, i := range o.lines {
-			e := ev[i]
+			e := &ev[i]
 			switch p := e.Data.(type) {
 			case ftrace.TmigrGroupSetCPUActive:
 				walker = o.cpu

@@ -209,13 +209,15 @@ func checkPlacement(f *facts, s Shape) (Counts, error) {
 	// such a line expires wherever that was.
 	hotplug := map[int]int64{}
 	for i := range t.Events {
-		ev := t.Events[i]
+		ev := &t.Events[i]
 		if c, ok := hotplugThread(ev.Task); ok {
 			hotplug[c] = ev.TS
 		}
-		base, _ := remote.Observe(&t.Events[i])
-		delete(hfinishing, ev.CPU)
-		if tm, ok := finishing[ev.CPU]; ok {
+		base, _ := remote.Observe(ev)
+		if len(hfinishing) > 0 {
+			delete(hfinishing, ev.CPU)
+		}
+		if tm, ok := finishing[ev.CPU]; ok && len(finishing) > 0 {
 			delete(finishing, ev.CPU)
 			if _, again := ev.Data.(ftrace.TimerExpireEntry); !again || ev.Data.(ftrace.TimerExpireEntry).Timer != tm {
 				delete(running, tm)
@@ -268,7 +270,7 @@ func checkPlacement(f *facts, s Shape) (Counts, error) {
 				// the base has normally cleared running_timer, and
 				// the rule places it, unless its CPU stalled before
 				// relocking (then it stays).
-				want, why = p.wheelRule(a, ev, d)
+				want, why = p.wheelRule(a, *ev, d)
 				if d.CPU == base {
 					why = first(why, reasonFinishing)
 					want.Set(base)
@@ -279,7 +281,7 @@ func checkPlacement(f *facts, s Shape) (Counts, error) {
 				// stamped with this line's time: which came first the
 				// two CPUs' lines do not tell, and running_timer is
 				// cleared only after the exit line.
-				want, why = p.wheelRule(a, ev, d)
+				want, why = p.wheelRule(a, *ev, d)
 				want.Set(base)
 				why = first(why, reasonFinishing)
 				want, why = p.addTimerOn(a, d, want, why)
@@ -288,10 +290,10 @@ func checkPlacement(f *facts, s Shape) (Counts, error) {
 			case d.Flags&ftrace.TimerPinned != 0:
 				want.Set(a)
 			default:
-				want, why = p.wheel(a, ev)
+				want, why = p.wheel(a, *ev)
 				want, why = p.addTimerOn(a, d, want, why)
 			}
-			p.decide(&c, ev, "timer_start", d.CPU, want, why, lost[a])
+			p.decide(&c, *ev, "timer_start", d.CPU, want, why, lost[a])
 		case ftrace.HrtimerStart:
 			a := ev.CPU
 			var want cpumask.Mask
@@ -311,7 +313,7 @@ func checkPlacement(f *facts, s Shape) (Counts, error) {
 				if d.Mode.Pinned() {
 					want.Set(a)
 				} else {
-					want, why = p.hrtimer(a, ev)
+					want, why = p.hrtimer(a, *ev)
 				}
 				if !ok {
 					base = fin
@@ -323,9 +325,9 @@ func checkPlacement(f *facts, s Shape) (Counts, error) {
 			case d.Mode.Pinned():
 				want.Set(a)
 			default:
-				want, why = p.hrtimer(a, ev)
+				want, why = p.hrtimer(a, *ev)
 			}
-			hpending[d.Hrtimer] = hstart{ev, want, why}
+			hpending[d.Hrtimer] = hstart{*ev, want, why}
 		case ftrace.HrtimerCancel:
 			delete(hpending, d.Hrtimer)
 		case ftrace.HrtimerExpireEntry:

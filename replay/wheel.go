@@ -161,8 +161,8 @@ func checkWheel(f *facts, hz int) Counts {
 	startJ := firstJiffies(t)
 
 	for i := range t.Events {
-		ev := t.Events[i]
-		owner, isRemote := remote.Observe(&t.Events[i])
+		ev := &t.Events[i]
+		owner, isRemote := remote.Observe(ev)
 		switch p := ev.Data.(type) {
 		case ftrace.Lost, ftrace.BufferStarted:
 			// The lines this CPU printed in the gap are gone: timers
@@ -247,7 +247,7 @@ func checkWheel(f *facts, hz int) Counts {
 //
 // startJ is the first jiffies the trace shows: the recording began at
 // that jiffy or before.
-func checkStart(c *Counts, ev ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int, floor uint64, hasFloor bool, startJ uint64) uint64 {
+func checkStart(c *Counts, ev *ftrace.Event, p ftrace.TimerStart, b *wheelBase, unknownElsewhere bool, depth int, floor uint64, hasFloor bool, startJ uint64) uint64 {
 	jiffies := p.Now()
 	clk := b.forwarded(jiffies)
 	lower := clk // the lowest clock the kernel could have had
@@ -345,19 +345,26 @@ func (b *wheelBase) forwarded(jiffies uint64) uint64 {
 // stalled CPU does between two lines happened after the first).
 type seenJiffies struct {
 	own  map[int]uint64 // CPU -> the most jiffies it printed
-	prev map[int]int64  // CPU -> its previous line's stamp
+	prev []stamp        // by CPU: its previous line's stamp (observe takes every line, so not a map)
 	ts   []int64        // every line that printed jiffies, in order
 	most []uint64       // the most jiffies printed up to ts[i]
 }
 
+// stamp is a CPU's previous line's stamp, if it has printed one.
+type stamp struct {
+	ts  int64
+	has bool
+}
+
 func newSeenJiffies() *seenJiffies {
-	return &seenJiffies{own: map[int]uint64{}, prev: map[int]int64{}}
+	return &seenJiffies{own: map[int]uint64{}}
 }
 
 // before returns the floor for the line ev, before it is observed.
-func (s *seenJiffies) before(ev ftrace.Event) (uint64, bool) {
+func (s *seenJiffies) before(ev *ftrace.Event) (uint64, bool) {
 	floor, ok := s.own[ev.CPU]
-	if t, has := s.prev[ev.CPU]; has {
+	if c := ev.CPU; c >= 0 && c < len(s.prev) && s.prev[c].has {
+		t := s.prev[c].ts
 		k := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= t-skewNS })
 		if k > 0 && (!ok || wheel.After(s.most[k-1], floor)) {
 			floor, ok = s.most[k-1], true
@@ -367,8 +374,13 @@ func (s *seenJiffies) before(ev ftrace.Event) (uint64, bool) {
 }
 
 // observe takes every line in the trace's order.
-func (s *seenJiffies) observe(ev ftrace.Event) {
-	s.prev[ev.CPU] = ev.TS
+func (s *seenJiffies) observe(ev *ftrace.Event) {
+	if c := ev.CPU; c >= 0 {
+		for c >= len(s.prev) {
+			s.prev = append(s.prev, stamp{})
+		}
+		s.prev[c] = stamp{ev.TS, true}
+	}
 	var j uint64
 	switch p := ev.Data.(type) {
 	case ftrace.TimerStart:
