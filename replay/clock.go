@@ -76,10 +76,8 @@ type clock struct {
 	upper bool
 
 	events []ftrace.Event
-	perCPU map[int][]jobs // by event index
-	cpuMax map[int][]uint64
-	cpuMin map[int][]uint64
-	all    []jobs // by timestamp
+	perCPU []cpuJobs // by CPU (bounds reads it for nearly every line: not a map)
+	all    []jobs    // by timestamp
 	allMax []uint64
 	allMin []uint64
 }
@@ -100,12 +98,19 @@ func (c *clock) jiffyOf(v int64) (uint64, bool) {
 	return uint64((v - c.off) / c.tick), true
 }
 
+// cpuJobs are one CPU's observations, by event index, and the most and
+// the least jiffies read up to and from each.
+type cpuJobs struct {
+	l        []jobs
+	max, min []uint64
+}
+
 func newClock(t *Trace, hz int) *clock { return buildClock(t, hz, NewRemoteExpiry(t.Events)) }
 
 // buildClock is newClock, reading whose timers each expiry runs with
 // remote, fresh.
 func buildClock(t *Trace, hz int, remote *RemoteExpiry) *clock {
-	c := &clock{tick: tickNS(hz), events: t.Events, perCPU: map[int][]jobs{}}
+	c := &clock{tick: tickNS(hz), events: t.Events}
 	wq := newQueue() // the timers pending, and their buckets
 	// votes counts, for each value of off, the distinct observations that
 	// give it: a CPU that publishes the same expiry with the same first
@@ -239,7 +244,8 @@ func buildClock(t *Trace, hz int, remote *RemoteExpiry) *clock {
 	case low != c.off:
 		c.known = false
 	}
-	for cpu, l := range c.perCPU {
+	for cpu := range c.perCPU {
+		l := c.perCPU[cpu].l
 		mx := make([]uint64, len(l))
 		mn := make([]uint64, len(l))
 		for i := range l {
@@ -254,10 +260,7 @@ func buildClock(t *Trace, hz int, remote *RemoteExpiry) *clock {
 				mn[i] = mn[i+1]
 			}
 		}
-		if c.cpuMax == nil {
-			c.cpuMax, c.cpuMin = map[int][]uint64{}, map[int][]uint64{}
-		}
-		c.cpuMax[cpu], c.cpuMin[cpu] = mx, mn
+		c.perCPU[cpu].max, c.perCPU[cpu].min = mx, mn
 	}
 	// A CPU whose trace clock stood still while jiffies ran on (a vCPU
 	// whose sched_clock stalled under TCG: one busy CPU of a PREEMPT_RT
@@ -265,7 +268,8 @@ func buildClock(t *Trace, hz int, remote *RemoteExpiry) *clock {
 	// stamps its lines too early: such a line still bounds jiffies from
 	// above at its stamp, but not from below, for other CPUs' lines.
 	stale := map[int]bool{}
-	for _, l := range c.perCPU {
+	for _, cj := range c.perCPU {
+		l := cj.l
 		for k := 1; k < len(l); k++ {
 			a, b := l[k-1], l[k]
 			if b.j >= a.j+2 && b.ts-a.ts < int64(b.j-a.j-1)*c.tick {
@@ -310,7 +314,12 @@ func isTickHandler(f string) bool {
 
 func (c *clock) observe(i int, ev *ftrace.Event, j uint64) {
 	o := jobs{idx: i, ts: ev.TS, j: j}
-	c.perCPU[ev.CPU] = append(c.perCPU[ev.CPU], o)
+	if ev.CPU >= 0 { // Run refuses a trace with another
+		for ev.CPU >= len(c.perCPU) {
+			c.perCPU = append(c.perCPU, cpuJobs{})
+		}
+		c.perCPU[ev.CPU].l = append(c.perCPU[ev.CPU].l, o)
+	}
 	c.all = append(c.all, o)
 }
 
@@ -326,13 +335,15 @@ func (c *clock) bounds(i, cpu int) (lo, hi uint64, hasLo, hasHi bool) {
 			hi, hasHi = v, true
 		}
 	}
-	if l := c.perCPU[cpu]; len(l) > 0 {
+	if cpu >= 0 && cpu < len(c.perCPU) && len(c.perCPU[cpu].l) > 0 {
+		cj := &c.perCPU[cpu]
+		l := cj.l
 		k := sort.Search(len(l), func(k int) bool { return l[k].idx >= i })
 		if k > 0 {
-			upd(c.cpuMax[cpu][k-1], true)
+			upd(cj.max[k-1], true)
 		}
 		if k < len(l) {
-			upd(c.cpuMin[cpu][k], false)
+			upd(cj.min[k], false)
 		}
 	}
 	ts := c.events[i].TS
