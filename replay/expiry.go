@@ -66,7 +66,7 @@ type remoteCtx struct {
 // NewRemoteExpiry returns a RemoteExpiry for the trace events, which
 // Observe is then given one by one, by address.
 func NewRemoteExpiry(events []ftrace.Event) *RemoteExpiry {
-	return newRemoteExpiry(localExpiries(events))
+	return newRemoteExpiry(localExpiries(events, newEventIndex(events).having(kindsOf(kTimer))))
 }
 
 // newRemoteExpiry returns a RemoteExpiry whose rule 3 takes the expiries
@@ -76,11 +76,13 @@ func newRemoteExpiry(local map[*ftrace.Event]bool) *RemoteExpiry {
 }
 
 // localExpiries finds the expiries of rule 3, whose timer's next start
-// shows it pinned or deferrable, by the address of their event.
-func localExpiries(events []ftrace.Event) map[*ftrace.Event]bool {
+// shows it pinned or deferrable, by the address of their event; timers
+// are the indexes of the timer events (eventIndex).
+func localExpiries(events []ftrace.Event, timers []int) map[*ftrace.Event]bool {
 	local := map[*ftrace.Event]bool{}
 	next := map[uint64]ftrace.TimerFlags{} // timer -> the flags of its next start
-	for i := len(events) - 1; i >= 0; i-- {
+	for k := len(timers) - 1; k >= 0; k-- {
+		i := timers[k]
 		switch d := events[i].Data.(type) {
 		case ftrace.TimerInit:
 			delete(next, d.Timer)

@@ -12,6 +12,7 @@ import "github.com/tmigr/tmigr/ftrace"
 // once found, is only read.
 type facts struct {
 	t      *Trace
+	idx    *eventIndex            // nil until asked for
 	local  map[*ftrace.Event]bool // nil until asked for
 	clocks map[int]*clock         // by HZ
 	pre    map[*clock][]preTimer
@@ -24,7 +25,7 @@ type facts struct {
 // lastJiffies returns lastJiffies(f.t).
 func (f *facts) lastJiffies() uint64 {
 	if !f.hasLastJ {
-		f.lastJ, f.hasLastJ = lastJiffies(f.t), true
+		f.lastJ, f.hasLastJ = lastJiffies(f.t, f.index()), true
 	}
 	return f.lastJ
 }
@@ -39,10 +40,18 @@ func (f *facts) changesStart() int64 {
 
 func newFacts(t *Trace) *facts { return &facts{t: t} }
 
+// index returns the kinds of the trace's events (kinds.go).
+func (f *facts) index() *eventIndex {
+	if f.idx == nil {
+		f.idx = newEventIndex(f.t.Events)
+	}
+	return f.idx
+}
+
 // remoteExpiry returns a RemoteExpiry for the trace's events.
 func (f *facts) remoteExpiry() *RemoteExpiry {
 	if f.local == nil {
-		f.local = localExpiries(f.t.Events)
+		f.local = localExpiries(f.t.Events, f.index().having(kindsOf(kTimer)))
 	}
 	return newRemoteExpiry(f.local)
 }

@@ -224,11 +224,8 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 	t := f.t
 	sleptOn := map[int]int{} // a CPU's first guest thread that slept there
 	sleeps := false
-	for i := range t.Events {
+	for _, i := range f.index().having(kindsOf(kHrtimer)) {
 		ev := &t.Events[i]
-		if ev.Task == sleeperComm {
-			l.named = true
-		}
 		d, ok := ev.Data.(ftrace.HrtimerStart)
 		if !ok || d.Function != "hrtimer_wakeup" {
 			continue
@@ -244,6 +241,12 @@ func checkHrtimer(f *facts, l Load) (*Counts, error) {
 	}
 	if !sleeps {
 		return nil, nil // no sleeper starts: nothing to check
+	}
+	for i := range t.Events {
+		if t.Events[i].Task == sleeperComm {
+			l.named = true
+			break
+		}
 	}
 	cfg := hrtimer.Config{PreemptRT: l.preemptRT(t), Sleepers: hrtimer.SleepersByPolicy}
 	base, err := hrtimer.NewCPUBase(0, cfg)

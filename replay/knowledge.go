@@ -190,6 +190,9 @@ func (r *replayer) volatile() {
 // the events were lost after its previous one. Until its next line the
 // CPU may have done anything at any moment, as an untraced CPU.
 func (r *replayer) findLost() {
+	if len(r.x.having(kindsOf(kLost))) == 0 {
+		return // nothing lost: no window
+	}
 	// last is each CPU's last line, 0 before its first (a slice: it is
 	// written for every line).
 	last := make([]int, r.topo.NCPUs)

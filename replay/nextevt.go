@@ -110,7 +110,7 @@ func runNextevt(f *facts, s Shape) (Counts, *idleMachine, error) {
 		return c, nil, fmt.Errorf("the nextevt check models at most %d CPUs, not %d", cpumask.MaxCPUs-1, s.CPUs)
 	}
 	clk := f.clock(s.HZ)
-	start := firstJiffies(t)
+	start := firstJiffies(t, f.index())
 	m, err := newIdleMachine(s, clk, start)
 	if err != nil {
 		return c, nil, err
@@ -1099,10 +1099,11 @@ func preexistingWith(t *Trace, clk *clock, remote *RemoteExpiry) []preTimer {
 	return out
 }
 
-// lastJiffies is the last jiffies value the trace shows (0 if none).
-func lastJiffies(t *Trace) uint64 {
+// lastJiffies is the last jiffies value the trace shows (0 if none); x
+// is its index.
+func lastJiffies(t *Trace, x *eventIndex) uint64 {
 	var j uint64
-	for ei := range t.Events {
+	for _, ei := range x.having(kindsOf(kTimer)) {
 		ev := &t.Events[ei]
 		switch p := ev.Data.(type) {
 		case ftrace.TimerStart:
@@ -1114,9 +1115,10 @@ func lastJiffies(t *Trace) uint64 {
 	return j
 }
 
-// firstJiffies is the first jiffies value the trace shows (0 if none).
-func firstJiffies(t *Trace) uint64 {
-	for ei := range t.Events {
+// firstJiffies is the first jiffies value the trace shows (0 if none); x
+// is its index.
+func firstJiffies(t *Trace, x *eventIndex) uint64 {
+	for _, ei := range x.having(kindsOf(kTimer)) {
 		ev := &t.Events[ei]
 		switch p := ev.Data.(type) {
 		case ftrace.TimerStart:

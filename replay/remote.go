@@ -1512,7 +1512,7 @@ func (r *replayer) nextGlobalRemote(target int) int64 {
 // unanswered, and so does an answer of none or one beyond the recording's
 // last jiffy end (a timer that outlives the recording shows no line at
 // all).
-func wheelNext(events []ftrace.Event, ops []*op, pre []preTimer, clk *clock, boot bool, end uint64) map[int]uint64 {
+func wheelNext(events []ftrace.Event, x *eventIndex, ops []*op, pre []preTimer, clk *clock, boot bool, end uint64) map[int]uint64 {
 	// The answer for a target line is read at the handler's next tmigr
 	// line: its timers ran in between.
 	at := map[int][]int{} // event index -> target lines answered there
@@ -1562,7 +1562,24 @@ func wheelNext(events []ftrace.Event, ops []*op, pre []preTimer, clk *clock, boo
 		}
 		return false
 	}
-	for i := range events {
+	// The loop reads the timer events and those where targets' answers
+	// are read (at), in order: the others change nothing.
+	stops := make([]int, 0, len(at))
+	for i := range at {
+		stops = append(stops, i)
+	}
+	slices.Sort(stops)
+	timers := x.having(kindsOf(kTimer))
+	for a, b := 0, 0; a < len(timers) || b < len(stops); {
+		var i int
+		switch {
+		case b == len(stops) || a < len(timers) && timers[a] < stops[b]:
+			i, a = timers[a], a+1
+		case a == len(timers) || stops[b] < timers[a]:
+			i, b = stops[b], b+1
+		default: // both
+			i, a, b = timers[a], a+1, b+1
+		}
 		ev := &events[i]
 		for _, ti := range at[i] {
 			cpu := events[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU

@@ -24,6 +24,7 @@ type replayer struct {
 	pos        int // event index of the operation being replayed
 
 	ev   []ftrace.Event
+	x    *eventIndex // ev's kinds
 	gm   *groupMap
 	ops  []*op
 	done []bool

@@ -52,7 +52,7 @@ func (r *replayer) findOpaque() {
 	// its tick while busy (nohz_full, whether or not the command line says
 	// so): a task running on it is no evidence.
 	taskIdle := make([]bool, r.topo.NCPUs)
-	for ei := range r.ev {
+	for _, ei := range r.x.having(kindsOf(kIdle)) {
 		ev := &r.ev[ei]
 		switch ev.Data.(type) {
 		case ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:

@@ -97,7 +97,7 @@ func noHierarchy(t *Trace) Counts {
 
 func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 	t := f.t
-	r := &replayer{ev: t.Events, c: t.counts(), rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy}}
+	r := &replayer{ev: t.Events, x: f.index(), c: t.counts(), rec: &recorder{}, members: members{nohzFull: opts.Isolation.NohzFull, busy: s.Busy}}
 	km, err := s.model()
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 		}
 	}
 	r.findOpaque()
-	r.wheel = wheelNext(t.Events, r.ops, f.preexisting(r.clk), r.clk, r.boot, f.lastJiffies())
+	r.wheel = wheelNext(t.Events, f.index(), r.ops, f.preexisting(r.clk), r.clk, r.boot, f.lastJiffies())
 	if r.boot {
 		// Everything is known: no group is active, no CPU has an event or
 		// a wakeup, and the groups' first transitions start from that.

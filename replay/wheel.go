@@ -145,7 +145,7 @@ func checkWheel(f *facts, hz int) Counts {
 		return b
 	}
 	where := map[uint64]baseKey{} // pending timer -> its base
-	seedPreexisting(t, getBase, where)
+	seedPreexisting(t, f.index(), getBase, where)
 	last := map[uint64]baseKey{} // timer -> the base it was last queued on
 	for tm, k := range where {
 		last[tm] = k
@@ -158,7 +158,7 @@ func checkWheel(f *facts, hz int) Counts {
 	remote := f.remoteExpiry()
 	seen := newSeenJiffies()
 	strayCancels := 0 // cancels of timers of unknown base and bucket
-	startJ := firstJiffies(t)
+	startJ := firstJiffies(t, f.index())
 
 	for i := range t.Events {
 		ev := &t.Events[i]
@@ -452,7 +452,7 @@ func expiringBase(owner int, remote bool, timer uint64, last map[uint64]baseKey)
 // Their base comes from the next start of the same timer, which keeps the
 // flags, on the CPU the expiry ran on when that start happens inside the
 // timer's own function (a running timer stays on its base).
-func seedPreexisting(t *Trace, getBase func(baseKey) *wheelBase, where map[uint64]baseKey) {
+func seedPreexisting(t *Trace, x *eventIndex, getBase func(baseKey) *wheelBase, where map[uint64]baseKey) {
 	seen := map[uint64]bool{}
 	type pre struct {
 		bucket   uint64
@@ -460,7 +460,7 @@ func seedPreexisting(t *Trace, getBase func(baseKey) *wheelBase, where map[uint6
 		cpu      int
 	}
 	found := map[uint64]*pre{}
-	for i := range t.Events {
+	for _, i := range x.having(kindsOf(kTimer)) {
 		ev := &t.Events[i]
 		switch p := ev.Data.(type) {
 		case ftrace.TimerInit:
