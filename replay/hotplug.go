@@ -62,10 +62,12 @@ func (r *replayer) runHotplug(o *op) {
 		r.volatile()
 		return
 	}
-	resynced := first(why, r.preResync(o))
+	var glBuf [8]kgroup
+	gls := r.groupLines(glBuf[:0], o)
+	resynced := first(why, r.preResync(o, gls))
 	pathWhy := r.pathWhy(c, resynced)
 	ml := r.collect(func() { _, _ = r.m.h.ClearAvailable(c) })
-	r.compareGroups(o, only(ml, hier.EvGroupSetCPUInactive), hier.EvGroupSetCPUInactive, resynced, pathWhy)
+	r.compareGroups(o, gls, only(ml, hier.EvGroupSetCPUInactive), hier.EvGroupSetCPUInactive, resynced, pathWhy)
 	model := "no line"
 	if a := only(ml, hier.EvCPUUnavailable); len(a) == 1 {
 		model = fmtNS(a[0].wakeup)

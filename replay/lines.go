@@ -38,8 +38,8 @@ func (r *replayer) groupLine(i int) kgroup {
 }
 
 // groupLines appends the group lines of o (groupLine of each of o.groups)
-// to buf: a walk's comparison reads each several times, and decoding it
-// once reads its event once.
+// to buf: a walk's resynchronisation and comparison read each several
+// times, and decoding it once reads its event once.
 func (r *replayer) groupLines(buf []kgroup, o *op) []kgroup {
 	for _, i := range o.groups {
 		buf = append(buf, r.groupLine(i))

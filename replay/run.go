@@ -178,13 +178,12 @@ func only(ls []mline, kind hier.EventKind) []mline {
 //     shows, and o's transitions are compared as they are: a difference is
 //     a mismatch.
 //
-// It returns why o is undetermined (known if nothing was unknown).
-func (r *replayer) preResync(o *op) reason {
+// gls are o's group lines (groupLines). It returns why o is undetermined
+// (known if nothing was unknown).
+func (r *replayer) preResync(o *op, gls []kgroup) reason {
 	// The transitions whose state an operation replayed inside the walk
 	// will give (catchesUp): no resynchronisation gives it before.
 	var caught map[int]bool
-	var glBuf [8]kgroup
-	gls := r.groupLines(glBuf[:0], o)
 	for tries := 0; ; tries++ {
 		cur := r.m.current() // read only: bridge changes nothing, exec is last
 		bridged := false

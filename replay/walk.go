@@ -11,8 +11,12 @@ import (
 // runWalk replays an activation or a deactivation.
 func (r *replayer) runWalk(o *op) {
 	c := o.cpu
+	// o's group lines, decoded once for the resynchronisation and the
+	// comparison.
+	var glBuf [8]kgroup
+	gls := r.groupLines(glBuf[:0], o)
 	r.waiting[o.idx] = true
-	resynced := r.preResync(o)
+	resynced := r.preResync(o, gls)
 	delete(r.waiting, o.idx)
 	if r.walked[o.idx] {
 		return // replayed inside another CPU's walk meanwhile (interleave.go)
@@ -78,7 +82,7 @@ func (r *replayer) runWalk(o *op) {
 	}
 	mg := r.onlyBuf(ml, kind)
 	defer r.release(mg)
-	lastWhy := r.compareGroups(o, mg, kind, resynced, pathWhy)
+	lastWhy := r.compareGroups(o, gls, mg, kind, resynced, pathWhy)
 	if o.kind == opDeactivate && r.evBefore[c] != known {
 		// The kernel's event, from before the recording, may have sat
 		// queued with this very expiry: tmigr_update_events leaves such
@@ -121,11 +125,10 @@ func (r *replayer) runWalk(o *op) {
 // compareGroups compares the group transitions of a walk, the kernel's
 // with the model's, and then puts what the kernel printed in the model
 // where it differs (after a mismatch or an undetermined replay): it is
-// known from now on. It returns why the walk was undetermined.
-func (r *replayer) compareGroups(o *op, mg []mline, kind hier.EventKind, resynced reason, pathWhy []reason) reason {
+// known from now on. gls are o's group lines (groupLines). It returns
+// why the walk was undetermined.
+func (r *replayer) compareGroups(o *op, gls []kgroup, mg []mline, kind hier.EventKind, resynced reason, pathWhy []reason) reason {
 	lastWhy := known
-	var glBuf [8]kgroup
-	gls := r.groupLines(glBuf[:0], o)
 	for k := 0; k < max(len(o.groups), len(mg)); k++ {
 		why := resynced
 		if k < len(pathWhy) {
