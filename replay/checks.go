@@ -130,9 +130,9 @@ func Run(t *Trace, o Options) (*Result, error) {
 	if in.ShapeErr != nil && o.Tmigr {
 		return nil, in.ShapeErr
 	}
-	if in.ShapeErr == nil {
+	if x := in.factsOf().index(); in.ShapeErr == nil && (x.minCPU < 0 || x.maxCPU >= in.Shape.CPUs) {
 		// An event of a CPU the machine does not have would be dropped
-		// by the checks without a word.
+		// by the checks without a word: the first one is named.
 		for ei := range t.Events {
 			ev := &t.Events[ei]
 			if ev.CPU < 0 {

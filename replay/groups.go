@@ -101,7 +101,7 @@ func (m *groupMap) id(ptr uint64) (hier.GroupID, bool) {
 }
 
 // mapGroups binds every group pointer of the trace's operations.
-func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
+func mapGroups(t *Trace, x *eventIndex, topo *groups.Tree, ops []*op) *groupMap {
 	m := &groupMap{topo: topo}
 	ev := t.Events
 	cpuOK := func(line, cpu int) bool {
@@ -137,7 +137,7 @@ func mapGroups(t *Trace, topo *groups.Tree, ops []*op) *groupMap {
 	// A trace from boot shows the groups being created, GRPl:i being the
 	// i-th of level l, and connected.
 	created := map[int]int{}
-	for i := range ev {
+	for _, i := range x.having(kindsOf(kTopo)) {
 		e := &ev[i]
 		switch p := e.Data.(type) {
 		case ftrace.TmigrGroupSet:

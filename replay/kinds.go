@@ -22,6 +22,7 @@ const (
 	kHotplug               // tmigr_cpu_available, _online, _unavailable, _offline
 	kRemote                // tmigr_handle_remote, tmigr_handle_remote_cpu
 	kIdle                  // tmigr_cpu_idle, tmigr_cpu_new_timer_idle
+	kTopo                  // tmigr_group_set, tmigr_connect_*: the hierarchy built
 	nKinds
 )
 
@@ -57,21 +58,30 @@ func kindOf(p ftrace.Payload) evKind {
 		return kRemote
 	case ftrace.TmigrCPUIdle, ftrace.TmigrCPUNewTimerIdle:
 		return kIdle
+	case ftrace.TmigrGroupSet, ftrace.TmigrConnectCPUParent, ftrace.TmigrConnectChildParent:
+		return kTopo
 	}
 	return kOther
 }
 
 // eventIndex is the kind of each event of a trace, and the indexes of the
-// events of each set of kinds asked for.
+// events of each set of kinds asked for; and, read in the same pass, the
+// least and the greatest CPU of the events (Run's check of them).
 type eventIndex struct {
-	kind []evKind
-	of   map[kinds][]int
+	kind           []evKind
+	of             map[kinds][]int
+	minCPU, maxCPU int // 0, -1 without events
 }
 
 func newEventIndex(evs []ftrace.Event) *eventIndex {
-	x := &eventIndex{kind: make([]evKind, len(evs)), of: map[kinds][]int{}}
+	x := &eventIndex{kind: make([]evKind, len(evs)), of: map[kinds][]int{}, maxCPU: -1}
 	for i := range evs {
-		x.kind[i] = kindOf(evs[i].Data)
+		ev := &evs[i]
+		x.kind[i] = kindOf(ev.Data)
+		if i == 0 || ev.CPU < x.minCPU {
+			x.minCPU = ev.CPU
+		}
+		x.maxCPU = max(x.maxCPU, ev.CPU)
 	}
 	return x
 }

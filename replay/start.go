@@ -329,11 +329,12 @@ func (r *replayer) constantCPUs(cpuState []int) []bool {
 			moves[o.cpu] = true
 		}
 	}
-	for ei := range r.ev {
+	for ei, tasks := 0, 0; ei < len(r.ev) && tasks < n; ei++ {
 		ev := &r.ev[ei]
-		if ev.PID != 0 && ev.CPU >= 0 && ev.CPU < n {
+		if ev.PID != 0 && ev.CPU >= 0 && ev.CPU < n && !task[ev.CPU] {
 			if _, ok := ev.Data.(ftrace.TracingMark); !ok {
 				task[ev.CPU] = true
+				tasks++ // all seen: the rest can add none
 			}
 		}
 	}

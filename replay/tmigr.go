@@ -153,7 +153,7 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 	r.done = make([]bool, len(r.ops))
 	r.walked = make([]bool, len(r.ops))
 	r.clk = f.clock(s.HZ)
-	r.gm = mapGroups(t, r.topo, r.ops)
+	r.gm = mapGroups(t, r.x, r.topo, r.ops)
 	if r.gm.err != nil {
 		r.c.mismatch(*r.gm.err)
 		r.ops = nil
