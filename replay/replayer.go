@@ -92,7 +92,7 @@ type roundWrite struct {
 type walkState struct {
 	walks   []*walkAt
 	inWalk  int
-	waiting map[int]bool
+	waiting []int // a set of a few at a time: a list, not a map written for every walk
 	walked  []bool
 	// splits: operations waiting in the middle of their walk for another
 	// to end; pausing: the one being started.

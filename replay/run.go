@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tmigr/tmigr/hier"
 )
@@ -323,7 +324,7 @@ func (r *replayer) bridge(o *op, g hier.GroupID, cur gstate, want func(gstate) b
 	defer r.putSet(blocked)
 	firstOf := r.cloneSet(blocked) // CPUs whose first pending operation was passed
 	defer r.putSet(firstOf)
-	pendingAt := func(j int) bool { return !r.done[j] || inWalk && r.waiting[j] && !r.walked[j] }
+	pendingAt := func(j int) bool { return !r.done[j] || inWalk && slices.Contains(r.waiting, j) && !r.walked[j] }
 	for j := from; j < len(r.ops) && j <= at+lookahead; j++ {
 		p := r.ops[j]
 		if j == at || !pendingAt(j) || blocked[p.cpu] {
@@ -523,7 +524,7 @@ func (r *replayer) busyCPUs(self, waitingBefore int) cpuSet {
 	for _, w := range r.waits {
 		busy[w.o.cpu] = true
 	}
-	for k := range r.waiting {
+	for _, k := range r.waiting {
 		if !r.walked[k] && k < waitingBefore {
 			busy[r.ops[k].cpu] = true
 		}

@@ -121,7 +121,6 @@ func newReplayer(f *facts, s Shape, opts hier.Options) (*replayer, error) {
 	r.rec.onCAS = r.onCAS
 	r.rec.onRemote = r.onRemote
 	r.rec.onPoint = r.onPoint
-	r.waiting = map[int]bool{}
 	r.later, r.lastRound, r.tiedBefore = map[int][2]int64{}, map[int]roundWrite{}, map[int]int{}
 	r.rec.onRemoteCPU = func(cpu int) reason {
 		// The target's wakeup is reset to KTIME_MAX: known from now on.

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"slices"
+
 	"github.com/tmigr/tmigr/cpumask"
 	"github.com/tmigr/tmigr/ftrace"
 	"github.com/tmigr/tmigr/hier"
@@ -15,9 +17,13 @@ func (r *replayer) runWalk(o *op) {
 	// comparison.
 	var glBuf [8]kgroup
 	gls := r.groupLines(glBuf[:0], o)
-	r.waiting[o.idx] = true
+	if !slices.Contains(r.waiting, o.idx) { // a set: o may be replayed inside its own preResync
+		r.waiting = append(r.waiting, o.idx)
+	}
 	resynced := r.preResync(o, gls)
-	delete(r.waiting, o.idx)
+	if k := slices.Index(r.waiting, o.idx); k >= 0 {
+		r.waiting = slices.Delete(r.waiting, k, k+1)
+	}
 	if r.walked[o.idx] {
 		return // replayed inside another CPU's walk meanwhile (interleave.go)
 	}
