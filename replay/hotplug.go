@@ -65,7 +65,8 @@ func (r *replayer) runHotplug(o *op) {
 	var glBuf [8]kgroup
 	gls := r.groupLines(glBuf[:0], o)
 	resynced := first(why, r.preResync(o, gls))
-	pathWhy := r.pathWhy(c, resynced)
+	var pwBuf [8]reason
+	pathWhy := r.pathWhy(pwBuf[:0], c, resynced)
 	ml := r.collect(func() { _, _ = r.m.h.ClearAvailable(c) })
 	r.compareGroups(o, gls, only(ml, hier.EvGroupSetCPUInactive), hier.EvGroupSetCPUInactive, resynced, pathWhy)
 	model := "no line"

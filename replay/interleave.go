@@ -45,6 +45,19 @@ type walkAt struct {
 	n     int // transitions traced so far
 }
 
+// newWalk returns a new walkAt, taken from a block of them: a walk is
+// replayed for nearly every operation, and a block is one allocation for
+// many (none is reused: saved contexts may hold it).
+func (r *replayer) newWalk(o *op, depth int) *walkAt {
+	if len(r.walkBlock) == 0 {
+		r.walkBlock = make([]walkAt, opBlock)
+	}
+	w := &r.walkBlock[0]
+	r.walkBlock = r.walkBlock[1:]
+	*w = walkAt{o: o, depth: depth}
+	return w
+}
+
 // onCAS is called by the recorder after every group transition of the
 // model, right after its compare-and-swap.
 func (r *replayer) onCAS() {

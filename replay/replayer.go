@@ -25,6 +25,7 @@ type replayer struct {
 
 	ev   []ftrace.Event
 	x    *eventIndex // ev's kinds
+	ties tieScratch  // orderTie's
 	gm   *groupMap
 	ops  []*op
 	done []bool
@@ -90,10 +91,12 @@ type roundWrite struct {
 // of them; waiting holds the operations whose preResync is replaying
 // others first; walked, per operation, that its walk was replayed.
 type walkState struct {
-	walks   []*walkAt
-	inWalk  int
-	waiting []int // a set of a few at a time: a list, not a map written for every walk
-	walked  []bool
+	walks []*walkAt
+	// walkBlock: the walkAts not yet taken (newWalk).
+	walkBlock []walkAt
+	inWalk    int
+	waiting   []int // a set of a few at a time: a list, not a map written for every walk
+	walked    []bool
 	// splits: operations waiting in the middle of their walk for another
 	// to end; pausing: the one being started.
 	splits  []*split

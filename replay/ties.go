@@ -56,6 +56,20 @@ func (r *replayer) orderTies(ops []*op) {
 	}
 }
 
+// tieTrans is a transition of an operation of a tie.
+type tieTrans struct {
+	g     hier.GroupID
+	prior prior
+	after gstate
+}
+
+// tieScratch is orderTie's scratch space, kept from one tie to the next.
+type tieScratch struct {
+	trans []tieTrans
+	rows  [][]tieTrans
+	state tieStates
+}
+
 // lastState is a group's last printed state, if ok.
 type lastState struct {
 	s  gstate
@@ -93,32 +107,32 @@ func (st *tieStates) set(g hier.GroupID, s gstate) {
 // orderTie reorders one tie (see orderTies); last holds the groups'
 // states before it.
 func (r *replayer) orderTie(tie []*op, last *byGroup[lastState]) {
-	twoCPUs, any := false, false
+	twoCPUs := false
 	for _, o := range tie {
 		twoCPUs = twoCPUs || o.cpu != tie[0].cpu
-		for _, i := range o.groups {
-			any = any || r.groupLine(i).id != hier.NoGroup
-		}
 	}
-	if !any || !twoCPUs {
+	if !twoCPUs {
 		return
 	}
-	type trans struct {
-		g     hier.GroupID
-		prior prior
-		after gstate
-	}
-	trs := make([][]trans, len(tie))
-	for k, o := range tie {
+	// Each operation's transitions, in the replayer's scratch space for
+	// ties (a tie is met every few operations; orderTie is not reentered).
+	flat, trs := r.ties.trans[:0], r.ties.rows[:0]
+	for _, o := range tie {
+		from := len(flat)
 		for _, i := range o.groups {
 			gl := r.groupLine(i)
 			if gl.id == hier.NoGroup {
 				continue
 			}
-			trs[k] = append(trs[k], trans{gl.id, priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
+			flat = append(flat, tieTrans{gl.id, priorOf(gl.activate, gl.after, gl.childmask, gl.lvl), gl.after})
 		}
+		trs = append(trs, flat[from:len(flat):len(flat)])
 	}
-	var state tieStates
+	state := r.ties.state[:0]
+	defer func() { r.ties.trans, r.ties.rows, r.ties.state = flat[:0], trs[:0], state[:0] }()
+	if len(flat) == 0 {
+		return // no group's transition
+	}
 	for k := range trs {
 		for _, t := range trs[k] {
 			if l := last.at(t.g); l.ok {

@@ -29,7 +29,8 @@ func (r *replayer) runWalk(o *op) {
 	}
 	r.walked[o.idx] = true
 	// The walk reads the states of the groups on c's path bottom-up.
-	pathWhy := r.pathWhy(c, resynced)
+	var pwBuf [8]reason
+	pathWhy := r.pathWhy(pwBuf[:0], c, resynced)
 	nextevt, evWhy := o.nextevt, known
 	if o.kind == opDeactivate && !o.closed {
 		nextevt, evWhy = r.cutNextevt(o)
@@ -48,7 +49,7 @@ func (r *replayer) runWalk(o *op) {
 		}
 	}
 	var ret int64
-	r.walks = append(r.walks, &walkAt{o: o, depth: r.depth + 1})
+	r.walks = append(r.walks, r.newWalk(o, r.depth+1))
 	ml := r.collect(func() {
 		if o.kind == opActivate {
 			r.m.h.Activate(c)
@@ -228,15 +229,14 @@ func (t transition) String() string {
 	return fmtGroup(t.id, t.s)
 }
 
-// pathWhy returns, per level of cpu's path, why the states a walk reads up
-// to that level may differ from the kernel's.
-func (r *replayer) pathWhy(cpu int, why reason) []reason {
-	out := make([]reason, len(r.topo.Path[cpu]))
-	for k, g := range r.topo.Path[cpu] {
+// pathWhy appends to buf, per level of cpu's path, why the states a walk
+// reads up to that level may differ from the kernel's.
+func (r *replayer) pathWhy(buf []reason, cpu int, why reason) []reason {
+	for _, g := range r.topo.Path[cpu] {
 		why = first(why, *r.gk.at(g))
-		out[k] = why
+		buf = append(buf, why)
 	}
-	return out
+	return buf
 }
 
 // handback reports whether a deactivation (the kernel's or ours) left the
