@@ -68,6 +68,8 @@ type tieScratch struct {
 	trans []tieTrans
 	rows  [][]tieTrans
 	state tieStates
+	// printed: the states as the printed order leaves them.
+	printed tieStates
 }
 
 // lastState is a group's last printed state, if ok.
@@ -155,7 +157,8 @@ func (r *replayer) orderTie(tie []*op, last *byGroup[lastState]) {
 		return true
 	}
 	copyOf := func(st tieStates) tieStates { return append(tieStates(nil), st...) }
-	printed := copyOf(state)
+	printed := append(r.ties.printed[:0], state...)
+	defer func() { r.ties.printed = printed[:0] }()
 	chains := true
 	for k := range tie {
 		if !step(&printed, k) {
