@@ -302,7 +302,7 @@ func (r *replayer) ignoredBefore(o *op, g hier.GroupID, u int, p ftrace.TmigrUpd
 			continue
 		}
 		r.stamp[a.cpu] = r.gen
-		if r.done[j] || a.kind != opActivate || a.first() > u || len(a.groups) == 0 || r.ek[a.cpu] != known {
+		if a.kind != opActivate || r.done[j] || len(a.groups) == 0 || r.ek[a.cpu] != known || a.first() > u {
 			continue
 		}
 		if p.Child == 0 {
