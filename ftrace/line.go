@@ -52,9 +52,19 @@ func ParseLine(line string) (Event, error) {
 }
 
 // parseLine splits an event line into its parts, into *ev (which it
-// leaves as it was on an error), without decoding the payload; digits is the number of decimals of the timestamp (6 or 9). tp
-// is false for a line whose name is not followed by a colon, which is no
-// tracepoint (the function tracer prints "hrtimer_cancel <-tick_nohz_idle_exit").
+// leaves as it was on an error), without decoding the payload; digits is
+// the number of decimals of the timestamp (6 or 9). tp is false for a line
+// whose name is not followed by a colon, which is no tracepoint (the
+// function tracer prints "hrtimer_cancel <-tick_nohz_idle_exit").
+func parseLine(s string, ev *Event) (digits int, tp bool, err error) {
+	var h lineHead
+	if err := h.parse(s); err != nil {
+		return 0, false, err
+	}
+	return parseTail(s, &h, ev)
+}
+
+// lineHead is the start of an event line, "TASK-PID [CPU]", parsed.
 //
 // The task name is everything before the last "-PID" ahead of " [CPU]": the
 // kernel prints "%16s-%-7d [%03d] ", and comm may itself hold blanks and
@@ -62,10 +72,18 @@ func ParseLine(line string) (Event, error) {
 // "-digits blanks [digits]" from the left is taken, so a comm that itself
 // holds such a part is the one thing that can mislead it; the Writer refuses
 // such names.
-func parseLine(s string, ev *Event) (digits int, tp bool, err error) {
+type lineHead struct {
+	task     string
+	taskAt   int // the index of task in the line
+	pid, cpu int
+	end      int // the index of the "]" after the CPU
+}
+
+// parse parses the head of s.
+func (h *lineHead) parse(s string) error {
 	sep, pidEnd, cpuStart, cpuEnd := findSep(s)
 	if sep < 0 {
-		return 0, false, errNotEvent
+		return errNotEvent
 	}
 	k := 0
 	for k < sep && s[k] == ' ' {
@@ -73,16 +91,68 @@ func parseLine(s string, ev *Event) (digits int, tp bool, err error) {
 	}
 	task := s[k:sep]
 	if task == "" {
-		return 0, false, errors.New("empty task name")
+		return errors.New("empty task name")
 	}
 	pid, why := parseUint(s[sep+1:pidEnd], math.MaxInt32)
 	if why != "" {
-		return 0, false, fmt.Errorf("PID %q %s", s[sep+1:pidEnd], why)
+		return fmt.Errorf("PID %q %s", s[sep+1:pidEnd], why)
 	}
 	cpu, why := parseUint(s[cpuStart:cpuEnd], cpumask.MaxCPUs-1)
 	if why != "" {
-		return 0, false, fmt.Errorf("CPU %q %s", s[cpuStart:cpuEnd], why)
+		return fmt.Errorf("CPU %q %s", s[cpuStart:cpuEnd], why)
 	}
+	*h = lineHead{task: task, taskAt: k, pid: int(pid), cpu: int(cpu), end: cpuEnd}
+	return nil
+}
+
+// heads holds the head of the last line read of each CPU, by a slot its
+// digits pick: a CPU's lines repeat their "TASK-PID [CPU]" until its next
+// context switch, and comparing a line's start with the last costs less
+// than parsing it. A line that starts as the slot's did has its head (the
+// parse reads nothing after the "]").
+type heads [headSlots]struct {
+	text string // the line up to its "]", a copy
+	h    lineHead
+}
+
+// parse parses the head of s, from its slot where s starts as its text.
+func (c *heads) parse(s string, h *lineHead) error {
+	slot := &c[headSlot(s)]
+	if n := len(slot.text); n > 0 && len(s) > n && s[:n] == slot.text {
+		*h = slot.h
+		return nil
+	}
+	if err := h.parse(s); err != nil {
+		return err
+	}
+	// The copy outlives the Reader's buffer, and the head's task is in it.
+	slot.text = strings.Clone(s[:h.end+1])
+	slot.h = *h
+	slot.h.task = slot.text[h.taskAt : h.taskAt+len(h.task)]
+	return nil
+}
+
+// headSlot picks the slot of a line by the digits after its first "[",
+// the CPU's in the kernel's lines (any other choice only misses more).
+func headSlot(s string) int {
+	i := strings.IndexByte(s, '[')
+	if i < 0 {
+		return 0
+	}
+	v := 0
+	for _, c := range []byte(s[i+1 : min(i+4, len(s))]) {
+		v = v*10 + int(c-'0')
+	}
+	return v & (headSlots - 1)
+}
+
+// headSlots is the number of heads' slots, a power of two.
+const headSlots = 256
+
+// parseTail parses the rest of s after its head h (flags, timestamp,
+// name, payload) into *ev, with the head's fields.
+func parseTail(s string, h *lineHead, ev *Event) (digits int, tp bool, err error) {
+	task, pid, cpu, cpuEnd := h.task, h.pid, h.cpu, h.end
 	rest := s[cpuEnd+1:]
 	if rest == "" || rest[0] != ' ' {
 		return 0, false, errors.New("no blank after [CPU]")
@@ -143,8 +213,8 @@ func parseLine(s string, ev *Event) (digits int, tp bool, err error) {
 	}
 	*ev = Event{
 		Task:    task,
-		PID:     int(pid),
-		CPU:     int(cpu),
+		PID:     pid,
+		CPU:     cpu,
 		Flags:   Flags(flags),
 		TS:      ts,
 		Name:    name,

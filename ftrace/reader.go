@@ -35,6 +35,8 @@ type Reader struct {
 	line int   // lines read
 	hdr  Header
 	dec  dec
+	// heads: the last line heads read (parseLine).
+	heads heads
 
 	sniffed     bool
 	seen        bool  // something only ftrace text holds was read
@@ -433,7 +435,10 @@ func (r *Reader) handle(s string, ev *Event) (ok bool, err error) {
 	}
 	digits, tp, err := 0, false, error(nil)
 	if special == nil {
-		digits, tp, err = parseLine(s, ev)
+		var h lineHead
+		if err = r.heads.parse(s, &h); err == nil {
+			digits, tp, err = parseTail(s, &h, ev)
+		}
 		if errors.Is(err, errNotEvent) {
 			// trace-cmd report -l: "record.s-10478   1d.h3.   503.191711: ..."
 			var e Event

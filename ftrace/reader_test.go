@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -302,4 +304,58 @@ func (f *feeder) Read(p []byte) (int, error) {
 	}
 	f.sent++
 	return n, nil
+}
+
+// TestHeadsCache: a line's head taken from the cache of the last heads is
+// the one parsing the line gives, over every line of the recordings (each
+// CPU's head repeats, and changes at its context switches) and over heads
+// built to mislead a cache keyed by the line's first bytes.
+func TestHeadsCache(t *testing.T) {
+	var lines []string
+	files, _ := filepath.Glob("../testdata/traces/*.txt")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(string(b), "\n")...)
+	}
+	lines = append(lines,
+		"          <idle>-0       [001] d..2.   100.000001: timer_cancel: timer=00000000deadbeef",
+		"          <idle>-0       [001]d..2.   100.000002: timer_cancel: timer=00000000deadbeef",
+		"          <idle>-0       [0012] d..2.   100.000002: timer_cancel: timer=00000000deadbeef",
+		"  kworker/[1]-12 [3]-0       [001] d..2.   100.000003: timer_cancel: timer=00000000deadbeef",
+		"  kworker/[1]-12 [3]-0       [002] d..2.   100.000004: timer_cancel: timer=00000000deadbeef",
+		"  kworker/[1]-12 [3]-0   ",
+		"  a-b-12 [003] d..2.   100.000005: timer_cancel: timer=00000000deadbeef",
+		"  a-b-12 [003] d..2.   100.000006: timer_cancel: timer=00000000deadbeef",
+		"  a-b-13 [003] d..2.   100.000007: timer_cancel: timer=00000000deadbeef",
+		"  -12 [003] d..2.   100.000008: timer_cancel: timer=00000000deadbeef",
+		"  x-99999999999 [003] d..2.   100.000009: timer_cancel: timer=00000000deadbeef",
+		"  x-1 [99999] d..2.   100.000010: timer_cancel: timer=00000000deadbeef",
+	)
+	if len(lines) < 1000 {
+		t.Fatalf("only %d lines", len(lines))
+	}
+	var c heads
+	cached := 0
+	for _, l := range lines {
+		var want, got lineHead
+		wantErr := want.parse(l)
+		slot := &c[headSlot(l)]
+		hit := len(slot.text) > 0 && strings.HasPrefix(l, slot.text) && len(l) > len(slot.text)
+		gotErr := c.parse(l, &got)
+		if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
+			t.Fatalf("%q: error %v, want %v", l, gotErr, wantErr)
+		}
+		if wantErr == nil && (got.task != want.task || got.pid != want.pid || got.cpu != want.cpu || got.end != want.end || got.taskAt != want.taskAt) {
+			t.Fatalf("%q: head %+v, want %+v", l, got, want)
+		}
+		if hit {
+			cached++
+		}
+	}
+	if cached < len(lines)/2 {
+		t.Errorf("%d of %d heads from the cache: it does not keep them", cached, len(lines))
+	}
 }
