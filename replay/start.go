@@ -260,6 +260,9 @@ func (r *replayer) seedStart() error {
 //     first event: its timers and event went with it (timers_dead_cpu,
 //     tmigr_cpu_offline).
 func (r *replayer) eventless() {
+	if !slices.Contains(r.late, true) {
+		return // no CPU to clear
+	}
 	empty := map[hier.GroupID]bool{}
 	for _, o := range r.ops {
 		for _, i := range o.updates {
