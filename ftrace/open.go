@@ -308,12 +308,22 @@ func newKeeping(r *Reader, keep keeper) *Keeping {
 func (k *Keeping) Read(dst []Event, n int) ([]Event, error) {
 	start := len(dst)
 	for range n {
-		// Each event is read into its place in dst (Reader.nextTo).
-		dst = append(dst, Event{})
-		ev := &dst[len(dst)-1]
+		// Each event is read into its place in dst (Reader.nextTo, which
+		// sets every field), where dst has room: at its capacity, into
+		// one of its own, so that dst grows only for an event there is.
+		var ev *Event
+		var spare Event
+		if len(dst) < cap(dst) {
+			dst = dst[:len(dst)+1]
+			ev = &dst[len(dst)-1]
+		} else {
+			ev = &spare
+		}
 		if err := k.r.nextTo(ev); err != nil {
-			*ev = Event{} // dst's array is kept: it holds nothing it does not need
-			dst = dst[:len(dst)-1]
+			if ev != &spare {
+				*ev = Event{} // dst's array is kept: it holds nothing it does not need
+				dst = dst[:len(dst)-1]
+			}
 			if err == io.EOF {
 				return dst, io.EOF
 			}
@@ -321,6 +331,9 @@ func (k *Keeping) Read(dst []Event, n int) ([]Event, error) {
 		}
 		if !k.inReader {
 			k.keep.detach(ev, k.r.dat == nil)
+		}
+		if ev == &spare {
+			dst = append(dst, spare)
 		}
 	}
 	return dst, nil
