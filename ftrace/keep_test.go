@@ -201,3 +201,33 @@ func TestReadAllShares(t *testing.T) {
 		t.Fatalf("a repeated text: %v, copies %p and %p", d.err, dataPtr(a), dataPtr(b))
 	}
 }
+
+// TestReadAllSized: a recording whose header counts its entries is read
+// into one array of that size, which grows for no event (Keeping.Read
+// reads the next one aside when the array is full: at the end there is
+// none).
+func TestReadAllSized(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/traces/*.txt")
+	sized := 0
+	for _, f := range files {
+		rd, c, err := Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := ReadAllData(rd)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := rd.Header(); !h.HasEntries || h.Entries != int64(len(evs)) || len(evs) < 64 {
+			continue
+		}
+		sized++
+		if cap(evs) != len(evs) {
+			t.Errorf("%s: %d events in an array of %d", f, len(evs), cap(evs))
+		}
+	}
+	if sized == 0 {
+		t.Fatal("no recording whose header counts its events")
+	}
+}
