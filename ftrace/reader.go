@@ -420,47 +420,46 @@ func (r *Reader) handle(s string, ev *Event) (ok bool, err error) {
 	if r.format == FormatReport {
 		s = r.cutInstance(s)
 	}
-	var special func(string) (Event, bool, error)
+	out := eventOut{ev}
 	switch {
 	case len(s) == 0:
 		return false, nil
 	case s[0] == '#':
-		special, s = r.comment, r.own(s)
+		return out.set(r.comment(r.own(s)))
 	case strings.HasPrefix(s, "CPU:"):
-		special = r.lost
+		return out.set(r.lost(s))
 	case strings.HasPrefix(s, " => "):
 		// A frame of a stack trace, which follows a skipped
 		// "<stack trace>" event.
 		return false, nil
 	}
-	digits, tp, err := 0, false, error(nil)
-	if special == nil {
-		var h lineHead
-		if err = r.heads.parse(s, &h); err == nil {
-			digits, tp, err = parseTail(s, &h, ev)
-		}
-		if errors.Is(err, errNotEvent) {
-			// trace-cmd report -l: "record.s-10478   1d.h3.   503.191711: ..."
-			var e Event
-			var ok bool
-			if e, digits, tp, ok = parseLatencyLine(s); ok {
-				*ev = e
-				r.sawReport()
-				err = nil
-			} else {
-				special, s = r.other, r.own(s)
-			}
-		}
+	var h lineHead
+	digits, tp, err := 0, false, r.heads.parse(s, &h)
+	if err == nil {
+		digits, tp, err = parseTail(s, &h, ev)
 	}
-	if special != nil {
-		e, ok, err := special(s)
-		*ev = e
-		return ok, err
+	if errors.Is(err, errNotEvent) {
+		// trace-cmd report -l: "record.s-10478   1d.h3.   503.191711: ..."
+		e, d, t, ok := parseLatencyLine(s)
+		if !ok {
+			return out.set(r.other(r.own(s)))
+		}
+		*ev, digits, tp, err = e, d, t, nil
+		r.sawReport()
 	}
 	if err != nil {
 		return false, r.lineErr(err)
 	}
 	return r.accept(ev, digits, tp)
+}
+
+// eventOut is where handle puts the event of a line its other handlers
+// (comment, lost, other) return.
+type eventOut struct{ ev *Event }
+
+func (o eventOut) set(e Event, ok bool, err error) (bool, error) {
+	*o.ev = e
+	return ok, err
 }
 
 // own returns a line that is no event, which the Reader may keep a part
