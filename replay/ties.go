@@ -130,11 +130,11 @@ func (r *replayer) orderTie(tie []*op, last *byGroup[lastState]) {
 		}
 		trs = append(trs, flat[from:len(flat):len(flat)])
 	}
-	state := r.ties.state[:0]
-	defer func() { r.ties.trans, r.ties.rows, r.ties.state = flat[:0], trs[:0], state[:0] }()
+	r.ties.trans, r.ties.rows = flat[:0], trs[:0] // for the next tie: this one's stay as they are
 	if len(flat) == 0 {
 		return // no group's transition
 	}
+	state := r.ties.state[:0]
 	for k := range trs {
 		for _, t := range trs[k] {
 			if l := last.at(t.g); l.ok {
@@ -142,6 +142,7 @@ func (r *replayer) orderTie(tie []*op, last *byGroup[lastState]) {
 			}
 		}
 	}
+	r.ties.state = state[:0]
 	// step applies operation k to st if each of its transitions reads
 	// what the one before left (or a state not known), and reports
 	// whether it did.
@@ -158,7 +159,7 @@ func (r *replayer) orderTie(tie []*op, last *byGroup[lastState]) {
 	}
 	copyOf := func(st tieStates) tieStates { return append(tieStates(nil), st...) }
 	printed := append(r.ties.printed[:0], state...)
-	defer func() { r.ties.printed = printed[:0] }()
+	r.ties.printed = printed[:0]
 	chains := true
 	for k := range tie {
 		if !step(&printed, k) {
