@@ -86,6 +86,23 @@ func newEventIndex(evs []ftrace.Event) *eventIndex {
 	return x
 }
 
+// union returns the distinct indexes of a and b, two ascending lists, in
+// ascending order.
+func union(a, b []int) []int {
+	out := make([]int, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || len(a) > 0 && a[0] < b[0]:
+			out, a = append(out, a[0]), a[1:]
+		case len(a) == 0 || b[0] < a[0]:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		}
+	}
+	return out
+}
+
 // having returns the indexes of the events of the kinds s, in order. The
 // list is the index's: it must not be changed.
 func (x *eventIndex) having(s kinds) []int {

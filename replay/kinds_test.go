@@ -75,3 +75,18 @@ func TestEventIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestUnion: the union of two ascending lists of indexes, each index once.
+func TestUnion(t *testing.T) {
+	for _, c := range []struct{ a, b, want []int }{
+		{nil, nil, []int{}},
+		{[]int{1, 3}, nil, []int{1, 3}},
+		{nil, []int{2}, []int{2}},
+		{[]int{1, 3, 5}, []int{2, 3, 6}, []int{1, 2, 3, 5, 6}},
+		{[]int{4}, []int{1, 2, 4}, []int{1, 2, 4}},
+	} {
+		if got := union(c.a, c.b); !slices.Equal(got, c.want) {
+			t.Errorf("union(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

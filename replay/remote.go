@@ -1569,17 +1569,7 @@ func wheelNext(events []ftrace.Event, x *eventIndex, ops []*op, pre []preTimer, 
 		stops = append(stops, i)
 	}
 	slices.Sort(stops)
-	timers := x.having(kindsOf(kTimer))
-	for a, b := 0, 0; a < len(timers) || b < len(stops); {
-		var i int
-		switch {
-		case b == len(stops) || a < len(timers) && timers[a] < stops[b]:
-			i, a = timers[a], a+1
-		case a == len(timers) || stops[b] < timers[a]:
-			i, b = stops[b], b+1
-		default: // both
-			i, a, b = timers[a], a+1, b+1
-		}
+	for _, i := range union(x.having(kindsOf(kTimer)), stops) {
 		ev := &events[i]
 		for _, ti := range at[i] {
 			cpu := events[ti].Data.(ftrace.TmigrHandleRemoteCPU).CPU
